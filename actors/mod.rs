@@ -1,0 +1,11 @@
+//! The service's actors. Each owns one piece of state or one resource, and HTTP
+//! handlers reach it only through typed messages:
+//! - `nonce_registry`: issues and atomically consumes admin-handshake nonces;
+//! - `db_writer`: the single path for writes, with group commit;
+//! - `chain_reader`: the RPC client behind a global rate limit and concurrency cap.
+//!
+//! (This folder sits beside `src/` by design; `src/lib.rs` mounts it as `lendex::actors`.)
+
+pub mod chain_reader;
+pub mod db_writer;
+pub mod nonce_registry;

@@ -1,0 +1,151 @@
+//! Composition root: builds the database pool, runs migrations, starts the actors
+//! and the HTTP server, and wires them together through `AppState`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_web::{App, HttpServer, dev::Service as _, web};
+use deadpool_postgres::Pool;
+
+use crate::actors::chain_reader::ChainReader;
+use crate::actors::db_writer::{DbWriter, Drain};
+use crate::actors::nonce_registry::NonceRegistry;
+use crate::config::{Cluster, Config};
+use crate::db;
+use crate::http;
+use crate::http::rate_limit::PublicWriteLimiter;
+
+/// What every handler can reach: actor addresses, the read pool, the settings.
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub cluster: Cluster,
+    pub db: Pool,
+    pub writer: Addr<DbWriter>,
+    pub nonces: Addr<NonceRegistry>,
+    pub chain: Addr<ChainReader>,
+    pub limiter: PublicWriteLimiter,
+}
+
+/// A started service: the server future to await, where it listens, and the writer
+/// to drain after the server has stopped.
+pub struct Service {
+    pub server: actix_web::dev::Server,
+    pub addrs: Vec<SocketAddr>,
+    pub writer: Addr<DbWriter>,
+}
+
+/// Starts everything inside the current actix system. The database may be down:
+/// the server starts anyway, reports itself degraded, and migrates once it is up.
+pub async fn start(config: Config) -> Result<Service, String> {
+    let config = Arc::new(config);
+    let pool = db::connect_pool(&config.database)?;
+    migrate_until_done(pool.clone(), config.auth.super_admin_pubkey.clone()).await?;
+
+    let writer = DbWriter::new(pool.clone()).start();
+    let nonces = NonceRegistry::new(
+        pool.clone(),
+        Duration::from_secs(config.auth.nonce_ttl_seconds),
+        config.auth.max_nonces_per_wallet,
+        Duration::from_secs(config.auth.purge_interval_seconds.max(1)),
+    )
+    .start();
+    let chain = ChainReader::new(&config.rpc).start();
+
+    let state = web::Data::new(AppState {
+        cluster: config.chain.cluster,
+        db: pool,
+        writer: writer.clone(),
+        nonces,
+        chain,
+        limiter: PublicWriteLimiter::new(&config.limits),
+        config: config.clone(),
+    });
+    forget_idle_clients(state.clone());
+
+    let app_state = state.clone();
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(app_state.clone())
+            .wrap_fn(|req, srv| {
+                let (method, path, started) =
+                    (req.method().clone(), req.path().to_string(), Instant::now());
+                let response = srv.call(req);
+                async move {
+                    let response = response.await?;
+                    tracing::info!(
+                        %method, %path, status = response.status().as_u16(),
+                        latency_ms = started.elapsed().as_secs_f64() * 1000.0, "request"
+                    );
+                    Ok(response)
+                }
+            })
+            .configure(http::routes)
+            .default_service(web::to(http::not_found))
+    })
+    .shutdown_timeout(config.server.shutdown_timeout_seconds);
+    if config.server.workers > 0 {
+        server = server.workers(config.server.workers);
+    }
+    let server = server
+        .bind(&config.server.bind)
+        .map_err(|e| format!("cannot listen on {}: {e}", config.server.bind))?;
+    let addrs = server.addrs();
+    tracing::info!(?addrs, cluster = config.chain.cluster.as_str(), rpc = %config.rpc.url, "lendex listening");
+    Ok(Service {
+        server: server.run(),
+        addrs,
+        writer,
+    })
+}
+
+/// Runs the service until SIGINT/SIGTERM: the server stops accepting, finishes its
+/// in-flight requests, then every queued write is flushed before returning.
+pub async fn serve(config: Config) -> Result<(), String> {
+    let service = start(config).await?;
+    let result = service.server.await.map_err(|e| e.to_string());
+    let _ = service.writer.send(Drain).await;
+    tracing::info!("lendex stopped; all acknowledged writes are committed");
+    result
+}
+
+/// Migrates now if the database answers; otherwise keeps retrying in the background
+/// so the service can start degraded. A migration that fails on SQL is fatal.
+async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), String> {
+    match db::migrate::run(&pool, &super_admin).await {
+        Ok(applied) => {
+            if !applied.is_empty() {
+                tracing::info!(?applied, "migrations applied");
+            }
+            Ok(())
+        }
+        Err(e) if e.starts_with("database unavailable") => {
+            tracing::error!(error = %e, "database unavailable at start; retrying migrations in the background");
+            actix_rt::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    match db::migrate::run(&pool, &super_admin).await {
+                        Ok(_) => {
+                            tracing::info!("database reachable; migrations done");
+                            break;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "migrations still pending"),
+                    }
+                }
+            });
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn forget_idle_clients(state: web::Data<AppState>) {
+    actix_rt::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            state.limiter.forget_idle();
+        }
+    });
+}

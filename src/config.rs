@@ -1,0 +1,167 @@
+//! Settings: `config.toml` (embedded as the defaults, so the binary runs anywhere),
+//! then an optional file on disk, then the short environment names, then
+//! `LENDEX_<SECTION>__<KEY>`. Later sources win.
+
+use std::path::Path;
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Toml},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::pubkey::parse_pubkey;
+
+/// The repository's `config.toml`, compiled in: every key has a working default.
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config.toml");
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    pub rpc: RpcConfig,
+    pub chain: ChainConfig,
+    pub auth: AuthConfig,
+    pub limits: LimitsConfig,
+    pub sync: SyncConfig,
+    pub cache: CacheConfig,
+    pub health: HealthConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerConfig {
+    pub bind: String,
+    pub workers: usize,
+    pub shutdown_timeout_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DatabaseConfig {
+    pub url: String,
+    pub pool_size: usize,
+    pub acquire_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RpcConfig {
+    pub url: String,
+    pub timeout_ms: u64,
+    pub max_rps: u32,
+    pub max_concurrency: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChainConfig {
+    pub program_id: String,
+    pub cluster: Cluster,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuthConfig {
+    pub super_admin_pubkey: String,
+    pub nonce_ttl_seconds: u64,
+    pub max_nonces_per_wallet: u32,
+    pub purge_interval_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LimitsConfig {
+    pub public_write_per_second: u32,
+    pub public_write_burst: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncConfig {
+    pub interval_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CacheConfig {
+    pub max_owners: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HealthConfig {
+    pub max_oracle_age_seconds: u64,
+}
+
+/// The cluster the service indexes; rows carry it and reads filter on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cluster {
+    Mainnet,
+    Devnet,
+    Localnet,
+}
+
+impl Cluster {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cluster::Mainnet => "mainnet",
+            Cluster::Devnet => "devnet",
+            Cluster::Localnet => "localnet",
+        }
+    }
+}
+
+/// Short environment names that operators and harnesses use, and the key each sets.
+const SHORT_ENV_NAMES: &[(&str, &str)] = &[
+    ("DATABASE_URL", "database.url"),
+    ("RPC_URL", "rpc.url"),
+    ("CLUSTER", "chain.cluster"),
+    ("PROGRAM_ID", "chain.program_id"),
+    ("SUPER_ADMIN_PUBKEY", "auth.super_admin_pubkey"),
+    ("BIND_ADDR", "server.bind"),
+];
+
+impl Config {
+    /// Loads the settings from the embedded defaults, `path` if it exists, and the environment.
+    pub fn load(path: Option<&Path>) -> Result<Config, String> {
+        let mut figment = Figment::from(Toml::string(DEFAULT_CONFIG_TOML));
+        if let Some(path) = path {
+            if path.exists() {
+                figment = figment.merge(Toml::file(path));
+            } else if path != Path::new("config.toml") {
+                return Err(format!("config file {} not found", path.display()));
+            }
+        }
+        for (name, key) in SHORT_ENV_NAMES {
+            if let Ok(value) = std::env::var(name) {
+                // Set as a string: a value such as a program id must never be re-typed.
+                figment = figment.merge((*key, value));
+            }
+        }
+        figment = figment.merge(Env::prefixed("LENDEX_").split("__").ignore(&["log_format"]));
+        let config: Config = figment
+            .extract()
+            .map_err(|e| format!("bad configuration: {e}"))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The embedded defaults alone (tests start from these).
+    pub fn defaults() -> Config {
+        Figment::from(Toml::string(DEFAULT_CONFIG_TOML))
+            .extract()
+            .expect("embedded config.toml is valid")
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        parse_pubkey(&self.chain.program_id)
+            .map_err(|e| format!("chain.program_id is not a pubkey: {e}"))?;
+        if !self.auth.super_admin_pubkey.is_empty() {
+            parse_pubkey(&self.auth.super_admin_pubkey)
+                .map_err(|e| format!("SUPER_ADMIN_PUBKEY is not a pubkey: {e}"))?;
+        }
+        if self.database.pool_size < 2 {
+            return Err("database.pool_size must be at least 2".into());
+        }
+        if self.rpc.max_rps == 0 || self.rpc.max_concurrency == 0 {
+            return Err("rpc.max_rps and rpc.max_concurrency must be positive".into());
+        }
+        if self.auth.nonce_ttl_seconds == 0 {
+            return Err("auth.nonce_ttl_seconds must be positive".into());
+        }
+        Ok(())
+    }
+}

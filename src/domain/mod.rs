@@ -1,0 +1,6 @@
+//! Pure logic: no I/O here, so every rule is unit- and property-tested on its own.
+
+pub mod auth_message;
+pub mod enums;
+pub mod limits;
+pub mod pubkey;

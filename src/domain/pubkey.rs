@@ -1,0 +1,46 @@
+//! Base58 wallet and account addresses.
+
+use std::str::FromStr;
+
+pub use solana_pubkey::Pubkey;
+
+/// Parses a base58 address into a 32-byte pubkey. The error text is the reason shown
+/// in `bad pubkey: <reason>` (it is solana-pubkey's own wording).
+pub fn parse_pubkey(s: &str) -> Result<Pubkey, String> {
+    // Reject long input before decoding, so a 60 KiB body costs nothing.
+    if s.len() > 44 {
+        return Err("String is the wrong size".to_string());
+    }
+    Pubkey::from_str(s).map_err(|e| e.to_string())
+}
+
+/// True when `s` is a well-formed base58 32-byte address.
+pub fn is_pubkey(s: &str) -> bool {
+    parse_pubkey(s).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_real_addresses() {
+        assert!(is_pubkey("11111111111111111111111111111111"));
+        assert!(is_pubkey("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"));
+    }
+
+    #[test]
+    fn rejects_bad_length_and_charset() {
+        assert_eq!(parse_pubkey("abc").unwrap_err(), "String is the wrong size");
+        assert_eq!(
+            parse_pubkey(&"1".repeat(100)).unwrap_err(),
+            "String is the wrong size"
+        );
+        // 0, O, I and l are not base58.
+        assert_eq!(
+            parse_pubkey("0OIl1111111111111111111111111111").unwrap_err(),
+            "Invalid Base58 string"
+        );
+        assert!(!is_pubkey(""));
+    }
+}

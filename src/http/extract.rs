@@ -1,0 +1,60 @@
+//! Small extractors shared by the handlers.
+
+use std::collections::HashMap;
+
+use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+use futures_util::future::{Ready, ready};
+
+use crate::app::AppState;
+use crate::domain::pubkey::is_pubkey;
+use crate::error::{ApiError, ApiResult};
+
+/// Put first in a public write handler's arguments: takes a rate-limit token for
+/// the client's IP before anything else is read, or answers 429.
+pub struct PublicWrite;
+
+impl FromRequest for PublicWrite {
+    type Error = ApiError;
+    type Future = Ready<Result<PublicWrite, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let result = match req.app_data::<web::Data<AppState>>() {
+            Some(state) => state.limiter.check(req).map(|_| PublicWrite),
+            None => Err(ApiError::Internal),
+        };
+        ready(result)
+    }
+}
+
+/// Query-string parameters. A malformed query string is `400 invalid`.
+pub struct Params(HashMap<String, String>);
+
+impl FromRequest for Params {
+    type Error = ApiError;
+    type Future = Ready<Result<Params, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let parsed = web::Query::<HashMap<String, String>>::from_query(req.query_string())
+            .map(|q| Params(q.into_inner()))
+            .map_err(|_| ApiError::Invalid);
+        ready(parsed)
+    }
+}
+
+impl Params {
+    /// A parameter; an empty value counts as absent.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A parameter that must be a base58 pubkey when present (else `400 invalid`).
+    pub fn pubkey(&self, key: &str) -> ApiResult<Option<&str>> {
+        match self.get(key) {
+            Some(v) if !is_pubkey(v) => Err(ApiError::Invalid),
+            other => Ok(other),
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The admin allowlist and the audit log (spec 4.2 to 4.6).
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::actors::db_writer::write;
+use crate::app::AppState;
+use crate::config::Cluster;
+use crate::db::queries;
+use crate::db::writes::{AddAdmin, RevokeAdmin};
+use crate::domain::auth_message::{READ_AUDIT_ACTION, add_admin_action, revoke_admin_action};
+use crate::domain::enums::is_role;
+use crate::domain::limits::clamp_limit;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::body::JsonBody;
+use crate::http::extract::Params;
+use crate::http::signed::{Credentials, Need, Role, active_role, authorize};
+use crate::model::{Admin, AuditEntry};
+
+/// Longest admin label accepted.
+const MAX_LABEL_CHARS: usize = 256;
+
+#[derive(Serialize, ToSchema)]
+pub struct MeResponse {
+    /// `super_admin`, `pool_admin`, or null when the wallet is not an active admin.
+    pub role: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AllowlistResponse {
+    pub admins: Vec<Admin>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OkResponse {
+    pub ok: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AuditResponse {
+    pub entries: Vec<AuditEntry>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct AddAdminRequest {
+    pub actor: String,
+    pub nonce: String,
+    /// Base58 ed25519 signature of the message for `add_admin:<pubkey>:<role>`.
+    pub signature: String,
+    pub pubkey: String,
+    /// `pool_admin` or `super_admin`.
+    pub role: String,
+    pub label: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RevokeAdminRequest {
+    pub actor: String,
+    pub nonce: String,
+    /// Base58 ed25519 signature of the message for `revoke_admin:<pubkey>`.
+    pub signature: String,
+    pub pubkey: String,
+}
+
+#[utoipa::path(get, path = "/api/admin/me", tag = "admin",
+    params(("pubkey" = String, Query, description = "wallet")),
+    responses((status = 200, body = MeResponse),
+        (status = 400, body = ErrorBody, description = "missing fields | invalid")))]
+pub async fn me(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
+    let pubkey = params.pubkey("pubkey")?.ok_or(ApiError::MissingFields)?;
+    let role = active_role(&state, pubkey).await?.map(|r| match r {
+        Role::SuperAdmin => "super_admin".to_string(),
+        Role::PoolAdmin => "pool_admin".to_string(),
+    });
+    Ok(HttpResponse::Ok().json(MeResponse { role }))
+}
+
+#[utoipa::path(get, path = "/api/admin/allowlist", tag = "admin",
+    responses((status = 200, body = AllowlistResponse)))]
+pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let client = state.db.get().await?;
+    let stmt = client.prepare_cached(queries::LIST_ACTIVE_ADMINS).await?;
+    let admins = client
+        .query(&stmt, &[])
+        .await?
+        .iter()
+        .map(Admin::from_row)
+        .collect();
+    Ok(HttpResponse::Ok().json(AllowlistResponse { admins }))
+}
+
+/// The three credentials, required together with the endpoint's own fields.
+fn credentials(body: &JsonBody) -> ApiResult<Option<Credentials<'_>>> {
+    let (actor, nonce, signature) = (
+        body.str("actor")?,
+        body.str("nonce")?,
+        body.str("signature")?,
+    );
+    Ok(match (actor, nonce, signature) {
+        (Some(actor), Some(nonce), Some(signature)) => Some(Credentials {
+            actor,
+            nonce,
+            signature,
+        }),
+        _ => None,
+    })
+}
+
+#[utoipa::path(post, path = "/api/admin/allowlist", tag = "admin", request_body = AddAdminRequest,
+    responses((status = 200, body = OkResponse),
+        (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid role | invalid"),
+        (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized | super_admin required")))]
+pub async fn add_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
+    let creds = credentials(&body)?;
+    let pubkey = body.str("pubkey")?;
+    let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
+        return Err(ApiError::MissingFields);
+    };
+    let role = match body.str("role") {
+        Ok(Some(role)) if is_role(role) => role,
+        _ => return Err(ApiError::InvalidRole),
+    };
+    let label = body.str("label")?;
+    if label.is_some_and(|l| l.chars().count() > MAX_LABEL_CHARS) {
+        return Err(ApiError::Invalid);
+    }
+    if body.pubkey("pubkey").is_err() || body.pubkey("actor").is_err() {
+        return Err(ApiError::Invalid);
+    }
+    authorize(
+        &state,
+        &creds,
+        &add_admin_action(pubkey, role),
+        Need::SuperAdmin,
+    )
+    .await?;
+    let cmd = AddAdmin {
+        pubkey: pubkey.to_string(),
+        role: role.to_string(),
+        label: label.map(str::to_string),
+        actor: creds.actor.to_string(),
+    };
+    write(&state.writer, cmd).await?;
+    Ok(HttpResponse::Ok().json(OkResponse { ok: true }))
+}
+
+#[utoipa::path(delete, path = "/api/admin/allowlist", tag = "admin", request_body = RevokeAdminRequest,
+    responses((status = 200, body = OkResponse),
+        (status = 400, body = ErrorBody, description = "bad json | missing fields | cannot revoke yourself | invalid"),
+        (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized | super_admin required"),
+        (status = 404, body = ErrorBody, description = "not found: no active entry for pubkey")))]
+pub async fn revoke_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
+    let creds = credentials(&body)?;
+    let pubkey = body.str("pubkey")?;
+    let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
+        return Err(ApiError::MissingFields);
+    };
+    if body.pubkey("pubkey").is_err() || body.pubkey("actor").is_err() {
+        return Err(ApiError::Invalid);
+    }
+    if creds.actor == pubkey {
+        return Err(ApiError::CannotRevokeYourself);
+    }
+    authorize(
+        &state,
+        &creds,
+        &revoke_admin_action(pubkey),
+        Need::SuperAdmin,
+    )
+    .await?;
+    let cmd = RevokeAdmin {
+        pubkey: pubkey.to_string(),
+        actor: creds.actor.to_string(),
+    };
+    if !write(&state.writer, cmd).await? {
+        return Err(ApiError::NotFound);
+    }
+    Ok(HttpResponse::Ok().json(OkResponse { ok: true }))
+}
+
+#[utoipa::path(get, path = "/api/admin/audit", tag = "admin",
+    params(
+        ("actor" = Option<String>, Query, description = "exact actor filter"),
+        ("action" = Option<String>, Query, description = "exact action filter"),
+        ("limit" = Option<i64>, Query, description = "default 50, at most 200"),
+        ("x-actor" = Option<String>, Header, description = "mainnet only: signer pubkey"),
+        ("x-nonce" = Option<String>, Header, description = "mainnet only: nonce issued for `read_audit`"),
+        ("x-signature" = Option<String>, Header, description = "mainnet only: signature of the read_audit message")),
+    responses((status = 200, body = AuditResponse),
+        (status = 403, body = ErrorBody, description = "forbidden (mainnet, without a valid signed nonce)")))]
+pub async fn audit(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    if state.cluster == Cluster::Mainnet {
+        check_audit_credentials(&req, &state).await?;
+    }
+    let limit = clamp_limit(params.get("limit"));
+    let client = state.db.get().await?;
+    let rows = match (params.get("actor"), params.get("action")) {
+        (None, None) => {
+            let stmt = client.prepare_cached(queries::AUDIT_LIST).await?;
+            client.query(&stmt, &[&limit]).await?
+        }
+        (Some(actor), None) => {
+            let stmt = client.prepare_cached(queries::AUDIT_LIST_BY_ACTOR).await?;
+            client.query(&stmt, &[&limit, &actor]).await?
+        }
+        (None, Some(action)) => {
+            let stmt = client.prepare_cached(queries::AUDIT_LIST_BY_ACTION).await?;
+            client.query(&stmt, &[&limit, &action]).await?
+        }
+        (Some(actor), Some(action)) => {
+            let stmt = client
+                .prepare_cached(queries::AUDIT_LIST_BY_ACTOR_ACTION)
+                .await?;
+            client.query(&stmt, &[&limit, &actor, &action]).await?
+        }
+    };
+    let entries = rows.iter().map(AuditEntry::from_row).collect();
+    Ok(HttpResponse::Ok().json(AuditResponse { entries }))
+}
+
+/// Mainnet audit reads are signed (`read_audit`) by an active admin of either role,
+/// carried in headers; every credential failure is 403 forbidden (decisions §4).
+async fn check_audit_credentials(req: &HttpRequest, state: &AppState) -> ApiResult<()> {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let (Some(actor), Some(nonce), Some(signature)) =
+        (header("x-actor"), header("x-nonce"), header("x-signature"))
+    else {
+        return Err(ApiError::Forbidden);
+    };
+    let creds = Credentials {
+        actor,
+        nonce,
+        signature,
+    };
+    match authorize(state, &creds, READ_AUDIT_ACTION, Need::AnyAdmin).await {
+        Ok(_) => Ok(()),
+        Err(e @ (ApiError::DatabaseUnavailable | ApiError::Internal)) => Err(e),
+        Err(_) => Err(ApiError::Forbidden),
+    }
+}

@@ -1,0 +1,121 @@
+//! GET /api/health: liveness with the state of each backend (spec 4.16). Always
+//! HTTP 200, answered within 3 s whatever the database or the RPC do; a failing
+//! check turns status to "degraded".
+
+use std::time::{Duration, Instant};
+
+use actix_web::{HttpResponse, web};
+use chrono::{SecondsFormat, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::actors::chain_reader::GetSlot;
+use crate::app::AppState;
+use crate::db::queries;
+use crate::error::ApiResult;
+
+/// Each check gets this long, and they run concurrently, so the answer comes within 3 s.
+const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
+
+#[derive(Serialize, ToSchema)]
+pub struct HealthResponse {
+    /// "ok" or "degraded".
+    pub status: String,
+    pub timestamp: String,
+    pub checks: HealthChecks,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HealthChecks {
+    pub database: DatabaseCheck,
+    pub rpc: RpcCheck,
+    pub counts: Counts,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DatabaseCheck {
+    pub ok: bool,
+    #[serde(rename = "latencyMs")]
+    pub latency_ms: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RpcCheck {
+    pub ok: bool,
+    pub slot: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Counts {
+    /// Pools of the active cluster.
+    pub pools: i64,
+    /// Transaction records of the active cluster.
+    pub tx_log: i64,
+}
+
+#[utoipa::path(get, path = "/api/health", tag = "health",
+    responses((status = 200, body = HealthResponse)))]
+pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let (db, rpc) = futures_util::join!(database_check(&state), rpc_check(&state));
+    let (database, counts) = db;
+    let ok = database.ok && rpc.ok;
+    Ok(HttpResponse::Ok().json(HealthResponse {
+        status: if ok { "ok" } else { "degraded" }.to_string(),
+        timestamp: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+        checks: HealthChecks {
+            database,
+            rpc,
+            counts,
+        },
+    }))
+}
+
+async fn database_check(state: &AppState) -> (DatabaseCheck, Counts) {
+    let started = Instant::now();
+    let query = async {
+        let client = state.db.get().await.ok()?;
+        let stmt = client.prepare_cached(queries::HEALTH_COUNTS).await.ok()?;
+        let row = client
+            .query_one(&stmt, &[&state.cluster.as_str()])
+            .await
+            .ok()?;
+        Some(Counts {
+            pools: row.get("pools"),
+            tx_log: row.get("tx_log"),
+        })
+    };
+    let counts = tokio::time::timeout(CHECK_DEADLINE, query)
+        .await
+        .ok()
+        .flatten();
+    let latency_ms = started.elapsed().as_millis() as u64;
+    match counts {
+        Some(counts) => (
+            DatabaseCheck {
+                ok: true,
+                latency_ms,
+            },
+            counts,
+        ),
+        None => (
+            DatabaseCheck {
+                ok: false,
+                latency_ms,
+            },
+            Counts {
+                pools: 0,
+                tx_log: 0,
+            },
+        ),
+    }
+}
+
+async fn rpc_check(state: &AppState) -> RpcCheck {
+    let ask = state.chain.send(GetSlot {
+        deadline: CHECK_DEADLINE,
+    });
+    match tokio::time::timeout(CHECK_DEADLINE, ask).await {
+        Ok(Ok(Ok(slot))) => RpcCheck { ok: true, slot },
+        _ => RpcCheck { ok: false, slot: 0 },
+    }
+}

@@ -1,0 +1,7 @@
+//! One file per resource of the API.
+
+pub mod admin;
+pub mod auth;
+pub mod health;
+pub mod pools;
+pub mod transactions;

@@ -1,0 +1,135 @@
+//! The append-only transaction log (spec 4.14, 4.15).
+
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::actors::db_writer::write;
+use crate::app::AppState;
+use crate::db::queries;
+use crate::db::writes::RecordTransaction;
+use crate::domain::enums::{is_tx_action, is_tx_status, is_u64_decimal};
+use crate::domain::limits::clamp_limit;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::body::JsonBody;
+use crate::http::extract::{Params, PublicWrite};
+use crate::model::Transaction;
+
+/// Bounds on free-text fields (a signature is 88 base58 characters at most).
+const MAX_SIGNATURE_CHARS: usize = 128;
+const MAX_ERROR_MSG_CHARS: usize = 4096;
+
+#[derive(Serialize, ToSchema)]
+pub struct TransactionsResponse {
+    pub transactions: Vec<Transaction>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RecordTransactionRequest {
+    /// Chain transaction signature; the idempotency key.
+    pub signature: String,
+    pub wallet: String,
+    /// deposit, withdraw, borrow, repay, liquidate, flash, init, update_pool, pause,
+    /// resume, collect_fees or update_oracle.
+    pub action: String,
+    pub pool_address: Option<String>,
+    /// u64 as a decimal string.
+    pub amount: Option<String>,
+    /// pending, confirmed (the default) or failed.
+    pub status: Option<String>,
+    pub error_msg: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RecordTransactionResponse {
+    pub ok: bool,
+    pub id: i64,
+}
+
+#[utoipa::path(get, path = "/api/transactions", tag = "transactions",
+    params(("wallet" = Option<String>, Query), ("pool" = Option<String>, Query),
+           ("limit" = Option<i64>, Query, description = "default 50, at most 200")),
+    responses((status = 200, body = TransactionsResponse),
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet or pool)")))]
+pub async fn list_transactions(
+    state: web::Data<AppState>,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let wallet = params.pubkey("wallet")?;
+    let pool = params.pubkey("pool")?;
+    let limit = clamp_limit(params.get("limit"));
+    let cluster = state.cluster.as_str();
+    let client = state.db.get().await?;
+    let rows = match (wallet, pool) {
+        (None, None) => {
+            let stmt = client.prepare_cached(queries::TX_LIST).await?;
+            client.query(&stmt, &[&cluster, &limit]).await?
+        }
+        (Some(wallet), None) => {
+            let stmt = client.prepare_cached(queries::TX_LIST_BY_WALLET).await?;
+            client.query(&stmt, &[&cluster, &limit, &wallet]).await?
+        }
+        (None, Some(pool)) => {
+            let stmt = client.prepare_cached(queries::TX_LIST_BY_POOL).await?;
+            client.query(&stmt, &[&cluster, &limit, &pool]).await?
+        }
+        (Some(wallet), Some(pool)) => {
+            let stmt = client
+                .prepare_cached(queries::TX_LIST_BY_WALLET_POOL)
+                .await?;
+            client
+                .query(&stmt, &[&cluster, &limit, &wallet, &pool])
+                .await?
+        }
+    };
+    let transactions = rows.iter().map(Transaction::from_row).collect();
+    Ok(HttpResponse::Ok().json(TransactionsResponse { transactions }))
+}
+
+#[utoipa::path(post, path = "/api/transactions", tag = "transactions",
+    request_body = RecordTransactionRequest,
+    responses((status = 200, body = RecordTransactionResponse),
+        (status = 400, body = ErrorBody, description = "bad json | signature, wallet, action required | invalid"),
+        (status = 429, body = ErrorBody, description = "rate limited")))]
+pub async fn record_transaction(
+    _: PublicWrite,
+    state: web::Data<AppState>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let (signature, wallet, action) = (
+        body.str("signature")?,
+        body.str("wallet")?,
+        body.str("action")?,
+    );
+    let (Some(signature), Some(wallet), Some(action)) = (signature, wallet, action) else {
+        return Err(ApiError::Required("signature, wallet, action required"));
+    };
+    let valid_signature = signature.chars().count() <= MAX_SIGNATURE_CHARS
+        && signature.chars().all(|c| c.is_ascii_graphic());
+    let wallet_ok = body.pubkey("wallet").is_ok();
+    let pool_address = body.pubkey("pool_address")?;
+    let amount = body.str("amount")?;
+    let status = body.str("status")?.unwrap_or("confirmed");
+    let error_msg = body.str("error_msg")?;
+    if !valid_signature
+        || !wallet_ok
+        || !is_tx_action(action)
+        || !is_tx_status(status)
+        || amount.is_some_and(|a| !is_u64_decimal(a))
+        || error_msg.is_some_and(|m| m.chars().count() > MAX_ERROR_MSG_CHARS)
+    {
+        return Err(ApiError::Invalid);
+    }
+    let cmd = RecordTransaction {
+        cluster: state.cluster.as_str(),
+        signature: signature.to_string(),
+        pool_address: pool_address.map(str::to_string),
+        wallet: wallet.to_string(),
+        action: action.to_string(),
+        amount: amount.map(str::to_string),
+        status: status.to_string(),
+        error_msg: error_msg.map(str::to_string),
+    };
+    let id = write(&state.writer, cmd).await?;
+    Ok(HttpResponse::Ok().json(RecordTransactionResponse { ok: true, id }))
+}

@@ -1,0 +1,18 @@
+//! Lendex: a live index of a Solana lending program.
+//!
+//! - `domain`: pure logic (validation, auth message, and later WAD math and decoding);
+//! - `db`: PostgreSQL pool, migrations, named queries and write commands;
+//! - `actors` (the top-level `actors/` folder): the actors that own state;
+//! - `http`: routes, extractors and handlers;
+//! - `app`: wires it all together; `ops`: the operator CLI's commands.
+
+#[path = "../actors/mod.rs"]
+pub mod actors;
+pub mod app;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod model;
+pub mod ops;

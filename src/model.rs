@@ -1,0 +1,165 @@
+//! The resources of spec §2 as the API returns them, and how each is read from a
+//! row of its named query. u64/u128 values are decimal strings (spec §1.3).
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio_postgres::Row;
+use utoipa::ToSchema;
+
+/// Spec 2.1, as GET /api/pools returns it (the `decimals` column is internal).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Pool {
+    pub pool_address: String,
+    pub token_mint: String,
+    pub symbol: Option<String>,
+    pub authority: String,
+    pub vault: String,
+    pub pool_bump: i16,
+    pub authority_bump: i16,
+    pub vault_bump: i16,
+    pub paused: bool,
+    pub total_deposits: String,
+    pub total_borrows: String,
+    pub accumulated_fees: String,
+    pub ltv_wad: String,
+    pub liquidation_threshold_wad: String,
+    pub liquidation_bonus_wad: String,
+    pub protocol_liq_fee_wad: String,
+    pub reserve_factor_wad: String,
+    pub close_factor_wad: String,
+    pub base_rate_wad: String,
+    pub optimal_util_wad: String,
+    pub slope1_wad: String,
+    pub slope2_wad: String,
+    pub flash_fee_bps: i32,
+    /// i64 as a decimal string; null until the oracle is set.
+    pub oracle_price: Option<String>,
+    /// u64 as a decimal string; null until the oracle is set.
+    pub oracle_conf: Option<String>,
+    pub oracle_expo: Option<i32>,
+    pub pyth_price_feed: Option<String>,
+    pub created_by: String,
+    pub init_signature: String,
+    pub last_synced_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Pool {
+    pub fn from_row(row: &Row) -> Pool {
+        Pool {
+            pool_address: row.get("pool_address"),
+            token_mint: row.get("token_mint"),
+            symbol: row.get("symbol"),
+            authority: row.get("authority"),
+            vault: row.get("vault"),
+            pool_bump: row.get("pool_bump"),
+            authority_bump: row.get("authority_bump"),
+            vault_bump: row.get("vault_bump"),
+            paused: row.get("paused"),
+            total_deposits: row.get("total_deposits"),
+            total_borrows: row.get("total_borrows"),
+            accumulated_fees: row.get("accumulated_fees"),
+            ltv_wad: row.get("ltv_wad"),
+            liquidation_threshold_wad: row.get("liquidation_threshold_wad"),
+            liquidation_bonus_wad: row.get("liquidation_bonus_wad"),
+            protocol_liq_fee_wad: row.get("protocol_liq_fee_wad"),
+            reserve_factor_wad: row.get("reserve_factor_wad"),
+            close_factor_wad: row.get("close_factor_wad"),
+            base_rate_wad: row.get("base_rate_wad"),
+            optimal_util_wad: row.get("optimal_util_wad"),
+            slope1_wad: row.get("slope1_wad"),
+            slope2_wad: row.get("slope2_wad"),
+            flash_fee_bps: row.get("flash_fee_bps"),
+            oracle_price: row
+                .get::<_, Option<i64>>("oracle_price")
+                .map(|p| p.to_string()),
+            oracle_conf: row.get("oracle_conf"),
+            oracle_expo: row.get("oracle_expo"),
+            pyth_price_feed: row.get("pyth_price_feed"),
+            created_by: row.get("created_by"),
+            init_signature: row.get("init_signature"),
+            last_synced_at: row.get("last_synced_at"),
+            created_at: row.get("created_at"),
+        }
+    }
+}
+
+/// Spec 2.5.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Transaction {
+    pub id: i64,
+    pub signature: String,
+    pub pool_address: Option<String>,
+    pub wallet: String,
+    pub action: String,
+    /// u64 as a decimal string; null when the caller gave none.
+    pub amount: Option<String>,
+    pub status: String,
+    pub error_msg: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Transaction {
+    pub fn from_row(row: &Row) -> Transaction {
+        Transaction {
+            id: row.get("id"),
+            signature: row.get("signature"),
+            pool_address: row.get("pool_address"),
+            wallet: row.get("wallet"),
+            action: row.get("action"),
+            amount: row.get("amount"),
+            status: row.get("status"),
+            error_msg: row.get("error_msg"),
+            created_at: row.get("created_at"),
+        }
+    }
+}
+
+/// Spec 2.6.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Admin {
+    pub pubkey: String,
+    pub role: String,
+    pub label: Option<String>,
+    pub added_by: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl Admin {
+    pub fn from_row(row: &Row) -> Admin {
+        Admin {
+            pubkey: row.get("pubkey"),
+            role: row.get("role"),
+            label: row.get("label"),
+            added_by: row.get("added_by"),
+            created_at: row.get("created_at"),
+            revoked_at: row.get("revoked_at"),
+        }
+    }
+}
+
+/// Spec 2.7.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+}
+
+impl AuditEntry {
+    pub fn from_row(row: &Row) -> AuditEntry {
+        AuditEntry {
+            id: row.get("id"),
+            actor: row.get("actor"),
+            action: row.get("action"),
+            target: row.get("target"),
+            details: row.get("details"),
+            created_at: row.get("created_at"),
+        }
+    }
+}

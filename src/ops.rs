@@ -1,0 +1,100 @@
+//! Operator commands (decisions §1): direct database writes with no nonce, the
+//! recovery path of spec 5.6. Each admin change writes an audit entry with actor
+//! `system`, through the same write commands the server uses.
+
+use crate::config::Config;
+use crate::db::{self, queries, writes};
+use crate::domain::enums::is_role;
+use crate::domain::pubkey::parse_pubkey;
+use crate::model::Admin;
+
+/// The actor recorded for operator changes.
+pub const SYSTEM_ACTOR: &str = "system";
+
+pub async fn migrate(config: &Config) -> Result<(), String> {
+    let pool = db::connect_pool(&config.database)?;
+    let applied = db::migrate::run(&pool, &config.auth.super_admin_pubkey).await?;
+    if applied.is_empty() {
+        println!("schema up to date");
+    } else {
+        println!("applied: {}", applied.join(", "));
+    }
+    Ok(())
+}
+
+pub async fn admin_add(
+    config: &Config,
+    pubkey: &str,
+    role: &str,
+    label: Option<String>,
+) -> Result<(), String> {
+    parse_pubkey(pubkey).map_err(|e| format!("bad pubkey: {e}"))?;
+    if !is_role(role) {
+        return Err("role must be pool_admin or super_admin".into());
+    }
+    let pool = migrated_pool(config).await?;
+    let cmd = writes::AddAdmin {
+        pubkey: pubkey.to_string(),
+        role: role.to_string(),
+        label,
+        actor: SYSTEM_ACTOR.to_string(),
+    };
+    writes::apply_now(&pool, &cmd)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("{pubkey} is an active {role}");
+    Ok(())
+}
+
+pub async fn admin_revoke(config: &Config, pubkey: &str) -> Result<(), String> {
+    let pool = migrated_pool(config).await?;
+    let cmd = writes::RevokeAdmin {
+        pubkey: pubkey.to_string(),
+        actor: SYSTEM_ACTOR.to_string(),
+    };
+    if writes::apply_now(&pool, &cmd)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        println!("{pubkey} revoked");
+        Ok(())
+    } else {
+        Err(format!("{pubkey} has no active allowlist entry"))
+    }
+}
+
+pub async fn admin_list(config: &Config) -> Result<(), String> {
+    let pool = migrated_pool(config).await?;
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let rows = client
+        .query(queries::LIST_ALL_ADMINS, &[])
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "{:<44}  {:<11}  {:<8}  {:<20}  label",
+        "pubkey", "role", "state", "added_by"
+    );
+    for admin in rows.iter().map(Admin::from_row) {
+        let state = if admin.revoked_at.is_some() {
+            "revoked"
+        } else {
+            "active"
+        };
+        let added_by: String = admin.added_by.chars().take(20).collect();
+        println!(
+            "{:<44}  {:<11}  {:<8}  {:<20}  {}",
+            admin.pubkey,
+            admin.role,
+            state,
+            added_by,
+            admin.label.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+async fn migrated_pool(config: &Config) -> Result<deadpool_postgres::Pool, String> {
+    let pool = db::connect_pool(&config.database)?;
+    db::migrate::run(&pool, &config.auth.super_admin_pubkey).await?;
+    Ok(pool)
+}

@@ -1,0 +1,238 @@
+//! Test harness: a throw-away PostgreSQL database per test (so tests run in
+//! parallel), the real service started in-process on a free loopback port, and
+//! wallets with real ed25519 keys.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ed25519_dalek::{Signer, SigningKey};
+use lendex::config::Config;
+use serde_json::{Value, json};
+
+/// Server of the throw-away databases; overridable for other machines.
+pub fn admin_database_url() -> String {
+    std::env::var("LENDEX_TEST_ADMIN_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+/// A database created for one test and dropped (forcibly) when the test ends.
+pub struct TestDb {
+    pub url: String,
+    name: String,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl TestDb {
+    pub async fn create() -> TestDb {
+        let name = format!(
+            "lendex_test_{}_{}_{:08x}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            rand::random::<u32>()
+        );
+        let admin = admin_client().await;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create test database");
+        let base = admin_database_url();
+        let url = match base.rfind('/') {
+            Some(i) => format!("{}/{name}", &base[..i]),
+            None => panic!("bad admin database url"),
+        };
+        TestDb { url, name }
+    }
+
+    /// A direct connection, for asserting on what is really in the database.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .expect("connect test db");
+        tokio::spawn(conn);
+        client
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop runs outside any async context we could block on: use a thread.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let admin = admin_client().await;
+                let _ = admin
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await;
+            });
+        })
+        .join();
+    }
+}
+
+async fn admin_client() -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&admin_database_url(), tokio_postgres::NoTls)
+        .await
+        .expect("PostgreSQL must be running on 127.0.0.1:5432 (see README)");
+    tokio::spawn(conn);
+    client
+}
+
+/// A wallet with a real ed25519 key.
+pub struct Wallet {
+    key: SigningKey,
+}
+
+impl Wallet {
+    pub fn new() -> Wallet {
+        Wallet {
+            key: SigningKey::from_bytes(&rand::random::<[u8; 32]>()),
+        }
+    }
+
+    pub fn pubkey(&self) -> String {
+        bs58::encode(self.key.verifying_key().as_bytes()).into_string()
+    }
+
+    /// Detached signature of the UTF-8 bytes of `message`, base58-encoded.
+    pub fn sign(&self, message: &str) -> String {
+        bs58::encode(self.key.sign(message.as_bytes()).to_bytes()).into_string()
+    }
+}
+
+/// The service running in this test's actix system, its database, and a client.
+pub struct TestApp {
+    pub base: String,
+    pub db: TestDb,
+    pub http: reqwest::Client,
+    /// The bootstrap super-admin (seeded from SUPER_ADMIN_PUBKEY by the migration).
+    pub root: Wallet,
+    pub config: Config,
+}
+
+/// Test settings: own database, free port, no chain (an address that refuses
+/// connections at once), public-write limits off unless a test turns them on.
+pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+    let db = TestDb::create().await;
+    let root = Wallet::new();
+    let mut config = Config::defaults();
+    config.database.url = db.url.clone();
+    config.database.pool_size = 8;
+    config.server.bind = "127.0.0.1:0".into();
+    config.server.workers = 2;
+    config.server.shutdown_timeout_seconds = 5;
+    config.rpc.url = "http://127.0.0.1:9".into();
+    config.rpc.timeout_ms = 1000;
+    config.auth.super_admin_pubkey = root.pubkey();
+    config.limits.public_write_per_second = 0;
+    config.sync.interval_seconds = 0;
+    tweak(&mut config);
+    let service = lendex::app::start(config.clone())
+        .await
+        .expect("service starts");
+    let base = format!("http://{}", service.addrs[0]);
+    actix_rt::spawn(service.server);
+    TestApp {
+        base,
+        db,
+        http: reqwest::Client::new(),
+        root,
+        config,
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self.http.get(self.url(path)).send().await.expect("request");
+        decode(res).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let res = self
+            .http
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        decode(res).await
+    }
+
+    pub async fn delete(&self, path: &str, body: &Value) -> (u16, Value) {
+        let res = self
+            .http
+            .delete(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        decode(res).await
+    }
+
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let res = self
+            .http
+            .post(self.url(path))
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        decode(res).await
+    }
+
+    /// Steps 1-2 of the handshake: a nonce for `action`, signed by `wallet`.
+    /// Checks the message is the exact canonical text. Returns (nonce, signature).
+    pub async fn signed(&self, wallet: &Wallet, action: &str) -> (String, String) {
+        let (status, body) = self
+            .post(
+                "/api/auth/nonce",
+                &json!({ "pubkey": wallet.pubkey(), "action": action }),
+            )
+            .await;
+        assert_eq!(status, 200, "nonce: {body}");
+        let nonce = body["nonce"].as_str().unwrap().to_string();
+        let message = body["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            format!("Service admin auth\nAction: {action}\nNonce: {nonce}")
+        );
+        (nonce.clone(), wallet.sign(message))
+    }
+
+    /// Adds `wallet` with `role` through the API, signed by the bootstrap super-admin.
+    pub async fn add_admin(&self, wallet: &Wallet, role: &str) {
+        let action = format!("add_admin:{}:{role}", wallet.pubkey());
+        let (nonce, signature) = self.signed(&self.root, &action).await;
+        let (status, body) = self
+            .post(
+                "/api/admin/allowlist",
+                &json!({ "actor": self.root.pubkey(), "nonce": nonce, "signature": signature,
+                         "pubkey": wallet.pubkey(), "role": role }),
+            )
+            .await;
+        assert_eq!((status, body), (200, json!({ "ok": true })));
+    }
+}
+
+pub async fn decode(res: reqwest::Response) -> (u16, Value) {
+    let status = res.status().as_u16();
+    let text = res.text().await.expect("body");
+    let value =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("non-JSON body ({status}): {text}"));
+    (status, value)
+}
+
+pub fn error(msg: &str) -> Value {
+    json!({ "error": msg })
+}

@@ -1,0 +1,197 @@
+//! Errors every route shares: unknown routes, methods, oversized bodies, rate
+//! limits; and the health and OpenAPI documents.
+
+use serde_json::json;
+
+use crate::common::*;
+
+#[actix_rt::test]
+async fn unknown_route_and_method_are_json() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/api/nope").await, (404, error("not found")));
+    assert_eq!(app.get("/").await, (404, error("not found")));
+    let res = app
+        .http
+        .put(app.url("/api/transactions"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decode(res).await, (405, error("method not allowed")));
+    let res = app
+        .http
+        .get(app.url("/api/auth/nonce"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decode(res).await, (405, error("method not allowed")));
+}
+
+#[actix_rt::test]
+async fn body_over_64_kib_is_413() {
+    let app = spawn_app().await;
+    let big = format!("{{\"signature\":\"{}\"}}", "a".repeat(70 * 1024));
+    assert_eq!(
+        app.post_raw("/api/transactions", big).await,
+        (413, error("payload too large"))
+    );
+    // Exactly at the limit is read (and then judged on its content).
+    let padding = 64 * 1024 - r#"{"p":""}"#.len();
+    let at_limit = format!("{{\"p\":\"{}\"}}", "a".repeat(padding));
+    assert_eq!(at_limit.len(), 64 * 1024);
+    assert_eq!(
+        app.post_raw("/api/transactions", at_limit).await,
+        (400, error("signature, wallet, action required"))
+    );
+}
+
+#[actix_rt::test]
+async fn body_is_json_whatever_the_content_type() {
+    let app = spawn_app().await;
+    let w = Wallet::new().pubkey();
+    let body = json!({ "signature": "ct", "wallet": w, "action": "deposit" }).to_string();
+    let res = app
+        .http
+        .post(app.url("/api/transactions"))
+        .header("content-type", "text/plain")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decode(res).await.0, 200);
+}
+
+#[actix_rt::test]
+async fn public_writes_are_rate_limited_per_ip() {
+    let app = spawn_app_with(|c| {
+        c.limits.public_write_per_second = 1;
+        c.limits.public_write_burst = 3;
+    })
+    .await;
+    let w = Wallet::new().pubkey();
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        let res = app
+            .http
+            .post(app.url("/api/transactions"))
+            .json(&json!({ "signature": format!("r{i}"), "wallet": w, "action": "deposit" }))
+            .send()
+            .await
+            .unwrap();
+        let retry_after = res
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        let (status, body) = decode(res).await;
+        if status == 429 {
+            assert_eq!(body, error("rate limited"));
+            let secs: u64 = retry_after.expect("Retry-After header").parse().unwrap();
+            assert!(secs >= 1);
+        }
+        statuses.push(status);
+    }
+    assert_eq!(statuses, vec![200, 200, 200, 429, 429]);
+    // Reads are not limited.
+    assert_eq!(app.get("/api/transactions").await.0, 200);
+    // The nonce endpoint shares the per-IP bucket.
+    let (status, _) = app
+        .post("/api/auth/nonce", &json!({ "pubkey": w, "action": "a" }))
+        .await;
+    assert_eq!(status, 429);
+}
+
+#[actix_rt::test]
+async fn health_is_degraded_with_no_chain_and_counts_the_cluster() {
+    let app = spawn_app().await;
+    let started = std::time::Instant::now();
+    let (status, body) = app.get("/api/health").await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["database"]["ok"], true);
+    assert!(body["checks"]["database"]["latencyMs"].is_u64());
+    assert_eq!(body["checks"]["rpc"], json!({ "ok": false, "slot": 0 }));
+    assert_eq!(body["checks"]["counts"], json!({ "pools": 0, "tx_log": 0 }));
+    assert!(chrono::DateTime::parse_from_rfc3339(body["timestamp"].as_str().unwrap()).is_ok());
+    app.post(
+        "/api/transactions",
+        &json!({ "signature": "h", "wallet": Wallet::new().pubkey(), "action": "deposit" }),
+    )
+    .await;
+    let (_, body) = app.get("/api/health").await;
+    assert_eq!(body["checks"]["counts"]["tx_log"], 1);
+}
+
+#[actix_rt::test]
+async fn health_answers_within_3s_when_the_rpc_hangs() {
+    // A listener that accepts and never answers.
+    let hang = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = hang.local_addr().unwrap();
+    let app = spawn_app_with(|c| {
+        c.rpc.url = format!("http://{addr}");
+        c.rpc.timeout_ms = 10_000;
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let (status, body) = app.get("/api/health").await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        (status, &body["checks"]["rpc"]),
+        (200, &json!({ "ok": false, "slot": 0 }))
+    );
+    drop(hang);
+}
+
+#[actix_rt::test]
+async fn health_is_degraded_not_down_without_database() {
+    // The server starts and answers even when PostgreSQL cannot be reached.
+    let app = spawn_app_with(|c| {
+        c.database.url = "postgres://postgres@127.0.0.1:1/none".into();
+        c.database.acquire_timeout_ms = 300;
+    })
+    .await;
+    let (status, body) = app.get("/api/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["database"]["ok"], false);
+    assert_eq!(
+        app.get("/api/pools").await,
+        (503, error("database unavailable"))
+    );
+}
+
+#[actix_rt::test]
+async fn openapi_document_covers_every_route() {
+    let app = spawn_app().await;
+    let (status, doc) = app.get("/api/openapi.json").await;
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/api/auth/nonce", "post"),
+        ("/api/admin/me", "get"),
+        ("/api/admin/allowlist", "get"),
+        ("/api/admin/allowlist", "post"),
+        ("/api/admin/allowlist", "delete"),
+        ("/api/admin/audit", "get"),
+        ("/api/pools", "get"),
+        ("/api/transactions", "get"),
+        ("/api/transactions", "post"),
+        ("/api/health", "get"),
+    ] {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} missing"
+        );
+    }
+}
+
+#[actix_rt::test]
+async fn pools_list_is_empty_index_at_first() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/api/pools").await, (200, json!({ "pools": [] })));
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the HTTP API against a real PostgreSQL. One test binary
+//! (modules below) so the suite links once.
+
+mod admin_api;
+mod auth_handshake;
+mod common;
+mod http_errors;
+mod transactions_api;
