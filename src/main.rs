@@ -26,6 +26,8 @@ enum Command {
     Serve,
     /// Apply the SQL migrations and seed the bootstrap super-admin (SUPER_ADMIN_PUBKEY).
     Migrate,
+    /// Print the effective settings (defaults, file and environment merged) as TOML.
+    Config,
     /// Operator recovery: change the admin allowlist directly, with no nonce.
     Admin {
         #[command(subcommand)]
@@ -68,6 +70,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve => lendex::app::serve(config).await,
             Command::Migrate => lendex::ops::migrate(&config).await,
+            Command::Config => lendex::ops::print_config(&config),
             Command::Admin { command } => match command {
                 AdminCommand::Add {
                     pubkey,

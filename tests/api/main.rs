@@ -5,4 +5,5 @@ mod admin_api;
 mod auth_handshake;
 mod common;
 mod http_errors;
+mod process;
 mod transactions_api;
