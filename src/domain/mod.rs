@@ -1,6 +1,9 @@
 //! Pure logic: no I/O here, so every rule is unit- and property-tested on its own.
 
+pub mod accounts;
 pub mod auth_message;
 pub mod enums;
 pub mod limits;
 pub mod pubkey;
+pub mod rates;
+pub mod wad;

@@ -1,0 +1,326 @@
+//! Exact money math of decisions §3, in integers. WAD = 10^18.
+//!
+//! Products are taken in 512-bit integers (`ruint`): u64 amounts x u128 indexes x
+//! i64 prices x 10^(18+expo) x u128 thresholds can pass 2^256 at the extremes, and
+//! the results must be exact to the last wei, never wrapped.
+
+use ruint::aliases::U512;
+
+pub const WAD: u128 = 1_000_000_000_000_000_000;
+/// Health factor of an account with no (priced) debt: Aave's convention.
+pub const NO_DEBT_HEALTH_FACTOR: u128 = u128::MAX;
+
+pub type Big = U512;
+
+fn big(x: u128) -> Big {
+    Big::from(x)
+}
+
+fn pow10(exp: u32) -> Big {
+    Big::from(10u8).saturating_pow(Big::from(exp))
+}
+
+/// deposit_tokens = floor(deposit_shares x deposit_index_wad / WAD)
+pub fn deposit_tokens(deposit_shares: u64, deposit_index_wad: u128) -> Big {
+    big(deposit_shares.into()) * big(deposit_index_wad) / big(WAD)
+}
+
+/// borrow_debt = ceil(borrow_principal x borrow_index_wad / borrow_idx_snap);
+/// a snapshot of 0 means the debt is the principal.
+pub fn borrow_debt(borrow_principal: u64, borrow_index_wad: u128, borrow_idx_snap: u128) -> Big {
+    let principal = big(borrow_principal.into());
+    if borrow_idx_snap == 0 {
+        return principal;
+    }
+    let num = principal * big(borrow_index_wad);
+    let den = big(borrow_idx_snap);
+    let q = num / den;
+    if num % den == Big::ZERO {
+        q
+    } else {
+        q + Big::from(1u8)
+    }
+}
+
+/// Largest |18 + expo - decimals| taken literally; beyond it a value is clamped to
+/// 0 (tiny) or saturates (huge). Real oracles use expo in -12..=4.
+const MAX_TOTAL_EXPONENT: i64 = 90;
+
+/// value_wad = amount x price x 10^(18 + expo - decimals); a negative total
+/// exponent divides, flooring. `price` must be positive (callers check).
+pub fn value_wad(amount: Big, price: i64, expo: i32, decimals: u8) -> Big {
+    debug_assert!(price > 0);
+    let base = amount.saturating_mul(Big::from(price.unsigned_abs()));
+    let total = 18 + i64::from(expo) - i64::from(decimals);
+    if total >= 0 {
+        if total > MAX_TOTAL_EXPONENT {
+            return if base == Big::ZERO {
+                Big::ZERO
+            } else {
+                Big::MAX
+            };
+        }
+        base.saturating_mul(pow10(total as u32))
+    } else if -total > MAX_TOTAL_EXPONENT {
+        Big::ZERO
+    } else {
+        base / pow10((-total) as u32)
+    }
+}
+
+/// The pool inputs of the health factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolPricing {
+    pub oracle_price: Option<i64>,
+    pub oracle_expo: Option<i32>,
+    pub decimals: u8,
+    pub liquidation_threshold_wad: u128,
+    pub deposit_index_wad: u128,
+    pub borrow_index_wad: u128,
+}
+
+impl PoolPricing {
+    /// (price, expo) when the pool has a usable price: set, positive, with an exponent.
+    pub fn price(&self) -> Option<(i64, i32)> {
+        match (self.oracle_price, self.oracle_expo) {
+            (Some(p), Some(e)) if p > 0 => Some((p, e)),
+            _ => None,
+        }
+    }
+}
+
+/// The position inputs of the health factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositionAmounts {
+    pub deposit_shares: u64,
+    pub borrow_principal: u64,
+    pub borrow_idx_snap: u128,
+}
+
+/// Collateral (threshold-weighted) and debt of one position, both in WAD USD.
+/// An unpriced pool contributes nothing: its deposits are worth 0 and its debt
+/// is left out (it cannot be liquidated without a price).
+pub fn position_terms(pool: &PoolPricing, position: &PositionAmounts) -> (Big, Big) {
+    let Some((price, expo)) = pool.price() else {
+        return (Big::ZERO, Big::ZERO);
+    };
+    let tokens = deposit_tokens(position.deposit_shares, pool.deposit_index_wad);
+    let collateral = value_wad(tokens, price, expo, pool.decimals)
+        .saturating_mul(big(pool.liquidation_threshold_wad))
+        / big(WAD);
+    let debt_tokens = borrow_debt(
+        position.borrow_principal,
+        pool.borrow_index_wad,
+        position.borrow_idx_snap,
+    );
+    let debt = value_wad(debt_tokens, price, expo, pool.decimals);
+    (collateral, debt)
+}
+
+/// floor(sum collateral x WAD / sum debt), clamped to u128 max; u128 max with no debt.
+pub fn health_factor_from_sums(collateral: Big, debt: Big) -> u128 {
+    if debt == Big::ZERO {
+        return NO_DEBT_HEALTH_FACTOR;
+    }
+    let hf = collateral.saturating_mul(big(WAD)) / debt;
+    if hf > big(u128::MAX) {
+        u128::MAX
+    } else {
+        hf.to::<u128>()
+    }
+}
+
+/// The account health factor over all of an owner's positions (decisions §3).
+pub fn account_health_factor<'a>(
+    positions: impl IntoIterator<Item = (&'a PoolPricing, &'a PositionAmounts)>,
+) -> u128 {
+    let (mut collateral, mut debt) = (Big::ZERO, Big::ZERO);
+    for (pool, position) in positions {
+        let (c, d) = position_terms(pool, position);
+        collateral = collateral.saturating_add(c);
+        debt = debt.saturating_add(d);
+    }
+    health_factor_from_sums(collateral, debt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_bigint::BigUint;
+    use proptest::prelude::*;
+
+    // ---- an independent reference in arbitrary precision ----
+
+    fn r_wad() -> BigUint {
+        BigUint::from(WAD)
+    }
+
+    fn r_value(amount: &BigUint, price: i64, expo: i32, decimals: u8) -> BigUint {
+        let total = 18 + expo as i64 - decimals as i64;
+        let base = amount * BigUint::from(price as u64);
+        if total >= 0 {
+            base * BigUint::from(10u8).pow(total as u32)
+        } else {
+            base / BigUint::from(10u8).pow((-total) as u32)
+        }
+    }
+
+    fn r_hf(items: &[(PoolPricing, PositionAmounts)]) -> u128 {
+        let mut collateral = BigUint::from(0u8);
+        let mut debt = BigUint::from(0u8);
+        for (pool, pos) in items {
+            let (Some(price), Some(expo)) = (pool.oracle_price, pool.oracle_expo) else {
+                continue;
+            };
+            if price <= 0 {
+                continue;
+            }
+            let tokens =
+                BigUint::from(pos.deposit_shares) * BigUint::from(pool.deposit_index_wad) / r_wad();
+            collateral += r_value(&tokens, price, expo, pool.decimals)
+                * BigUint::from(pool.liquidation_threshold_wad)
+                / r_wad();
+            let p = BigUint::from(pos.borrow_principal);
+            let d = if pos.borrow_idx_snap == 0 {
+                p
+            } else {
+                let num = p * BigUint::from(pool.borrow_index_wad);
+                let den = BigUint::from(pos.borrow_idx_snap);
+                (&num + &den - BigUint::from(1u8)) / den
+            };
+            debt += r_value(&d, price, expo, pool.decimals);
+        }
+        if debt == BigUint::from(0u8) {
+            return u128::MAX;
+        }
+        let hf = collateral * r_wad() / debt;
+        u128::try_from(hf).unwrap_or(u128::MAX)
+    }
+
+    fn wad_ratio() -> impl Strategy<Value = u128> {
+        prop_oneof![Just(0u128), Just(WAD), 0..=2 * WAD, any::<u128>()]
+    }
+
+    fn amount() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            Just(0u64),
+            Just(u64::MAX),
+            0..1_000_000_000u64,
+            any::<u64>()
+        ]
+    }
+
+    prop_compose! {
+        fn pool()(
+            price in prop_oneof![Just(None), Just(Some(0i64)), Just(Some(-5i64)), (1..i64::MAX).prop_map(Some), (1..100_000_000i64).prop_map(Some)],
+            expo in prop_oneof![Just(None), (-12i32..=4).prop_map(Some)],
+            decimals in 0u8..=12,
+            lt in wad_ratio(),
+            di in prop_oneof![Just(WAD), WAD..3 * WAD, any::<u128>()],
+            bi in prop_oneof![Just(WAD), WAD..3 * WAD, any::<u128>()],
+        ) -> PoolPricing {
+            PoolPricing { oracle_price: price, oracle_expo: expo, decimals, liquidation_threshold_wad: lt,
+                          deposit_index_wad: di, borrow_index_wad: bi }
+        }
+    }
+
+    prop_compose! {
+        fn position()(shares in amount(), principal in amount(), snap in prop_oneof![Just(0u128), Just(WAD), WAD..3 * WAD, any::<u128>()]) -> PositionAmounts {
+            PositionAmounts { deposit_shares: shares, borrow_principal: principal, borrow_idx_snap: snap }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn health_factor_matches_reference(items in proptest::collection::vec((pool(), position()), 0..6)) {
+            let ours = account_health_factor(items.iter().map(|(p, q)| (p, q)));
+            prop_assert_eq!(ours, r_hf(&items));
+        }
+
+        #[test]
+        fn debt_rounds_up_tokens_round_down(principal in amount(), bi in any::<u128>(), snap in 1u128..) {
+            let num = BigUint::from(principal) * BigUint::from(bi);
+            let den = BigUint::from(snap);
+            let floor = &num / &den;
+            let expected = if &floor * &den == num { floor } else { floor + 1u8 };
+            prop_assert_eq!(borrow_debt(principal, bi, snap).to_string(), expected.to_string());
+        }
+
+        #[test]
+        fn value_matches_reference(amount in any::<u64>(), price in 1..i64::MAX, expo in -12i32..=4, decimals in 0u8..=12) {
+            let ours = value_wad(Big::from(amount), price, expo, decimals);
+            prop_assert_eq!(ours.to_string(), r_value(&BigUint::from(amount), price, expo, decimals).to_string());
+        }
+    }
+
+    #[test]
+    fn worked_examples() {
+        // 1000 USDC (6 decimals) at $1.00 (price 100_000_000, expo -8) = 1000 WAD.
+        let v = value_wad(Big::from(1_000_000_000u64), 100_000_000, -8, 6);
+        assert_eq!(v, Big::from(1000u128 * WAD));
+        // Debt 10 * 1.1 / 1.0 = 11 exactly; 10 * 1.05 / 1.1 = 9.545.. -> 10 (ceil).
+        assert_eq!(borrow_debt(10, 11 * WAD / 10, WAD), Big::from(11u8));
+        assert_eq!(
+            borrow_debt(10, 105 * WAD / 100, 11 * WAD / 10),
+            Big::from(10u8)
+        );
+        assert_eq!(
+            borrow_debt(10, 5 * WAD, 0),
+            Big::from(10u8),
+            "snapshot 0 means principal"
+        );
+
+        let usdc = PoolPricing {
+            oracle_price: Some(100_000_000),
+            oracle_expo: Some(-8),
+            decimals: 6,
+            liquidation_threshold_wad: 85 * WAD / 100,
+            deposit_index_wad: WAD,
+            borrow_index_wad: WAD,
+        };
+        let deposit = PositionAmounts {
+            deposit_shares: 1_000_000_000,
+            borrow_principal: 0,
+            borrow_idx_snap: WAD,
+        };
+        let borrow = PositionAmounts {
+            deposit_shares: 0,
+            borrow_principal: 900_000_000,
+            borrow_idx_snap: WAD,
+        };
+        // Collateral 1000 x 0.85 = 850; debt 900 -> 0.9444.. WAD.
+        let hf = account_health_factor([(&usdc, &deposit), (&usdc, &borrow)]);
+        assert_eq!(hf, 850 * WAD / 900);
+        assert!(hf < WAD);
+        // No debt: u128 max.
+        assert_eq!(account_health_factor([(&usdc, &deposit)]), u128::MAX);
+        assert_eq!(account_health_factor(std::iter::empty()), u128::MAX);
+        // An unpriced pool's debt is left out and its deposits are worth 0.
+        let unpriced = PoolPricing {
+            oracle_price: None,
+            ..usdc
+        };
+        assert_eq!(
+            account_health_factor([(&usdc, &deposit), (&unpriced, &borrow)]),
+            u128::MAX
+        );
+        let nonpositive = PoolPricing {
+            oracle_price: Some(0),
+            ..usdc
+        };
+        assert_eq!(
+            account_health_factor([(&nonpositive, &deposit), (&usdc, &borrow)]),
+            0
+        );
+    }
+
+    #[test]
+    fn decimals_matter() {
+        // The same raw amount at 9 decimals is worth 1000x less than at 6:
+        // the legacy default of 9 hides underwater accounts.
+        let at = |decimals| value_wad(Big::from(1_000_000u64), 100_000_000, -8, decimals);
+        assert_eq!(at(6) / at(9), Big::from(1000u16));
+    }
+}
