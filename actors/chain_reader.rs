@@ -1,89 +1,107 @@
 //! The chain reader: the only way the service talks to the chain.
 //!
-//! It owns the Solana RPC client (pointed at the server's configured endpoint,
-//! never a caller's), and keeps every request inside a global rate limit
-//! (governor) and a concurrency cap, with a timeout on each request.
+//! It owns the Solana RPC client, built on `GatedSender` (global rate limit and
+//! concurrency cap on every HTTP attempt), always pointed at the server's
+//! configured endpoint and never at a caller's. It coalesces identical in-flight
+//! reads: any number of concurrent requests for the same accounts share one RPC
+//! call. Every read has a deadline; past it the caller gets 502 rpc unavailable.
 
-use std::num::NonZeroU32;
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
-use tokio::sync::Semaphore;
+use solana_rpc_client::rpc_client::RpcClientConfig;
 
+use crate::chain::rpc::{self, AccountRead, Filter, RawAccount};
+use crate::chain::sender::{GatedSender, TransportCounters};
 use crate::config::RpcConfig;
+use crate::domain::accounts::{
+    POSITION_ACCOUNT_SIZE, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET,
+};
+use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
-/// Shared by the actor and the futures it spawns.
-struct Gate {
-    client: RpcClient,
-    rate: DefaultDirectRateLimiter,
-    in_flight: Semaphore,
-    timeout: Duration,
-}
+type Reads = Arc<Vec<AccountRead>>;
+type SharedRead = Shared<BoxFuture<'static, ApiResult<Reads>>>;
 
-impl Gate {
-    /// Waits for a rate-limit cell and a concurrency slot, then runs `call` with the
-    /// request timeout. Any RPC failure or timeout is `502 rpc unavailable`.
-    async fn run<T, E, F>(&self, deadline: Duration, call: F) -> ApiResult<T>
-    where
-        E: std::fmt::Display,
-        F: AsyncFnOnce(&RpcClient) -> Result<T, E>,
-    {
-        let work = async {
-            let _slot = self
-                .in_flight
-                .acquire()
-                .await
-                .map_err(|_| ApiError::RpcUnavailable)?;
-            self.rate.until_ready().await;
-            call(&self.client).await.map_err(|e| {
-                tracing::warn!(error = %e, "rpc request failed");
-                ApiError::RpcUnavailable
-            })
-        };
-        tokio::time::timeout(deadline, work).await.map_err(|_| {
-            tracing::warn!(
-                timeout_ms = deadline.as_millis() as u64,
-                "rpc request timed out"
-            );
-            ApiError::RpcUnavailable
-        })?
-    }
+/// Counters for health, logs and tests.
+#[derive(Default)]
+pub struct ChainCounters {
+    pub transport: Arc<TransportCounters>,
+    /// Reads answered by joining an identical read already in flight.
+    pub coalesced: AtomicU64,
 }
 
 pub struct ChainReader {
-    gate: Arc<Gate>,
+    client: Arc<RpcClient>,
+    timeout: Duration,
+    in_flight: HashMap<Vec<Pubkey>, SharedRead>,
+    counters: Arc<ChainCounters>,
 }
 
 impl ChainReader {
     pub fn new(cfg: &RpcConfig) -> ChainReader {
         let timeout = Duration::from_millis(cfg.timeout_ms.max(1));
-        let client = RpcClient::new_with_timeout_and_commitment(
+        let counters = Arc::new(ChainCounters::default());
+        let sender = GatedSender::new(
             cfg.url.clone(),
             timeout,
-            CommitmentConfig::confirmed(),
+            cfg.max_rps,
+            cfg.max_concurrency,
+            counters.transport.clone(),
         );
-        let rps = NonZeroU32::new(cfg.max_rps).unwrap_or(NonZeroU32::MIN);
-        // Burst of one: requests are spread evenly, never more than max_rps in any second.
-        let rate = RateLimiter::direct(Quota::per_second(rps).allow_burst(NonZeroU32::MIN));
-        let gate = Gate {
-            client,
-            rate,
-            in_flight: Semaphore::new(cfg.max_concurrency),
-            timeout,
-        };
+        let client = RpcClient::new_sender(
+            sender,
+            RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),
+        );
         ChainReader {
-            gate: Arc::new(gate),
+            client: Arc::new(client),
+            timeout,
+            in_flight: HashMap::new(),
+            counters,
         }
+    }
+
+    pub fn counters(&self) -> Arc<ChainCounters> {
+        self.counters.clone()
     }
 }
 
 impl Actor for ChainReader {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(4096);
+    }
+}
+
+/// Runs `work` within `deadline`; an RPC failure or a timeout is 502.
+async fn within<T, E: std::fmt::Display>(
+    deadline: Duration,
+    what: &'static str,
+    work: impl Future<Output = Result<T, E>>,
+) -> ApiResult<T> {
+    match tokio::time::timeout(deadline, work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, what, "rpc read failed");
+            Err(ApiError::RpcUnavailable)
+        }
+        Err(_) => {
+            tracing::warn!(
+                timeout_ms = deadline.as_millis() as u64,
+                what,
+                "rpc read timed out"
+            );
+            Err(ApiError::RpcUnavailable)
+        }
+    }
 }
 
 /// The current slot at `confirmed` commitment, answered within `deadline`.
@@ -97,14 +115,80 @@ impl Handler<GetSlot> for ChainReader {
     type Result = ResponseFuture<ApiResult<u64>>;
 
     fn handle(&mut self, msg: GetSlot, _: &mut Self::Context) -> Self::Result {
-        let gate = self.gate.clone();
-        Box::pin(async move {
-            let deadline = msg.deadline.min(gate.timeout);
-            gate.run(deadline, async |c| {
-                c.get_slot_with_commitment(CommitmentConfig::confirmed())
-                    .await
-            })
+        let client = self.client.clone();
+        let deadline = msg.deadline.min(self.timeout);
+        Box::pin(async move { within(deadline, "getSlot", rpc::get_slot(&client)).await })
+    }
+}
+
+/// Reads accounts (getMultipleAccounts, batches of 100), in the order given.
+#[derive(Message)]
+#[rtype(result = "ApiResult<Arc<Vec<AccountRead>>>")]
+pub struct ReadAccounts {
+    pub keys: Vec<Pubkey>,
+}
+
+impl Handler<ReadAccounts> for ChainReader {
+    type Result = ResponseFuture<ApiResult<Reads>>;
+
+    fn handle(&mut self, msg: ReadAccounts, ctx: &mut Self::Context) -> Self::Result {
+        if let Some(running) = self.in_flight.get(&msg.keys) {
+            self.counters.coalesced.fetch_add(1, Ordering::Relaxed);
+            return Box::pin(running.clone());
+        }
+        let client = self.client.clone();
+        let keys = msg.keys.clone();
+        let deadline = self.timeout;
+        let read: SharedRead = async move {
+            within(
+                deadline,
+                "getMultipleAccounts",
+                rpc::get_accounts(&client, &keys),
+            )
             .await
+            .map(Arc::new)
+        }
+        .boxed()
+        .shared();
+        self.in_flight.insert(msg.keys.clone(), read.clone());
+        // Forget the entry once the read is done, whoever is still waiting on it.
+        let key = msg.keys;
+        ctx.spawn(read.clone().into_actor(self).map(move |_, act, _| {
+            act.in_flight.remove(&key);
+        }));
+        Box::pin(read)
+    }
+}
+
+/// Every UserPosition account of one pool (getProgramAccounts with a memcmp on
+/// the discriminator and the pool field, and a dataSize filter), with the slot.
+#[derive(Message)]
+#[rtype(result = "ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
+pub struct ScanPoolPositions {
+    pub program: Pubkey,
+    pub pool: Pubkey,
+    pub deadline: Duration,
+}
+
+impl Handler<ScanPoolPositions> for ChainReader {
+    type Result = ResponseFuture<ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>>;
+
+    fn handle(&mut self, msg: ScanPoolPositions, _: &mut Self::Context) -> Self::Result {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let filters = [
+                Filter::DataSize(POSITION_ACCOUNT_SIZE),
+                Filter::Memcmp {
+                    offset: 0,
+                    bytes: &POSITION_DISCRIMINATOR,
+                },
+                Filter::Memcmp {
+                    offset: POSITION_POOL_OFFSET,
+                    bytes: msg.pool.as_ref(),
+                },
+            ];
+            let work = rpc::get_program_accounts(&client, &msg.program, &filters);
+            within(msg.deadline, "getProgramAccounts", work).await
         })
     }
 }

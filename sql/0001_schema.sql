@@ -1,7 +1,12 @@
 -- Lendex schema: the six tables of spec §2 plus what decisions.md adds
 -- (pool decimals and indexes, the cluster of every chain-derived row, and the
--- slot each such row was read at). u64/u128 quantities are NUMERIC so nothing
+-- slot each such row was read at). u64/u128 quantities are exact NUMERIC domains so nothing
 -- is rounded; enums are CHECK constraints so the schema itself refuses bad rows.
+
+-- Unsigned on-chain integers, exact: the domain refuses anything out of range,
+-- whoever writes the row (this service, an external indexer, a bot).
+CREATE DOMAIN u64 AS numeric(20,0) CHECK (VALUE BETWEEN 0 AND 18446744073709551615);
+CREATE DOMAIN u128 AS numeric(39,0) CHECK (VALUE BETWEEN 0 AND 340282366920938463463374607431768211455);
 
 CREATE TABLE IF NOT EXISTS pools (
     cluster                   text        NOT NULL CHECK (cluster IN ('mainnet', 'devnet', 'localnet')),
@@ -17,26 +22,26 @@ CREATE TABLE IF NOT EXISTS pools (
     -- a defaulted 9 misprices USD values and hides underwater accounts.
     decimals                  smallint    NOT NULL CHECK (decimals BETWEEN 0 AND 255),
     paused                    boolean     NOT NULL,
-    total_deposits            numeric(20,0) NOT NULL CHECK (total_deposits >= 0),
-    total_borrows             numeric(20,0) NOT NULL CHECK (total_borrows >= 0),
-    accumulated_fees          numeric(20,0) NOT NULL CHECK (accumulated_fees >= 0),
-    total_deposit_shares      numeric(20,0) NOT NULL CHECK (total_deposit_shares >= 0),
-    deposit_index_wad         numeric(39,0) NOT NULL CHECK (deposit_index_wad >= 0),
-    borrow_index_wad          numeric(39,0) NOT NULL CHECK (borrow_index_wad >= 0),
+    total_deposits            u64 NOT NULL,
+    total_borrows             u64 NOT NULL,
+    accumulated_fees          u64 NOT NULL,
+    total_deposit_shares      u64 NOT NULL,
+    deposit_index_wad         u128 NOT NULL,
+    borrow_index_wad          u128 NOT NULL,
     last_update_ts            bigint      NOT NULL,
-    ltv_wad                   numeric(39,0) NOT NULL CHECK (ltv_wad >= 0),
-    liquidation_threshold_wad numeric(39,0) NOT NULL CHECK (liquidation_threshold_wad >= 0),
-    liquidation_bonus_wad     numeric(39,0) NOT NULL CHECK (liquidation_bonus_wad >= 0),
-    protocol_liq_fee_wad      numeric(39,0) NOT NULL CHECK (protocol_liq_fee_wad >= 0),
-    reserve_factor_wad        numeric(39,0) NOT NULL CHECK (reserve_factor_wad >= 0),
-    close_factor_wad          numeric(39,0) NOT NULL CHECK (close_factor_wad >= 0),
-    base_rate_wad             numeric(39,0) NOT NULL CHECK (base_rate_wad >= 0),
-    optimal_util_wad          numeric(39,0) NOT NULL CHECK (optimal_util_wad >= 0),
-    slope1_wad                numeric(39,0) NOT NULL CHECK (slope1_wad >= 0),
-    slope2_wad                numeric(39,0) NOT NULL CHECK (slope2_wad >= 0),
+    ltv_wad                   u128 NOT NULL,
+    liquidation_threshold_wad u128 NOT NULL,
+    liquidation_bonus_wad     u128 NOT NULL,
+    protocol_liq_fee_wad      u128 NOT NULL,
+    reserve_factor_wad        u128 NOT NULL,
+    close_factor_wad          u128 NOT NULL,
+    base_rate_wad             u128 NOT NULL,
+    optimal_util_wad          u128 NOT NULL,
+    slope1_wad                u128 NOT NULL,
+    slope2_wad                u128 NOT NULL,
     flash_fee_bps             integer     NOT NULL CHECK (flash_fee_bps BETWEEN 0 AND 65535),
     oracle_price              bigint,
-    oracle_conf               numeric(20,0) CHECK (oracle_conf >= 0),
+    oracle_conf               u64,
     oracle_expo               integer,
     pyth_price_feed           text,
     created_by                text        NOT NULL,
@@ -56,15 +61,14 @@ CREATE TABLE IF NOT EXISTS positions (
     position_address  text          NOT NULL,
     pool_address      text          NOT NULL,
     owner             text          NOT NULL,
-    deposit_shares    numeric(20,0) NOT NULL CHECK (deposit_shares >= 0),
-    borrow_principal  numeric(20,0) NOT NULL CHECK (borrow_principal >= 0),
-    deposit_idx_snap  numeric(39,0) NOT NULL CHECK (deposit_idx_snap >= 0),
-    borrow_idx_snap   numeric(39,0) NOT NULL CHECK (borrow_idx_snap >= 0),
-    original_deposit  numeric(20,0) NOT NULL DEFAULT 0 CHECK (original_deposit >= 0),
+    deposit_shares    u64 NOT NULL,
+    borrow_principal  u64 NOT NULL,
+    deposit_idx_snap  u128 NOT NULL,
+    borrow_idx_snap   u128 NOT NULL,
+    original_deposit  u64 NOT NULL DEFAULT 0,
     -- Account-level health factor of the owner (the same on each of the owner's rows).
     -- u128 max means "no debt"; the health-factor cache keeps it current.
-    health_factor_wad numeric(39,0) NOT NULL DEFAULT 340282366920938463463374607431768211455
-                      CHECK (health_factor_wad >= 0),
+    health_factor_wad u128          NOT NULL DEFAULT 340282366920938463463374607431768211455,
     slot              bigint        NOT NULL DEFAULT 0 CHECK (slot >= 0),
     last_synced_at    timestamptz   NOT NULL DEFAULT now(),
     PRIMARY KEY (cluster, position_address),
@@ -83,7 +87,7 @@ CREATE TABLE IF NOT EXISTS tx_log (
     action        text          NOT NULL CHECK (action IN (
                       'deposit', 'withdraw', 'borrow', 'repay', 'liquidate', 'flash', 'init',
                       'update_pool', 'pause', 'resume', 'collect_fees', 'update_oracle')),
-    amount        numeric(20,0) CHECK (amount >= 0),
+    amount        u64,
     status        text          NOT NULL CHECK (status IN ('pending', 'confirmed', 'failed')),
     error_msg     text,
     created_at    timestamptz   NOT NULL DEFAULT now()

@@ -10,10 +10,12 @@ use actix_web::{App, HttpServer, dev::Service as _, web};
 use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
+use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::{DbWriter, Drain};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
 use crate::db;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::http;
 use crate::http::rate_limit::PublicWriteLimiter;
 
@@ -21,10 +23,13 @@ use crate::http::rate_limit::PublicWriteLimiter;
 pub struct AppState {
     pub config: Arc<Config>,
     pub cluster: Cluster,
+    /// The lending program whose accounts are indexed.
+    pub program_id: Pubkey,
     pub db: Pool,
     pub writer: Addr<DbWriter>,
     pub nonces: Addr<NonceRegistry>,
     pub chain: Addr<ChainReader>,
+    pub sync: Addr<ChainSync>,
     pub limiter: PublicWriteLimiter,
 }
 
@@ -52,13 +57,26 @@ pub async fn start(config: Config) -> Result<Service, String> {
     )
     .start();
     let chain = ChainReader::new(&config.rpc).start();
+    let program_id = parse_pubkey(&config.chain.program_id)?;
+    let sync = ChainSync::new(
+        pool.clone(),
+        chain.clone(),
+        writer.clone(),
+        config.chain.cluster.as_str(),
+        program_id,
+        Duration::from_secs(config.sync.interval_seconds),
+        Duration::from_millis(config.rpc.timeout_ms),
+    )
+    .start();
 
     let state = web::Data::new(AppState {
         cluster: config.chain.cluster,
+        program_id,
         db: pool,
         writer: writer.clone(),
         nonces,
         chain,
+        sync,
         limiter: PublicWriteLimiter::new(&config.limits),
         config: config.clone(),
     });

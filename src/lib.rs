@@ -9,6 +9,7 @@
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod app;
+pub mod chain;
 pub mod config;
 pub mod db;
 pub mod domain;

@@ -163,3 +163,34 @@ impl AuditEntry {
         }
     }
 }
+
+/// Spec 2.2.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Position {
+    pub position_address: String,
+    pub pool_address: String,
+    pub owner: String,
+    pub deposit_shares: String,
+    pub borrow_principal: String,
+    pub deposit_idx_snap: String,
+    pub borrow_idx_snap: String,
+    /// The owner's account-level health factor (u128 max with no debt).
+    pub health_factor_wad: String,
+    pub last_synced_at: DateTime<Utc>,
+}
+
+impl Position {
+    pub fn from_row(row: &Row) -> Position {
+        Position {
+            position_address: row.get("position_address"),
+            pool_address: row.get("pool_address"),
+            owner: row.get("owner"),
+            deposit_shares: row.get("deposit_shares"),
+            borrow_principal: row.get("borrow_principal"),
+            deposit_idx_snap: row.get("deposit_idx_snap"),
+            borrow_idx_snap: row.get("borrow_idx_snap"),
+            health_factor_wad: row.get("health_factor_wad"),
+            last_synced_at: row.get("last_synced_at"),
+        }
+    }
+}

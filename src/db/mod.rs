@@ -2,6 +2,7 @@
 //! named queries. Reads are made here directly by handlers; writes go through the
 //! database-writer actor.
 
+pub mod chain_writes;
 pub mod migrate;
 pub mod queries;
 pub mod writes;

@@ -147,3 +147,127 @@ pub const GET_POOL: &str = concat!(
 pub const HEALTH_COUNTS: &str = "SELECT
     (SELECT count(*) FROM pools WHERE cluster = $1) AS pools,
     (SELECT count(*) FROM tx_log WHERE cluster = $1) AS tx_log";
+
+/// Is the pool registered in the index (the only pools sync refreshes)?
+pub const POOL_REGISTERED: &str =
+    "SELECT token_mint, slot FROM pools WHERE cluster = $1 AND pool_address = $2";
+
+pub const LIST_POOL_ADDRESSES: &str = "SELECT pool_address, token_mint FROM pools WHERE cluster = $1 ORDER BY created_at, pool_address";
+
+// Pool chain state, shared by register and sync: $1 cluster, $2 pool_address,
+// $3 paused, $4..$7 totals, $8 $9 indexes, $10 last_update_ts, $11..$20 ratios,
+// $21 flash_fee_bps, $22..$25 oracle, $26 slot, $27 symbol.
+
+/// Registration (POST /api/pools/init): idempotent on the pool; returns a row only
+/// when this call created it. $28.. are the identity fields.
+pub const REGISTER_POOL: &str = "INSERT INTO pools (cluster, pool_address, paused,
+        total_deposits, total_borrows, accumulated_fees, total_deposit_shares,
+        deposit_index_wad, borrow_index_wad, last_update_ts,
+        ltv_wad, liquidation_threshold_wad, liquidation_bonus_wad, protocol_liq_fee_wad,
+        reserve_factor_wad, close_factor_wad, base_rate_wad, optimal_util_wad, slope1_wad, slope2_wad,
+        flash_fee_bps, oracle_price, oracle_conf, oracle_expo, pyth_price_feed, slot, symbol,
+        token_mint, authority, vault, pool_bump, authority_bump, vault_bump, decimals,
+        created_by, init_signature, oracle_observed_at)
+    VALUES ($1, $2, $3, $4::text::numeric, $5::text::numeric, $6::text::numeric, $7::text::numeric,
+        $8::text::numeric, $9::text::numeric, $10,
+        $11::text::numeric, $12::text::numeric, $13::text::numeric, $14::text::numeric,
+        $15::text::numeric, $16::text::numeric, $17::text::numeric, $18::text::numeric,
+        $19::text::numeric, $20::text::numeric,
+        $21, $22, $23::text::numeric, $24, $25, $26, $27,
+        $28, $29, $30, $31, $32, $33, $34, $35, $36,
+        CASE WHEN $22::bigint IS NULL THEN NULL ELSE now() END)
+    ON CONFLICT (cluster, pool_address) DO NOTHING
+    RETURNING pool_address";
+
+/// Sync: refreshes the chain state unless the row holds a newer read; the given
+/// symbol only fills a null one; the oracle observation time moves when the price does.
+pub const UPDATE_POOL_STATE: &str = "UPDATE pools SET paused = $3,
+        total_deposits = $4::text::numeric, total_borrows = $5::text::numeric,
+        accumulated_fees = $6::text::numeric, total_deposit_shares = $7::text::numeric,
+        deposit_index_wad = $8::text::numeric, borrow_index_wad = $9::text::numeric,
+        last_update_ts = $10,
+        ltv_wad = $11::text::numeric, liquidation_threshold_wad = $12::text::numeric,
+        liquidation_bonus_wad = $13::text::numeric, protocol_liq_fee_wad = $14::text::numeric,
+        reserve_factor_wad = $15::text::numeric, close_factor_wad = $16::text::numeric,
+        base_rate_wad = $17::text::numeric, optimal_util_wad = $18::text::numeric,
+        slope1_wad = $19::text::numeric, slope2_wad = $20::text::numeric,
+        flash_fee_bps = $21,
+        oracle_observed_at = CASE WHEN pools.oracle_price IS DISTINCT FROM $22::bigint
+                                  THEN CASE WHEN $22::bigint IS NULL THEN NULL ELSE now() END
+                                  ELSE pools.oracle_observed_at END,
+        oracle_price = $22, oracle_conf = $23::text::numeric, oracle_expo = $24, pyth_price_feed = $25,
+        slot = $26, symbol = COALESCE(pools.symbol, $27), last_synced_at = now()
+    WHERE cluster = $1 AND pool_address = $2 AND slot <= $26
+    RETURNING pool_address";
+
+pub const SET_POOL_DECIMALS: &str =
+    "UPDATE pools SET decimals = $3 WHERE cluster = $1 AND pool_address = $2";
+
+// ---- positions ----------------------------------------------------------------
+
+macro_rules! position_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT position_address, pool_address, owner, deposit_shares::text AS deposit_shares,
+                    borrow_principal::text AS borrow_principal, deposit_idx_snap::text AS deposit_idx_snap,
+                    borrow_idx_snap::text AS borrow_idx_snap, original_deposit::text AS original_deposit,
+                    health_factor_wad::text AS health_factor_wad, slot, last_synced_at
+             FROM positions ",
+            $where
+        )
+    };
+}
+
+pub const LIST_OWNER_POSITIONS: &str = position_select!(
+    "WHERE cluster = $1 AND owner = $2 ORDER BY last_synced_at DESC, position_address"
+);
+
+/// Upserts one position read at slot $10, unless the row holds a newer read.
+pub const UPSERT_POSITION: &str = "INSERT INTO positions (cluster, position_address, pool_address,
+        owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
+    VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::numeric, $7::text::numeric,
+        $8::text::numeric, $9::text::numeric, $10)
+    ON CONFLICT (cluster, position_address) DO UPDATE SET
+        pool_address = EXCLUDED.pool_address, owner = EXCLUDED.owner,
+        deposit_shares = EXCLUDED.deposit_shares, borrow_principal = EXCLUDED.borrow_principal,
+        deposit_idx_snap = EXCLUDED.deposit_idx_snap, borrow_idx_snap = EXCLUDED.borrow_idx_snap,
+        original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot, last_synced_at = now()
+    WHERE positions.slot <= EXCLUDED.slot";
+
+/// The same for many positions at once (background refresh), from parallel arrays.
+pub const UPSERT_POSITIONS_BULK: &str = "INSERT INTO positions (cluster, position_address, pool_address,
+        owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
+    SELECT $1, a, $2, o, ds::numeric, bp::numeric, dis::numeric, bis::numeric, od::numeric, $3
+    FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+        AS t(a, o, ds, bp, dis, bis, od)
+    ON CONFLICT (cluster, position_address) DO UPDATE SET
+        pool_address = EXCLUDED.pool_address, owner = EXCLUDED.owner,
+        deposit_shares = EXCLUDED.deposit_shares, borrow_principal = EXCLUDED.borrow_principal,
+        deposit_idx_snap = EXCLUDED.deposit_idx_snap, borrow_idx_snap = EXCLUDED.borrow_idx_snap,
+        original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot, last_synced_at = now()
+    WHERE positions.slot <= EXCLUDED.slot";
+
+/// Removes a position closed on chain, unless the row holds a newer read.
+pub const DELETE_POSITION: &str = "DELETE FROM positions
+    WHERE cluster = $1 AND position_address = $2 AND slot <= $3 RETURNING owner";
+
+/// Removes the positions of a pool that a full scan at slot $3 no longer found.
+pub const PRUNE_POOL_POSITIONS: &str = "DELETE FROM positions
+    WHERE cluster = $1 AND pool_address = $2 AND slot < $3 AND NOT (position_address = ANY($4::text[]))
+    RETURNING owner";
+
+/// Serialises re-scoring of one owner across replicas.
+pub const LOCK_OWNER: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 11))";
+
+/// The health-factor inputs of every position of one owner.
+pub const OWNER_HEALTH_INPUTS: &str = "SELECT p.deposit_shares::text AS deposit_shares,
+        p.borrow_principal::text AS borrow_principal, p.borrow_idx_snap::text AS borrow_idx_snap,
+        l.oracle_price, l.oracle_expo, l.decimals,
+        l.liquidation_threshold_wad::text AS liquidation_threshold_wad,
+        l.deposit_index_wad::text AS deposit_index_wad, l.borrow_index_wad::text AS borrow_index_wad
+    FROM positions p JOIN pools l ON l.cluster = p.cluster AND l.pool_address = p.pool_address
+    WHERE p.cluster = $1 AND p.owner = $2";
+
+/// Writes an owner's account health factor on each of the owner's rows.
+pub const SET_OWNER_HEALTH: &str = "UPDATE positions SET health_factor_wad = $3::text::numeric
+    WHERE cluster = $1 AND owner = $2 AND health_factor_wad <> $3::text::numeric";

@@ -12,7 +12,7 @@ pub mod signed;
 use actix_web::{HttpResponse, web};
 
 use crate::error::ApiError;
-use handlers::{admin, auth, health, pools, transactions};
+use handlers::{admin, auth, health, pools, positions, transactions};
 
 /// Every route under /api. A known path with an unknown method is 405; an unknown
 /// path is 404 (set on the App); both with the JSON error body.
@@ -29,6 +29,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .service(resource("/admin/audit").route(web::get().to(admin::audit)))
             .service(resource("/pools").route(web::get().to(pools::list_pools)))
+            .service(resource("/pools/init").route(web::post().to(pools::init_pool)))
+            .service(resource("/pools/sync").route(web::post().to(pools::sync_pool)))
+            .service(resource("/positions/sync").route(web::post().to(positions::sync_position)))
+            .service(resource("/positions/{user}").route(web::get().to(positions::list_positions)))
             .service(
                 resource("/transactions")
                     .route(web::get().to(transactions::list_transactions))

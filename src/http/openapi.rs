@@ -4,7 +4,7 @@
 use actix_web::HttpResponse;
 use utoipa::OpenApi;
 
-use super::handlers::{admin, auth, health, pools, transactions};
+use super::handlers::{admin, auth, health, pools, positions, transactions};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -21,6 +21,10 @@ use crate::error::ErrorBody;
         admin::revoke_admin,
         admin::audit,
         pools::list_pools,
+        pools::init_pool,
+        pools::sync_pool,
+        positions::list_positions,
+        positions::sync_position,
         transactions::list_transactions,
         transactions::record_transaction,
         health::health,

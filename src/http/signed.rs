@@ -13,6 +13,7 @@ use crate::db::queries;
 use crate::domain::auth_message::{canonical_message, is_valid_nonce};
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult};
+use crate::http::body::JsonBody;
 
 /// The three credentials every signed request carries.
 pub struct Credentials<'a> {
@@ -42,6 +43,23 @@ impl Role {
 pub enum Need {
     SuperAdmin,
     AnyAdmin,
+}
+
+/// The three credentials of a signed body; `None` when any is missing.
+pub fn credentials(body: &JsonBody) -> ApiResult<Option<Credentials<'_>>> {
+    let (actor, nonce, signature) = (
+        body.str("actor")?,
+        body.str("nonce")?,
+        body.str("signature")?,
+    );
+    Ok(match (actor, nonce, signature) {
+        (Some(actor), Some(nonce), Some(signature)) => Some(Credentials {
+            actor,
+            nonce,
+            signature,
+        }),
+        _ => None,
+    })
 }
 
 /// Pure step 4: ed25519 over the canonical message. A malformed signature or key

@@ -15,7 +15,7 @@ use crate::domain::limits::clamp_limit;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::Params;
-use crate::http::signed::{Credentials, Need, Role, active_role, authorize};
+use crate::http::signed::{Credentials, Need, Role, active_role, authorize, credentials};
 use crate::model::{Admin, AuditEntry};
 
 /// Longest admin label accepted.
@@ -88,23 +88,6 @@ pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> 
         .map(Admin::from_row)
         .collect();
     Ok(HttpResponse::Ok().json(AllowlistResponse { admins }))
-}
-
-/// The three credentials, required together with the endpoint's own fields.
-fn credentials(body: &JsonBody) -> ApiResult<Option<Credentials<'_>>> {
-    let (actor, nonce, signature) = (
-        body.str("actor")?,
-        body.str("nonce")?,
-        body.str("signature")?,
-    );
-    Ok(match (actor, nonce, signature) {
-        (Some(actor), Some(nonce), Some(signature)) => Some(Credentials {
-            actor,
-            nonce,
-            signature,
-        }),
-        _ => None,
-    })
 }
 
 #[utoipa::path(post, path = "/api/admin/allowlist", tag = "admin", request_body = AddAdminRequest,

@@ -10,6 +10,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::actors::chain_reader::GetSlot;
+use crate::actors::chain_sync::GetSyncStatus;
 use crate::app::AppState;
 use crate::db::queries;
 use crate::error::ApiResult;
@@ -30,6 +31,25 @@ pub struct HealthChecks {
     pub database: DatabaseCheck,
     pub rpc: RpcCheck,
     pub counts: Counts,
+    pub sync: SyncCheck,
+}
+
+/// The background refresh: the slot and time of the last complete refresh.
+#[derive(Serialize, ToSchema)]
+pub struct SyncCheck {
+    /// False when the last complete refresh is older than 3 intervals + 30 s.
+    pub ok: bool,
+    pub enabled: bool,
+    /// Lowest context slot of the last complete refresh (0 before the first).
+    pub slot: u64,
+    #[serde(rename = "lastRefreshAt")]
+    pub last_refresh_at: Option<String>,
+    /// Duration of the last complete refresh.
+    #[serde(rename = "lastRefreshMs")]
+    pub last_refresh_ms: Option<u64>,
+    pub positions: Option<u64>,
+    #[serde(rename = "lastError")]
+    pub last_error: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -56,9 +76,13 @@ pub struct Counts {
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, body = HealthResponse)))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let (db, rpc) = futures_util::join!(database_check(&state), rpc_check(&state));
+    let (db, rpc, sync) = futures_util::join!(
+        database_check(&state),
+        rpc_check(&state),
+        sync_check(&state)
+    );
     let (database, counts) = db;
-    let ok = database.ok && rpc.ok;
+    let ok = database.ok && rpc.ok && sync.ok;
     Ok(HttpResponse::Ok().json(HealthResponse {
         status: if ok { "ok" } else { "degraded" }.to_string(),
         timestamp: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -66,6 +90,7 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             database,
             rpc,
             counts,
+            sync,
         },
     }))
 }
@@ -117,5 +142,32 @@ async fn rpc_check(state: &AppState) -> RpcCheck {
     match tokio::time::timeout(CHECK_DEADLINE, ask).await {
         Ok(Ok(Ok(slot))) => RpcCheck { ok: true, slot },
         _ => RpcCheck { ok: false, slot: 0 },
+    }
+}
+
+async fn sync_check(state: &AppState) -> SyncCheck {
+    match tokio::time::timeout(CHECK_DEADLINE, state.sync.send(GetSyncStatus)).await {
+        Ok(Ok(status)) => {
+            let last = status.last_complete.as_ref();
+            SyncCheck {
+                ok: status.is_fresh(Utc::now()),
+                enabled: status.enabled,
+                slot: last.map(|(_, r)| r.slot).unwrap_or(0),
+                last_refresh_at: last
+                    .map(|(at, _)| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
+                last_refresh_ms: last.map(|(_, r)| r.took.as_millis() as u64),
+                positions: last.map(|(_, r)| r.positions),
+                last_error: status.last_error,
+            }
+        }
+        _ => SyncCheck {
+            ok: false,
+            enabled: true,
+            slot: 0,
+            last_refresh_at: None,
+            last_refresh_ms: None,
+            positions: None,
+            last_error: Some("sync worker unavailable".into()),
+        },
     }
 }

@@ -4,4 +4,5 @@ pub mod admin;
 pub mod auth;
 pub mod health;
 pub mod pools;
+pub mod positions;
 pub mod transactions;

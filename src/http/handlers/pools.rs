@@ -1,17 +1,73 @@
-//! GET /api/pools: the cached index (spec 4.7).
+//! Pools: the cached index (spec 4.7), registration by an allowlisted admin
+//! (4.8, decisions §5) and the refresh of a registered pool from chain (4.9).
 
 use actix_web::{HttpResponse, web};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::actors::chain_reader::ReadAccounts;
+use crate::actors::db_writer::write;
 use crate::app::AppState;
+use crate::chain::rpc::AccountRead;
+use crate::db::chain_writes::{RegisterPool, SyncPool};
 use crate::db::queries;
-use crate::error::ApiResult;
+use crate::domain::accounts::{LendingPool, decode_pool, mint_decimals, pool_address};
+use crate::domain::auth_message::init_pool_action;
+use crate::domain::pubkey::parse_pubkey;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::body::JsonBody;
+use crate::http::extract::PublicWrite;
+use crate::http::signed::{Need, authorize, credentials};
 use crate::model::Pool;
+
+/// Longest symbol accepted.
+const MAX_SYMBOL_CHARS: usize = 32;
+const MAX_SIGNATURE_CHARS: usize = 128;
 
 #[derive(Serialize, ToSchema)]
 pub struct PoolsResponse {
     pub pools: Vec<Pool>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct InitPoolRequest {
+    pub actor: String,
+    pub nonce: String,
+    /// Base58 ed25519 signature of the message for `init_pool:<token_mint>`.
+    pub signature: String,
+    /// PDA(["pool", token_mint]).
+    pub pool_address: String,
+    pub token_mint: String,
+    pub symbol: Option<String>,
+    /// Equals the actor and the on-chain authority.
+    pub authority: String,
+    pub vault: String,
+    pub pool_bump: u8,
+    pub authority_bump: u8,
+    pub vault_bump: u8,
+    /// Signature of the on-chain initialisation transaction.
+    pub init_signature: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InitPoolResponse {
+    pub ok: bool,
+    pub pool_address: String,
+    /// False when the pool was already registered (nothing changed).
+    pub created: bool,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct SyncPoolRequest {
+    pub pool_address: String,
+    /// Fills the symbol only while the stored one is null.
+    pub symbol: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SyncPoolResponse {
+    pub ok: bool,
+    pub pool_address: String,
 }
 
 #[utoipa::path(get, path = "/api/pools", tag = "pools",
@@ -22,4 +78,176 @@ pub async fn list_pools(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let rows = client.query(&stmt, &[&state.cluster.as_str()]).await?;
     let pools = rows.iter().map(Pool::from_row).collect();
     Ok(HttpResponse::Ok().json(PoolsResponse { pools }))
+}
+
+fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
+    match body.str("symbol")? {
+        Some(s) if s.chars().count() > MAX_SYMBOL_CHARS || s.chars().any(char::is_control) => {
+            Err(ApiError::Invalid)
+        }
+        other => Ok(other),
+    }
+}
+
+/// The pool account read from chain and decoded, with the checks both pool
+/// endpoints share: absent is 404, anything but a LendingPool of our program is 400.
+fn decode_pool_read(state: &AppState, read: &AccountRead) -> ApiResult<LendingPool> {
+    let account = read.account.as_ref().ok_or(ApiError::PoolAccountNotFound)?;
+    if account.owner != state.program_id {
+        return Err(ApiError::Invalid);
+    }
+    decode_pool(&account.data).map_err(|_| ApiError::Invalid)
+}
+
+#[utoipa::path(post, path = "/api/pools/init", tag = "pools", request_body = InitPoolRequest,
+    responses((status = 200, body = InitPoolResponse),
+        (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid (the body does not match the on-chain pool, or the mint is not a mint)"),
+        (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized (not an admin, or not the pool's on-chain authority)"),
+        (status = 404, body = ErrorBody, description = "pool account not found"),
+        (status = 502, body = ErrorBody, description = "rpc unavailable")))]
+pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
+    let creds = credentials(&body)?;
+    let fields = (
+        body.str("pool_address")?,
+        body.str("token_mint")?,
+        body.str("authority")?,
+        body.str("vault")?,
+        body.str("init_signature")?,
+    );
+    let bumps = (
+        body.u8("pool_bump")?,
+        body.u8("authority_bump")?,
+        body.u8("vault_bump")?,
+    );
+    let (
+        Some(creds),
+        (Some(pool_addr), Some(mint), Some(authority), Some(vault), Some(init_signature)),
+        (Some(pool_bump), Some(authority_bump), Some(vault_bump)),
+    ) = (creds, fields, bumps)
+    else {
+        return Err(ApiError::MissingFields);
+    };
+    let symbol = symbol(&body)?;
+    let keys = [creds.actor, pool_addr, mint, authority, vault].map(parse_pubkey);
+    let [
+        Ok(actor_key),
+        Ok(pool_key),
+        Ok(mint_key),
+        Ok(authority_key),
+        Ok(vault_key),
+    ] = keys
+    else {
+        return Err(ApiError::Invalid);
+    };
+    if init_signature.chars().count() > MAX_SIGNATURE_CHARS
+        || !init_signature.chars().all(|c| c.is_ascii_graphic())
+    {
+        return Err(ApiError::Invalid);
+    }
+
+    authorize(&state, &creds, &init_pool_action(mint), Need::AnyAdmin).await?;
+
+    let reads = state
+        .chain
+        .send(ReadAccounts {
+            keys: vec![pool_key, mint_key],
+        })
+        .await
+        .map_err(|_| ApiError::Internal)??;
+    let pool = decode_pool_read(&state, &reads[0])?;
+    if pool.token_mint != mint_key || pool_address(&state.program_id, &mint_key).0 != pool_key {
+        return Err(ApiError::Invalid);
+    }
+    // Only the pool's on-chain authority may list it.
+    if pool.authority != actor_key {
+        return Err(ApiError::NotAuthorized);
+    }
+    if pool.authority != authority_key
+        || pool.vault != vault_key
+        || (pool.pool_bump, pool.authority_bump, pool.vault_bump)
+            != (pool_bump, authority_bump, vault_bump)
+    {
+        return Err(ApiError::Invalid);
+    }
+    let decimals = reads[1]
+        .account
+        .as_ref()
+        .and_then(|mint| mint_decimals(&mint.owner, &mint.data))
+        .ok_or(ApiError::Invalid)?;
+
+    let created = write(
+        &state.writer,
+        RegisterPool {
+            cluster: state.cluster.as_str(),
+            pool_address: pool_addr.to_string(),
+            pool,
+            slot: reads[0].slot,
+            symbol: symbol.map(str::to_string),
+            decimals,
+            created_by: creds.actor.to_string(),
+            init_signature: init_signature.to_string(),
+        },
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(InitPoolResponse {
+        ok: true,
+        pool_address: pool_addr.to_string(),
+        created,
+    }))
+}
+
+#[utoipa::path(post, path = "/api/pools/sync", tag = "pools", request_body = SyncPoolRequest,
+    responses((status = 200, body = SyncPoolResponse),
+        (status = 400, body = ErrorBody, description = "bad json | pool_address required | bad pubkey: <reason> | invalid"),
+        (status = 404, body = ErrorBody, description = "pool account not found (absent on chain, or not registered)"),
+        (status = 429, body = ErrorBody, description = "rate limited"),
+        (status = 502, body = ErrorBody, description = "rpc unavailable")))]
+pub async fn sync_pool(
+    _: PublicWrite,
+    state: web::Data<AppState>,
+    body: JsonBody,
+) -> ApiResult<HttpResponse> {
+    let pool_addr = body
+        .str("pool_address")?
+        .ok_or(ApiError::Required("pool_address required"))?;
+    let pool_key = parse_pubkey(pool_addr).map_err(ApiError::BadPubkey)?;
+    let symbol = symbol(&body)?;
+    ensure_registered(&state, pool_addr).await?;
+    let reads = state
+        .chain
+        .send(ReadAccounts {
+            keys: vec![pool_key],
+        })
+        .await
+        .map_err(|_| ApiError::Internal)??;
+    let pool = decode_pool_read(&state, &reads[0])?;
+    write(
+        &state.writer,
+        SyncPool {
+            cluster: state.cluster.as_str(),
+            pool_address: pool_addr.to_string(),
+            pool,
+            slot: reads[0].slot,
+            symbol: symbol.map(str::to_string),
+        },
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(SyncPoolResponse {
+        ok: true,
+        pool_address: pool_addr.to_string(),
+    }))
+}
+
+/// Only pools registered through /api/pools/init are refreshed (decisions §5):
+/// an unregistered address is 404 pool account not found.
+pub async fn ensure_registered(state: &AppState, pool_address: &str) -> ApiResult<()> {
+    let client = state.db.get().await?;
+    let stmt = client.prepare_cached(queries::POOL_REGISTERED).await?;
+    match client
+        .query_opt(&stmt, &[&state.cluster.as_str(), &pool_address])
+        .await?
+    {
+        Some(_) => Ok(()),
+        None => Err(ApiError::PoolAccountNotFound),
+    }
 }

@@ -1,0 +1,270 @@
+//! The chain-sync worker: keeps the index fresh with no API call. Every
+//! `sync.interval_seconds` it re-reads every registered pool (getMultipleAccounts,
+//! batches of 100) and scans each pool's positions (getProgramAccounts), upserting
+//! what changed and removing positions closed on chain. All reads go through the
+//! chain reader (rate limit, concurrency cap, coalescing); all writes through the
+//! database writer. One refresh runs at a time.
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Pool;
+
+use crate::actors::chain_reader::{ChainReader, ReadAccounts, ScanPoolPositions};
+use crate::actors::db_writer::{DbWriter, write};
+use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
+use crate::db::queries;
+use crate::domain::accounts::{decode_pool, decode_position};
+use crate::domain::pubkey::Pubkey;
+use crate::error::{ApiError, ApiResult};
+
+/// What one complete refresh did.
+#[derive(Debug, Clone, Default)]
+pub struct RefreshReport {
+    pub pools: usize,
+    pub positions: u64,
+    pub removed: u64,
+    /// Lowest context slot among the reads of this refresh.
+    pub slot: u64,
+    pub took: Duration,
+}
+
+/// The state GET /api/health reports.
+#[derive(Debug, Clone)]
+pub struct SyncStatus {
+    pub enabled: bool,
+    pub interval: Duration,
+    pub last_complete: Option<(DateTime<Utc>, RefreshReport)>,
+    pub last_error: Option<String>,
+    pub started_at: DateTime<Utc>,
+}
+
+impl SyncStatus {
+    /// Fresh while disabled, while the first refresh still has time, or while the
+    /// last complete refresh is younger than three intervals plus 30 s.
+    pub fn is_fresh(&self, now: DateTime<Utc>) -> bool {
+        if !self.enabled {
+            return true;
+        }
+        let allowed = chrono::Duration::from_std(self.interval * 3 + Duration::from_secs(30))
+            .unwrap_or(chrono::Duration::MAX);
+        match &self.last_complete {
+            Some((at, _)) => now - *at <= allowed,
+            None => now - self.started_at <= allowed,
+        }
+    }
+}
+
+pub struct ChainSync {
+    db: Pool,
+    chain: Addr<ChainReader>,
+    writer: Addr<DbWriter>,
+    cluster: &'static str,
+    program: Pubkey,
+    rpc_timeout: Duration,
+    status: SyncStatus,
+    running: bool,
+}
+
+impl ChainSync {
+    pub fn new(
+        db: Pool,
+        chain: Addr<ChainReader>,
+        writer: Addr<DbWriter>,
+        cluster: &'static str,
+        program: Pubkey,
+        interval: Duration,
+        rpc_timeout: Duration,
+    ) -> ChainSync {
+        ChainSync {
+            db,
+            chain,
+            writer,
+            cluster,
+            program,
+            rpc_timeout,
+            status: SyncStatus {
+                enabled: !interval.is_zero(),
+                interval,
+                last_complete: None,
+                last_error: None,
+                started_at: Utc::now(),
+            },
+            running: false,
+        }
+    }
+
+    fn start_refresh(&mut self, ctx: &mut Context<Self>) {
+        if self.running {
+            return;
+        }
+        self.running = true;
+        let job = refresh_all(
+            self.db.clone(),
+            self.chain.clone(),
+            self.writer.clone(),
+            self.cluster,
+            self.program,
+            self.rpc_timeout,
+        );
+        ctx.spawn(job.into_actor(self).map(|result, act, _| {
+            act.running = false;
+            match result {
+                Ok(report) => {
+                    tracing::info!(
+                        pools = report.pools, positions = report.positions, removed = report.removed,
+                        slot = report.slot, took_ms = report.took.as_millis() as u64, "chain refresh complete"
+                    );
+                    act.status.last_error = None;
+                    act.status.last_complete = Some((Utc::now(), report));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "chain refresh failed; the index keeps its last rows");
+                    act.status.last_error = Some(e.to_string());
+                }
+            }
+        }));
+    }
+}
+
+impl Actor for ChainSync {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if self.status.enabled {
+            self.start_refresh(ctx);
+            ctx.run_interval(self.status.interval, |act, ctx| act.start_refresh(ctx));
+        }
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "SyncStatus")]
+pub struct GetSyncStatus;
+
+impl Handler<GetSyncStatus> for ChainSync {
+    type Result = MessageResult<GetSyncStatus>;
+
+    fn handle(&mut self, _: GetSyncStatus, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.status.clone())
+    }
+}
+
+/// One full refresh, now (the operator's and the tests' trigger; the interval
+/// timer does the same).
+#[derive(Message)]
+#[rtype(result = "ApiResult<RefreshReport>")]
+pub struct RefreshNow;
+
+impl Handler<RefreshNow> for ChainSync {
+    type Result = ResponseFuture<ApiResult<RefreshReport>>;
+
+    fn handle(&mut self, _: RefreshNow, _: &mut Self::Context) -> Self::Result {
+        Box::pin(refresh_all(
+            self.db.clone(),
+            self.chain.clone(),
+            self.writer.clone(),
+            self.cluster,
+            self.program,
+            self.rpc_timeout,
+        ))
+    }
+}
+
+async fn refresh_all(
+    db: Pool,
+    chain: Addr<ChainReader>,
+    writer: Addr<DbWriter>,
+    cluster: &'static str,
+    program: Pubkey,
+    rpc_timeout: Duration,
+) -> ApiResult<RefreshReport> {
+    let started = Instant::now();
+    let registered: Vec<(String, Pubkey)> = {
+        let client = db.get().await?;
+        let rows = client
+            .query(queries::LIST_POOL_ADDRESSES, &[&cluster])
+            .await?;
+        rows.iter()
+            .filter_map(|r| {
+                let address: String = r.get(0);
+                address.parse().ok().map(|key| (address, key))
+            })
+            .collect()
+    };
+    let mut report = RefreshReport {
+        pools: registered.len(),
+        slot: u64::MAX,
+        ..Default::default()
+    };
+    if registered.is_empty() {
+        report.slot = 0;
+        report.took = started.elapsed();
+        return Ok(report);
+    }
+
+    // 1. Pools: one getMultipleAccounts per 100.
+    let keys: Vec<Pubkey> = registered.iter().map(|(_, k)| *k).collect();
+    let reads = chain
+        .send(ReadAccounts { keys })
+        .await
+        .map_err(|_| ApiError::Internal)??;
+    let mut live = Vec::new();
+    for ((address, key), read) in registered.iter().zip(reads.iter()) {
+        report.slot = report.slot.min(read.slot);
+        let decoded = read
+            .account
+            .as_ref()
+            .filter(|a| a.owner == program)
+            .and_then(|a| decode_pool(&a.data).ok());
+        let Some(pool) = decoded else {
+            tracing::warn!(pool = %address, "registered pool is missing or not a LendingPool on chain; left as is");
+            continue;
+        };
+        let sync = SyncPool {
+            cluster,
+            pool_address: address.clone(),
+            pool,
+            slot: read.slot,
+            symbol: None,
+        };
+        write(&writer, sync).await?;
+        live.push((address.clone(), *key));
+    }
+
+    // 2. Positions of each live pool: a full scan, then upsert and prune.
+    for (address, key) in live {
+        let scan = ScanPoolPositions {
+            program,
+            pool: key,
+            deadline: rpc_timeout * 4,
+        };
+        let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
+        report.slot = report.slot.min(slot);
+        let positions: Vec<_> = accounts
+            .into_iter()
+            .filter(|(_, a)| a.owner == program)
+            .filter_map(|(k, a)| {
+                decode_position(&a.data)
+                    .ok()
+                    .filter(|p| p.pool == key)
+                    .map(|p| (k.to_string(), p))
+            })
+            .collect();
+        let (written, removed) = write(
+            &writer,
+            RefreshPoolPositions {
+                cluster,
+                pool_address: address,
+                slot,
+                positions,
+            },
+        )
+        .await?;
+        report.positions += written;
+        report.removed += removed;
+    }
+    report.took = started.elapsed();
+    Ok(report)
+}

@@ -1,0 +1,377 @@
+//! Writes of chain-derived rows: pools and positions. Each carries the context
+//! slot of the read it came from, and the named queries refuse to let an older
+//! read overwrite a newer row.
+
+use deadpool_postgres::Transaction;
+use futures_util::future::BoxFuture;
+use serde_json::json;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::queries;
+use super::writes::{WriteCommand, insert_audit};
+use crate::domain::accounts::{LendingPool, UserPosition};
+use crate::domain::wad::{PoolPricing, PositionAmounts, account_health_factor};
+use crate::error::{ApiError, ApiResult};
+
+/// The 27 parameters of a pool's chain state ($1..$27 of REGISTER_POOL and
+/// UPDATE_POOL_STATE), as owned values.
+struct PoolStateParams {
+    cluster: &'static str,
+    pool_address: String,
+    paused: bool,
+    numbers: [String; 6],
+    last_update_ts: i64,
+    ratios: [String; 10],
+    flash_fee_bps: i32,
+    oracle_price: Option<i64>,
+    oracle_conf: Option<String>,
+    oracle_expo: Option<i32>,
+    pyth_price_feed: Option<String>,
+    slot: i64,
+    symbol: Option<String>,
+}
+
+impl PoolStateParams {
+    fn new(
+        cluster: &'static str,
+        pool_address: &str,
+        pool: &LendingPool,
+        slot: u64,
+        symbol: Option<&str>,
+    ) -> Self {
+        PoolStateParams {
+            cluster,
+            pool_address: pool_address.to_string(),
+            paused: pool.paused,
+            numbers: [
+                pool.total_deposits.to_string(),
+                pool.total_borrows.to_string(),
+                pool.accumulated_fees.to_string(),
+                pool.total_deposit_shares.to_string(),
+                pool.deposit_index_wad.to_string(),
+                pool.borrow_index_wad.to_string(),
+            ],
+            last_update_ts: pool.last_update_ts,
+            ratios: [
+                pool.ltv_wad.to_string(),
+                pool.liquidation_threshold_wad.to_string(),
+                pool.liquidation_bonus_wad.to_string(),
+                pool.protocol_liq_fee_wad.to_string(),
+                pool.reserve_factor_wad.to_string(),
+                pool.close_factor_wad.to_string(),
+                pool.base_rate_wad.to_string(),
+                pool.optimal_util_wad.to_string(),
+                pool.slope1_wad.to_string(),
+                pool.slope2_wad.to_string(),
+            ],
+            flash_fee_bps: i32::from(pool.flash_fee_bps),
+            oracle_price: pool.oracle_price,
+            oracle_conf: pool.oracle_conf.map(|c| c.to_string()),
+            oracle_expo: pool.oracle_expo,
+            pyth_price_feed: pool.pyth_price_feed.map(|k| k.to_string()),
+            slot: slot_param(slot),
+            symbol: symbol.map(str::to_string),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let mut p: Vec<&(dyn ToSql + Sync)> = vec![&self.cluster, &self.pool_address, &self.paused];
+        p.extend(self.numbers.iter().map(|n| n as &(dyn ToSql + Sync)));
+        p.push(&self.last_update_ts);
+        p.extend(self.ratios.iter().map(|n| n as &(dyn ToSql + Sync)));
+        p.extend([
+            &self.flash_fee_bps as &(dyn ToSql + Sync),
+            &self.oracle_price,
+            &self.oracle_conf,
+            &self.oracle_expo,
+            &self.pyth_price_feed,
+            &self.slot,
+            &self.symbol,
+        ]);
+        p
+    }
+}
+
+/// Slots are u64 on chain and bigint in PostgreSQL; real slots are far below i64 max.
+fn slot_param(slot: u64) -> i64 {
+    i64::try_from(slot).unwrap_or(i64::MAX)
+}
+
+/// POST /api/pools/init after every check: inserts the decoded pool (a repeat
+/// changes nothing) and always writes the init_pool audit entry. `true` if created.
+pub struct RegisterPool {
+    pub cluster: &'static str,
+    pub pool_address: String,
+    pub pool: LendingPool,
+    pub slot: u64,
+    pub symbol: Option<String>,
+    pub decimals: u8,
+    pub created_by: String,
+    pub init_signature: String,
+}
+
+impl WriteCommand for RegisterPool {
+    type Output = bool;
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+        Box::pin(async move {
+            let state = PoolStateParams::new(
+                self.cluster,
+                &self.pool_address,
+                &self.pool,
+                self.slot,
+                self.symbol.as_deref(),
+            );
+            let identity = (
+                self.pool.token_mint.to_string(),
+                self.pool.authority.to_string(),
+                self.pool.vault.to_string(),
+                i16::from(self.pool.pool_bump),
+                i16::from(self.pool.authority_bump),
+                i16::from(self.pool.vault_bump),
+                i16::from(self.decimals),
+            );
+            let mut params = state.params();
+            params.extend([
+                &identity.0 as &(dyn ToSql + Sync),
+                &identity.1,
+                &identity.2,
+                &identity.3,
+                &identity.4,
+                &identity.5,
+                &identity.6,
+                &self.created_by,
+                &self.init_signature,
+            ]);
+            let created = tx
+                .query_opt(queries::REGISTER_POOL, &params)
+                .await?
+                .is_some();
+            let details = json!({
+                "token_mint": identity.0,
+                "symbol": self.symbol,
+                "decimals": self.decimals,
+                "init_signature": self.init_signature,
+                "created": created,
+                "slot": self.slot,
+            });
+            insert_audit(
+                tx,
+                &self.created_by,
+                "init_pool",
+                &self.pool_address,
+                &details,
+            )
+            .await?;
+            Ok(created)
+        })
+    }
+}
+
+/// Refreshes a registered pool's chain state. `false` when the row already held a
+/// newer read (or the pool is not registered).
+pub struct SyncPool {
+    pub cluster: &'static str,
+    pub pool_address: String,
+    pub pool: LendingPool,
+    pub slot: u64,
+    pub symbol: Option<String>,
+}
+
+impl WriteCommand for SyncPool {
+    type Output = bool;
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+        Box::pin(async move {
+            let state = PoolStateParams::new(
+                self.cluster,
+                &self.pool_address,
+                &self.pool,
+                self.slot,
+                self.symbol.as_deref(),
+            );
+            let stmt = tx.prepare_cached(queries::UPDATE_POOL_STATE).await?;
+            Ok(tx.query_opt(&stmt, &state.params()).await?.is_some())
+        })
+    }
+}
+
+/// POST /api/positions/sync: the pool's fresh state, then the position upserted
+/// (or removed when `position` is None), then the owner re-scored, in one
+/// transaction. Returns the owner's account health factor.
+pub struct SyncPosition {
+    pub cluster: &'static str,
+    pub pool_address: String,
+    pub pool: LendingPool,
+    pub position_address: String,
+    pub owner: String,
+    pub position: Option<UserPosition>,
+    pub slot: u64,
+}
+
+impl WriteCommand for SyncPosition {
+    type Output = u128;
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u128>> {
+        Box::pin(async move {
+            let state = PoolStateParams::new(
+                self.cluster,
+                &self.pool_address,
+                &self.pool,
+                self.slot,
+                None,
+            );
+            let stmt = tx.prepare_cached(queries::UPDATE_POOL_STATE).await?;
+            tx.query_opt(&stmt, &state.params()).await?;
+            let slot = slot_param(self.slot);
+            match &self.position {
+                Some(p) => {
+                    let stmt = tx.prepare_cached(queries::UPSERT_POSITION).await?;
+                    tx.execute(
+                        &stmt,
+                        &[
+                            &self.cluster,
+                            &self.position_address,
+                            &self.pool_address,
+                            &self.owner,
+                            &p.deposit_shares.to_string(),
+                            &p.borrow_principal.to_string(),
+                            &p.deposit_idx_snap.to_string(),
+                            &p.borrow_idx_snap.to_string(),
+                            &p.original_deposit.to_string(),
+                            &slot,
+                        ],
+                    )
+                    .await?;
+                }
+                None => {
+                    let stmt = tx.prepare_cached(queries::DELETE_POSITION).await?;
+                    tx.execute(&stmt, &[&self.cluster, &self.position_address, &slot])
+                        .await?;
+                }
+            }
+            rescore_owner(tx, self.cluster, &self.owner).await
+        })
+    }
+}
+
+/// Background refresh of one pool: upserts every position a full scan at `slot`
+/// found and removes the pool's rows the scan no longer found. Returns
+/// (positions written, positions removed).
+pub struct RefreshPoolPositions {
+    pub cluster: &'static str,
+    pub pool_address: String,
+    pub slot: u64,
+    pub positions: Vec<(String, UserPosition)>,
+}
+
+impl WriteCommand for RefreshPoolPositions {
+    type Output = (u64, u64);
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<(u64, u64)>> {
+        Box::pin(async move {
+            let n = self.positions.len();
+            let mut cols: [Vec<String>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
+            for (address, p) in &self.positions {
+                cols[0].push(address.clone());
+                cols[1].push(p.owner.to_string());
+                cols[2].push(p.deposit_shares.to_string());
+                cols[3].push(p.borrow_principal.to_string());
+                cols[4].push(p.deposit_idx_snap.to_string());
+                cols[5].push(p.borrow_idx_snap.to_string());
+                cols[6].push(p.original_deposit.to_string());
+            }
+            let slot = slot_param(self.slot);
+            let written = tx
+                .execute(
+                    queries::UPSERT_POSITIONS_BULK,
+                    &[
+                        &self.cluster,
+                        &self.pool_address,
+                        &slot,
+                        &cols[0],
+                        &cols[1],
+                        &cols[2],
+                        &cols[3],
+                        &cols[4],
+                        &cols[5],
+                        &cols[6],
+                    ],
+                )
+                .await?;
+            let removed = if self.slot > 0 {
+                tx.execute(
+                    queries::PRUNE_POOL_POSITIONS,
+                    &[&self.cluster, &self.pool_address, &slot, &cols[0]],
+                )
+                .await?
+            } else {
+                0 // no context slot: cannot tell a closed position from a newer write
+            };
+            Ok((written, removed))
+        })
+    }
+}
+
+/// Re-computes one owner's account health factor from the stored rows and writes
+/// it on each of the owner's positions. Serialised per owner across replicas.
+pub async fn rescore_owner(tx: &Transaction<'_>, cluster: &str, owner: &str) -> ApiResult<u128> {
+    tx.execute(queries::LOCK_OWNER, &[&cluster, &owner]).await?;
+    let stmt = tx.prepare_cached(queries::OWNER_HEALTH_INPUTS).await?;
+    let rows = tx.query(&stmt, &[&cluster, &owner]).await?;
+    let inputs = rows
+        .iter()
+        .map(health_inputs)
+        .collect::<ApiResult<Vec<_>>>()?;
+    let hf = account_health_factor(inputs.iter().map(|(pool, pos)| (pool, pos)));
+    let stmt = tx.prepare_cached(queries::SET_OWNER_HEALTH).await?;
+    tx.execute(&stmt, &[&cluster, &owner, &hf.to_string()])
+        .await?;
+    Ok(hf)
+}
+
+/// One row of OWNER_HEALTH_INPUTS as the math's inputs.
+pub fn health_inputs(row: &Row) -> ApiResult<(PoolPricing, PositionAmounts)> {
+    let pool = PoolPricing {
+        oracle_price: row.get("oracle_price"),
+        oracle_expo: row.get("oracle_expo"),
+        decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(|_| ApiError::Internal)?,
+        liquidation_threshold_wad: num(row, "liquidation_threshold_wad")?,
+        deposit_index_wad: num(row, "deposit_index_wad")?,
+        borrow_index_wad: num(row, "borrow_index_wad")?,
+    };
+    let position = PositionAmounts {
+        deposit_shares: num(row, "deposit_shares")?,
+        borrow_principal: num(row, "borrow_principal")?,
+        borrow_idx_snap: num(row, "borrow_idx_snap")?,
+    };
+    Ok((pool, position))
+}
+
+/// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
+pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> ApiResult<T> {
+    row.get::<_, &str>(column).parse().map_err(|_| {
+        tracing::error!(column, "stored number out of range");
+        ApiError::Internal
+    })
+}
+
+/// `lendex admin repair-decimals`: sets a pool's decimals (read from its mint).
+pub struct SetPoolDecimals {
+    pub cluster: &'static str,
+    pub pool_address: String,
+    pub decimals: u8,
+}
+
+impl WriteCommand for SetPoolDecimals {
+    type Output = ();
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
+        Box::pin(async move {
+            let decimals = i16::from(self.decimals);
+            tx.execute(
+                queries::SET_POOL_DECIMALS,
+                &[&self.cluster, &self.pool_address, &decimals],
+            )
+            .await?;
+            let details = json!({ "decimals": self.decimals, "via": "repair-decimals" });
+            insert_audit(tx, "system", "update_pool", &self.pool_address, &details).await
+        })
+    }
+}
