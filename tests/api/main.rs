@@ -3,6 +3,9 @@
 
 mod admin_api;
 mod auth_handshake;
+mod chain_api;
+mod chain_faults;
+mod chain_support;
 mod common;
 mod http_errors;
 mod process;
