@@ -12,6 +12,7 @@ use deadpool_postgres::Pool;
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::{DbWriter, Drain};
+use crate::actors::health_cache::{HealthCache, LoadAll};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
 use crate::db;
@@ -30,6 +31,7 @@ pub struct AppState {
     pub nonces: Addr<NonceRegistry>,
     pub chain: Addr<ChainReader>,
     pub sync: Addr<ChainSync>,
+    pub cache: Addr<HealthCache>,
     pub limiter: PublicWriteLimiter,
 }
 
@@ -69,6 +71,21 @@ pub async fn start(config: Config) -> Result<Service, String> {
     )
     .start();
 
+    let cache = HealthCache::new(
+        pool.clone(),
+        writer.clone(),
+        config.database.url.clone(),
+        config.chain.cluster.as_str(),
+        config.cache.max_owners,
+        config.health.max_oracle_age_seconds,
+    )
+    .start();
+    // Serve the feed from a loaded cache; if the database is down, the cache keeps
+    // retrying in the background and the feed answers 503 until it is loaded.
+    if !matches!(cache.send(LoadAll).await, Ok(Ok(()))) {
+        tracing::warn!("health-factor cache not loaded at start; retrying in the background");
+    }
+
     let state = web::Data::new(AppState {
         cluster: config.chain.cluster,
         program_id,
@@ -77,6 +94,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
         nonces,
         chain,
         sync,
+        cache,
         limiter: PublicWriteLimiter::new(&config.limits),
         config: config.clone(),
     });

@@ -375,3 +375,25 @@ impl WriteCommand for SetPoolDecimals {
         })
     }
 }
+
+/// The health-factor cache's results, written on every row of each owner whose
+/// stored value differs. Touches health_factor_wad only, which is not announced.
+pub struct SetHealthFactors {
+    pub cluster: &'static str,
+    pub owners: Vec<String>,
+    pub health_factors: Vec<String>,
+}
+
+impl WriteCommand for SetHealthFactors {
+    type Output = u64;
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u64>> {
+        Box::pin(async move {
+            Ok(tx
+                .execute(
+                    queries::SET_HEALTH_FACTORS,
+                    &[&self.cluster, &self.owners, &self.health_factors],
+                )
+                .await?)
+        })
+    }
+}

@@ -271,3 +271,59 @@ pub const OWNER_HEALTH_INPUTS: &str = "SELECT p.deposit_shares::text AS deposit_
 /// Writes an owner's account health factor on each of the owner's rows.
 pub const SET_OWNER_HEALTH: &str = "UPDATE positions SET health_factor_wad = $3::text::numeric
     WHERE cluster = $1 AND owner = $2 AND health_factor_wad <> $3::text::numeric";
+
+// ---- health-factor cache ----------------------------------------------------------
+
+macro_rules! cache_pool_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT pool_address, symbol, oracle_price, oracle_expo, decimals,
+                    liquidation_threshold_wad::text AS liquidation_threshold_wad,
+                    deposit_index_wad::text AS deposit_index_wad, borrow_index_wad::text AS borrow_index_wad,
+                    base_rate_wad::text AS base_rate_wad, optimal_util_wad::text AS optimal_util_wad,
+                    slope1_wad::text AS slope1_wad, slope2_wad::text AS slope2_wad,
+                    reserve_factor_wad::text AS reserve_factor_wad,
+                    total_deposits::text AS total_deposits, total_borrows::text AS total_borrows,
+                    last_update_ts
+             FROM pools WHERE cluster = $1 ",
+            $where
+        )
+    };
+}
+pub const CACHE_ALL_POOLS: &str = cache_pool_select!("");
+pub const CACHE_POOLS: &str = cache_pool_select!("AND pool_address = ANY($2::text[])");
+
+macro_rules! cache_position_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT position_address, pool_address, owner, deposit_shares::text AS deposit_shares,
+                    borrow_principal::text AS borrow_principal, deposit_idx_snap::text AS deposit_idx_snap,
+                    borrow_idx_snap::text AS borrow_idx_snap, original_deposit::text AS original_deposit,
+                    health_factor_wad::text AS health_factor_wad,
+                    (extract(epoch FROM last_synced_at) * 1000000)::bigint AS synced_us
+             FROM positions WHERE cluster = $1 ",
+            $where
+        )
+    };
+}
+pub const CACHE_ALL_POSITIONS: &str = cache_position_select!("");
+pub const CACHE_OWNERS_POSITIONS: &str = cache_position_select!("AND owner = ANY($2::text[])");
+/// Every position of every owner who has one in pool $2 (the eviction fallback).
+pub const CACHE_POOL_OWNERS_POSITIONS: &str = cache_position_select!(
+    "AND owner IN (SELECT owner FROM positions WHERE cluster = $1 AND pool_address = $2)"
+);
+
+/// The cache's account health factors, written back in bulk.
+pub const SET_HEALTH_FACTORS: &str = "UPDATE positions p SET health_factor_wad = u.hf::numeric
+    FROM unnest($2::text[], $3::text[]) AS u(owner, hf)
+    WHERE p.cluster = $1 AND p.owner = u.owner AND p.health_factor_wad <> u.hf::numeric";
+
+/// Recent borrows of a wallet, at most 10 per pool (detail's borrow_txs).
+pub const RECENT_BORROWS: &str =
+    "SELECT pool_address, signature, amount::text AS amount, created_at
+    FROM (SELECT pool_address, signature, amount, created_at,
+                 row_number() OVER (PARTITION BY pool_address ORDER BY id DESC) AS n
+          FROM tx_log
+          WHERE cluster = $1 AND wallet = $2 AND action = 'borrow' AND status <> 'failed'
+            AND pool_address IS NOT NULL) recent
+    WHERE n <= 10 ORDER BY pool_address, created_at DESC";

@@ -32,6 +32,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(resource("/pools/init").route(web::post().to(pools::init_pool)))
             .service(resource("/pools/sync").route(web::post().to(pools::sync_pool)))
             .service(resource("/positions/sync").route(web::post().to(positions::sync_position)))
+            // Fixed paths before "/positions/{user}", which would match them too.
+            .service(resource("/positions/unhealthy").route(web::get().to(positions::unhealthy)))
+            .service(
+                resource("/positions/unhealthy/stream")
+                    .route(web::get().to(positions::unhealthy_stream)),
+            )
+            .service(resource("/positions/{user}/detail").route(web::get().to(positions::detail)))
             .service(resource("/positions/{user}").route(web::get().to(positions::list_positions)))
             .service(
                 resource("/transactions")

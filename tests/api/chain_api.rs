@@ -1,7 +1,7 @@
 //! Pool registration and sync, position sync and the background refresh, against
 //! surfpool, a real Solana RPC (spec 4.7 to 4.12, decisions §2 and §5).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lendex::domain::accounts::*;
 use lendex::domain::pubkey::Pubkey;
@@ -639,18 +639,6 @@ async fn older_reads_never_overwrite_newer_rows() {
         .await
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "1");
-}
-
-/// Polls `check` until it holds or `limit` passes.
-async fn eventually(limit: Duration, mut check: impl AsyncFnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    false
 }
 
 #[actix_rt::test]

@@ -236,3 +236,16 @@ pub async fn decode(res: reqwest::Response) -> (u16, Value) {
 pub fn error(msg: &str) -> Value {
     json!({ "error": msg })
 }
+
+/// Polls `check` until it holds or `limit` passes (for effects that happen in the
+/// background: NOTIFY, the refresh timer). Not a speed assertion: the limit is generous.
+pub async fn eventually(limit: std::time::Duration, mut check: impl AsyncFnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    check().await
+}

@@ -7,6 +7,7 @@ mod chain_api;
 mod chain_faults;
 mod chain_support;
 mod common;
+mod health_feed;
 mod http_errors;
 mod process;
 mod transactions_api;

@@ -17,6 +17,7 @@ use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
+use crate::http::handlers::positions::refresh_cache;
 use crate::http::signed::{Need, authorize, credentials};
 use crate::model::Pool;
 
@@ -189,6 +190,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         },
     )
     .await?;
+    refresh_cache(&state, Vec::new(), vec![pool_addr.to_string()]).await;
     Ok(HttpResponse::Ok().json(InitPoolResponse {
         ok: true,
         pool_address: pool_addr.to_string(),
@@ -232,6 +234,7 @@ pub async fn sync_pool(
         },
     )
     .await?;
+    refresh_cache(&state, Vec::new(), vec![pool_addr.to_string()]).await;
     Ok(HttpResponse::Ok().json(SyncPoolResponse {
         ok: true,
         pool_address: pool_addr.to_string(),
