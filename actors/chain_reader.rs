@@ -14,12 +14,10 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
-use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
-use solana_rpc_client::rpc_client::RpcClientConfig;
 
 use crate::chain::rpc::{self, AccountRead, Filter, RawAccount};
-use crate::chain::sender::{GatedSender, TransportCounters};
+use crate::chain::sender::TransportCounters;
 use crate::config::RpcConfig;
 use crate::domain::accounts::{
     POSITION_ACCOUNT_SIZE, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET,
@@ -49,17 +47,7 @@ impl ChainReader {
     pub fn new(cfg: &RpcConfig) -> ChainReader {
         let timeout = Duration::from_millis(cfg.timeout_ms.max(1));
         let counters = Arc::new(ChainCounters::default());
-        let sender = GatedSender::new(
-            cfg.url.clone(),
-            timeout,
-            cfg.max_rps,
-            cfg.max_concurrency,
-            counters.transport.clone(),
-        );
-        let client = RpcClient::new_sender(
-            sender,
-            RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),
-        );
+        let client = rpc::gated_client(cfg, counters.transport.clone());
         ChainReader {
             client: Arc::new(client),
             timeout,

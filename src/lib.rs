@@ -12,6 +12,7 @@ pub mod app;
 pub mod chain;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod domain;
 pub mod error;
 pub mod http;

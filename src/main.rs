@@ -26,6 +26,15 @@ enum Command {
     Serve,
     /// Apply the SQL migrations and seed the bootstrap super-admin (SUPER_ADMIN_PUBKEY).
     Migrate,
+    /// Seed a demo market on the local chain and register it with the running service (localnet only).
+    Demo {
+        /// Base URL of the running service.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        api: String,
+        /// Number of owners (each has 1 to 7 positions).
+        #[arg(long, default_value_t = 600)]
+        owners: usize,
+    },
     /// Print the effective settings (defaults, file and environment merged) as TOML.
     Config,
     /// Operator recovery: change the admin allowlist directly, with no nonce.
@@ -54,6 +63,8 @@ enum AdminCommand {
     },
     /// List every allowlist entry, revoked ones included.
     List,
+    /// Re-read every pool's mint from chain and fix stored decimals that differ.
+    RepairDecimals,
 }
 
 fn main() -> std::process::ExitCode {
@@ -71,6 +82,7 @@ fn main() -> std::process::ExitCode {
             Command::Serve => lendex::app::serve(config).await,
             Command::Migrate => lendex::ops::migrate(&config).await,
             Command::Config => lendex::ops::print_config(&config),
+            Command::Demo { api, owners } => lendex::demo::run(&config, &api, owners).await,
             Command::Admin { command } => match command {
                 AdminCommand::Add {
                     pubkey,
@@ -81,6 +93,7 @@ fn main() -> std::process::ExitCode {
                     lendex::ops::admin_revoke(&config, &pubkey).await
                 }
                 AdminCommand::List => lendex::ops::admin_list(&config).await,
+                AdminCommand::RepairDecimals => lendex::ops::repair_decimals(&config).await,
             },
         }
     });

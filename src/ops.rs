@@ -3,7 +3,8 @@
 //! `system`, through the same write commands the server uses.
 
 use crate::config::Config;
-use crate::db::{self, queries, writes};
+use crate::db::{self, chain_writes, queries, writes};
+use crate::domain::accounts::mint_decimals;
 use crate::domain::enums::is_role;
 use crate::domain::pubkey::parse_pubkey;
 use crate::model::Admin;
@@ -103,6 +104,69 @@ pub async fn admin_list(config: &Config) -> Result<(), String> {
             added_by,
             admin.label.unwrap_or_default()
         );
+    }
+    Ok(())
+}
+
+/// `lendex admin repair-decimals`: re-reads every pool's mint from chain and fixes
+/// stored decimals that differ (the recovery for legacy rows defaulted to 9).
+/// Prints each change; fails if some mint could not be read.
+pub async fn repair_decimals(config: &Config) -> Result<(), String> {
+    let pool = migrated_pool(config).await?;
+    let cluster = config.chain.cluster.as_str();
+    let rows = {
+        let client = pool.get().await.map_err(|e| e.to_string())?;
+        client
+            .query(queries::LIST_POOL_DECIMALS, &[&cluster])
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    let rpc = crate::chain::rpc::gated_client(&config.rpc, Default::default());
+    let mut mints = Vec::with_capacity(rows.len());
+    for row in &rows {
+        mints.push(
+            parse_pubkey(row.get("token_mint"))
+                .map_err(|e| format!("stored mint is not a pubkey: {e}"))?,
+        );
+    }
+    let reads = crate::chain::rpc::get_accounts(&rpc, &mints)
+        .await
+        .map_err(|e| format!("rpc unavailable: {e}"))?;
+    let (mut fixed, mut unreadable) = (0, 0);
+    for (row, read) in rows.iter().zip(reads) {
+        let address: String = row.get("pool_address");
+        let stored: i16 = row.get("decimals");
+        let Some(decimals) = read
+            .account
+            .as_ref()
+            .and_then(|a| mint_decimals(&a.owner, &a.data))
+        else {
+            println!(
+                "{address}: mint {} is not a readable SPL mint; left at {stored}",
+                row.get::<_, &str>("token_mint")
+            );
+            unreadable += 1;
+            continue;
+        };
+        if i16::from(decimals) != stored {
+            let cmd = chain_writes::SetPoolDecimals {
+                cluster,
+                pool_address: address.clone(),
+                decimals,
+            };
+            writes::apply_now(&pool, &cmd)
+                .await
+                .map_err(|e| e.to_string())?;
+            println!("{address}: decimals {stored} -> {decimals}");
+            fixed += 1;
+        }
+    }
+    println!(
+        "{} pools checked, {fixed} fixed, {unreadable} unreadable",
+        rows.len()
+    );
+    if unreadable > 0 {
+        return Err(format!("{unreadable} mints could not be read"));
     }
     Ok(())
 }

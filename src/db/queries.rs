@@ -327,3 +327,10 @@ pub const RECENT_BORROWS: &str =
           WHERE cluster = $1 AND wallet = $2 AND action = 'borrow' AND status <> 'failed'
             AND pool_address IS NOT NULL) recent
     WHERE n <= 10 ORDER BY pool_address, created_at DESC";
+
+pub const LIST_POOL_DECIMALS: &str = "SELECT pool_address, token_mint, decimals FROM pools
+    WHERE cluster = $1 ORDER BY created_at, pool_address";
+
+/// `lendex demo` on localnet only: forget pools (and, by cascade, positions)
+/// indexed from an earlier run of the local chain.
+pub const RESET_CLUSTER_POOLS: &str = "DELETE FROM pools WHERE cluster = $1";

@@ -702,3 +702,108 @@ async fn background_refresh_discovers_updates_and_removes_without_api_calls() {
     assert!(health["checks"]["sync"]["slot"].as_u64().unwrap() > 0);
     assert!(health["checks"]["sync"]["lastRefreshAt"].is_string());
 }
+
+#[actix_rt::test]
+async fn repair_decimals_fixes_legacy_rows_and_the_feed_follows() {
+    let t = ChainApp::start().await;
+    // SOL (9 decimals, $20) collateral, USDC (6) debt: HF 45 x 20 x 0.8 / 1000 = 0.72, under water.
+    let (usdc, _) = t.create_and_register(6, Some(100_000_000), Some(-8)).await;
+    let (sol, _) = t
+        .create_and_register(9, Some(2_000_000_000), Some(-8))
+        .await;
+    let owner = Pubkey::new_unique();
+    t.put_position(&sol, &owner, 45_000_000_000, 0).await;
+    t.put_position(&usdc, &owner, 0, 1_000_000_000).await;
+    for pool in [usdc, sol] {
+        let body = json!({ "pool_address": pool.to_string(), "user": owner.to_string() });
+        assert_eq!(t.app.post("/api/positions/sync", &body).await.0, 200);
+    }
+    assert_eq!(
+        t.app.get("/api/positions/unhealthy").await.1["positions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // A legacy row: USDC stored with the old default of 9 decimals values the
+    // debt 1000x lower and hides the underwater account.
+    let db = t.app.db.connect().await;
+    db.execute(
+        "UPDATE pools SET decimals = 9 WHERE pool_address = $1",
+        &[&usdc.to_string()],
+    )
+    .await
+    .unwrap();
+    let app = &t.app;
+    assert!(
+        eventually(Duration::from_secs(10), async || app
+            .get("/api/positions/unhealthy")
+            .await
+            .1["positions"]
+            == json!([]))
+        .await
+    );
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lendex"))
+        .args(["admin", "repair-decimals"])
+        .env("DATABASE_URL", &t.app.db.url)
+        .env("RPC_URL", &t.chain.url)
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&format!("{usdc}: decimals 9 -> 6")), "{text}");
+    assert!(
+        text.contains("2 pools checked, 1 fixed, 0 unreadable"),
+        "{text}"
+    );
+    let decimals: i16 = db
+        .query_one(
+            "SELECT decimals FROM pools WHERE pool_address = $1",
+            &[&usdc.to_string()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(decimals, 6);
+    assert!(
+        eventually(Duration::from_secs(10), async || app
+            .get("/api/positions/unhealthy")
+            .await
+            .1["positions"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 2)
+        .await
+    );
+    let (_, audit) = t.app.get("/api/admin/audit?action=update_pool").await;
+    assert_eq!(audit["entries"][0]["details"]["decimals"], 6);
+
+    // A mint that cannot be read is reported, and the command fails.
+    t.chain
+        .remove(&key(&db
+            .query_one(
+                "SELECT token_mint FROM pools WHERE pool_address = $1",
+                &[&sol.to_string()],
+            )
+            .await
+            .unwrap()
+            .get::<_, String>(0)))
+        .await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lendex"))
+        .args(["admin", "repair-decimals"])
+        .env("DATABASE_URL", &t.app.db.url)
+        .env("RPC_URL", &t.chain.url)
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not a readable SPL mint"));
+}

@@ -111,6 +111,8 @@ async fn health_is_degraded_with_no_chain_and_counts_the_cluster() {
     assert!(body["checks"]["database"]["latencyMs"].is_u64());
     assert_eq!(body["checks"]["rpc"], json!({ "ok": false, "slot": 0 }));
     assert_eq!(body["checks"]["counts"], json!({ "pools": 0, "tx_log": 0 }));
+    assert_eq!(body["checks"]["cache"]["ok"], true);
+    assert_eq!(body["checks"]["sync"]["enabled"], false);
     assert!(chrono::DateTime::parse_from_rfc3339(body["timestamp"].as_str().unwrap()).is_ok());
     app.post(
         "/api/transactions",
@@ -182,6 +184,13 @@ async fn openapi_document_covers_every_route() {
         ("/api/transactions", "get"),
         ("/api/transactions", "post"),
         ("/api/health", "get"),
+        ("/api/pools/init", "post"),
+        ("/api/pools/sync", "post"),
+        ("/api/positions/sync", "post"),
+        ("/api/positions/{user}", "get"),
+        ("/api/positions/{user}/detail", "get"),
+        ("/api/positions/unhealthy", "get"),
+        ("/api/positions/unhealthy/stream", "get"),
     ] {
         assert!(
             paths.get(path).and_then(|p| p.get(method)).is_some(),

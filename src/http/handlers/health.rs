@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use crate::actors::chain_reader::GetSlot;
 use crate::actors::chain_sync::GetSyncStatus;
+use crate::actors::health_cache::Stats as CacheStatsRequest;
 use crate::app::AppState;
 use crate::db::queries;
 use crate::error::ApiResult;
@@ -32,6 +33,19 @@ pub struct HealthChecks {
     pub rpc: RpcCheck,
     pub counts: Counts,
     pub sync: SyncCheck,
+    pub cache: CacheCheck,
+}
+
+/// The health-factor cache: loaded (the feed answers) and its size.
+#[derive(Serialize, ToSchema)]
+pub struct CacheCheck {
+    pub ok: bool,
+    pub owners: usize,
+    #[serde(rename = "unhealthyOwners")]
+    pub unhealthy_owners: usize,
+    pub pools: usize,
+    pub evictions: u64,
+    pub subscribers: usize,
 }
 
 /// The background refresh: the slot and time of the last complete refresh.
@@ -76,13 +90,14 @@ pub struct Counts {
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, body = HealthResponse)))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let (db, rpc, sync) = futures_util::join!(
+    let (db, rpc, sync, cache) = futures_util::join!(
         database_check(&state),
         rpc_check(&state),
-        sync_check(&state)
+        sync_check(&state),
+        cache_check(&state)
     );
     let (database, counts) = db;
-    let ok = database.ok && rpc.ok && sync.ok;
+    let ok = database.ok && rpc.ok && sync.ok && cache.ok;
     Ok(HttpResponse::Ok().json(HealthResponse {
         status: if ok { "ok" } else { "degraded" }.to_string(),
         timestamp: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -91,6 +106,7 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             rpc,
             counts,
             sync,
+            cache,
         },
     }))
 }
@@ -168,6 +184,27 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             last_refresh_ms: None,
             positions: None,
             last_error: Some("sync worker unavailable".into()),
+        },
+    }
+}
+
+async fn cache_check(state: &AppState) -> CacheCheck {
+    match tokio::time::timeout(CHECK_DEADLINE, state.cache.send(CacheStatsRequest)).await {
+        Ok(Ok(s)) => CacheCheck {
+            ok: s.ready,
+            owners: s.owners,
+            unhealthy_owners: s.unhealthy_owners,
+            pools: s.pools,
+            evictions: s.evictions,
+            subscribers: s.subscribers,
+        },
+        _ => CacheCheck {
+            ok: false,
+            owners: 0,
+            unhealthy_owners: 0,
+            pools: 0,
+            evictions: 0,
+            subscribers: 0,
         },
     }
 }

@@ -1,0 +1,163 @@
+//! Criterion benches of the hot paths: the account health factor (1, 5 and 20
+//! positions), re-scoring every owner of one pool at 100k positions (what a price
+//! change costs the cache), account decoding, and the ed25519 check of a signed
+//! handshake. Run: cargo bench --bench hot_paths
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ed25519_dalek::{Signer, SigningKey};
+use lendex::domain::accounts::*;
+use lendex::domain::auth_message::canonical_message;
+use lendex::domain::pubkey::Pubkey;
+use lendex::domain::wad::*;
+use lendex::http::signed::{Credentials, verify_signature};
+
+fn pool(price: i64, expo: i32, decimals: u8) -> PoolPricing {
+    PoolPricing {
+        oracle_price: Some(price),
+        oracle_expo: Some(expo),
+        decimals,
+        liquidation_threshold_wad: 80 * WAD / 100,
+        deposit_index_wad: 102 * WAD / 100,
+        borrow_index_wad: 105 * WAD / 100,
+    }
+}
+
+fn position(i: u64) -> PositionAmounts {
+    PositionAmounts {
+        deposit_shares: 1_000_000_000 + i * 7_919,
+        borrow_principal: if i % 2 == 0 {
+            0
+        } else {
+            400_000_000 + i * 104_729
+        },
+        borrow_idx_snap: WAD + u128::from(i) * 1_000_000_007,
+    }
+}
+
+fn health_factor(c: &mut Criterion) {
+    let pools: Vec<PoolPricing> = (0..20)
+        .map(|i| pool(100_000_000 + i * 1_000_000, -8, [6, 8, 9][i as usize % 3]))
+        .collect();
+    let positions: Vec<PositionAmounts> = (0..20).map(position).collect();
+    for n in [1usize, 5, 20] {
+        c.bench_function(&format!("account_health_factor/{n}_positions"), |b| {
+            b.iter(|| {
+                account_health_factor(black_box(pools[..n].iter().zip(positions[..n].iter())))
+            })
+        });
+    }
+}
+
+/// 100k positions over 25k owners (4 each), all in the repriced pool plus others:
+/// a price change re-scores every one of those owners.
+fn rescore_pool(c: &mut Criterion) {
+    let pools: Vec<PoolPricing> = (0..10)
+        .map(|i| pool(100_000_000 + i * 3, -8, [6, 8, 9][i as usize % 3]))
+        .collect();
+    let owners: Vec<Vec<(usize, PositionAmounts)>> = (0..25_000u64)
+        .map(|o| {
+            (0..4u64)
+                .map(|k| (((o + k) % 10) as usize, position(o * 4 + k)))
+                .collect()
+        })
+        .collect();
+    let mut group = c.benchmark_group("rescore_pool");
+    group.sample_size(20);
+    group.bench_function("100k_positions_25k_owners", |b| {
+        b.iter(|| {
+            let mut below = 0usize;
+            for owner in &owners {
+                let hf = account_health_factor(owner.iter().map(|(p, pos)| (&pools[*p], pos)));
+                below += usize::from(hf < WAD);
+            }
+            black_box(below)
+        })
+    });
+    group.finish();
+}
+
+fn decoding(c: &mut Criterion) {
+    let program = Pubkey::new_unique();
+    let mint = Pubkey::new_unique();
+    let (address, bump) = pool_address(&program, &mint);
+    let pool = LendingPool {
+        authority: Pubkey::new_unique(),
+        token_mint: mint,
+        vault: Pubkey::new_unique(),
+        pool_bump: bump,
+        authority_bump: 254,
+        vault_bump: 253,
+        paused: false,
+        total_deposits: u64::MAX / 3,
+        total_borrows: u64::MAX / 5,
+        accumulated_fees: 12345,
+        total_deposit_shares: u64::MAX / 3,
+        deposit_index_wad: WAD,
+        borrow_index_wad: WAD,
+        last_update_ts: 1_700_000_000,
+        ltv_wad: WAD,
+        liquidation_threshold_wad: WAD,
+        liquidation_bonus_wad: WAD,
+        protocol_liq_fee_wad: WAD,
+        reserve_factor_wad: WAD,
+        close_factor_wad: WAD,
+        base_rate_wad: WAD,
+        optimal_util_wad: WAD,
+        slope1_wad: WAD,
+        slope2_wad: WAD,
+        flash_fee_bps: 9,
+        pyth_price_feed: Some(Pubkey::new_unique()),
+        oracle_price: Some(100_000_000),
+        oracle_conf: Some(1000),
+        oracle_expo: Some(-8),
+    };
+    let pool_bytes = encode_pool(&pool);
+    let position = UserPosition {
+        owner: Pubkey::new_unique(),
+        pool: address,
+        deposit_shares: 1,
+        borrow_principal: 2,
+        deposit_idx_snap: WAD,
+        borrow_idx_snap: WAD,
+        original_deposit: 1,
+        bump: 255,
+    };
+    let position_bytes = encode_position(&position);
+    c.bench_function("decode/lending_pool", |b| {
+        b.iter(|| decode_pool(black_box(&pool_bytes)).unwrap())
+    });
+    c.bench_function("decode/user_position", |b| {
+        b.iter(|| decode_position(black_box(&position_bytes)).unwrap())
+    });
+}
+
+fn handshake_verify(c: &mut Criterion) {
+    let key = SigningKey::from_bytes(&[42u8; 32]);
+    let actor = bs58::encode(key.verifying_key().as_bytes()).into_string();
+    let nonce = "00112233445566778899aabbccddeeff";
+    let action = format!("add_admin:{actor}:pool_admin");
+    let signature = bs58::encode(
+        key.sign(canonical_message(&action, nonce).as_bytes())
+            .to_bytes(),
+    )
+    .into_string();
+    let creds = Credentials {
+        actor: &actor,
+        nonce,
+        signature: &signature,
+    };
+    c.bench_function("ed25519/verify_handshake_message", |b| {
+        b.iter(|| verify_signature(black_box(&creds), black_box(&action)).unwrap())
+    });
+}
+
+criterion_group!(
+    benches,
+    health_factor,
+    rescore_pool,
+    decoding,
+    handshake_verify
+);
+criterion_main!(benches);
