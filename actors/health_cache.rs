@@ -130,6 +130,12 @@ pub struct HealthCache {
     write_scheduled: bool,
     pending: Pending,
     fetching: bool,
+    /// Bumped by any change that can alter an unhealthy answer.
+    feed_version: u64,
+    /// Rendered JSON of recent unhealthy answers, by (pool filter, limit); valid for
+    /// one feed version and at most one second (oracle staleness moves with time).
+    rendered: HashMap<(Option<PoolId>, usize), Bytes>,
+    rendered_at: (u64, i64),
     subscribers: Vec<mpsc::Sender<Bytes>>,
 }
 
@@ -162,6 +168,9 @@ impl HealthCache {
             write_scheduled: false,
             pending: Pending::default(),
             fetching: false,
+            feed_version: 0,
+            rendered: HashMap::new(),
+            rendered_at: (0, 0),
             subscribers: Vec::new(),
         }
     }
@@ -211,6 +220,7 @@ impl HealthCache {
             members: HashSet::new(),
             has_evicted_members: false,
         });
+        self.feed_version += 1;
         entry.symbol = row.get("symbol");
         entry.pricing = pricing;
         entry.rates = rates;
@@ -283,6 +293,9 @@ impl HealthCache {
         old_len: Option<usize>,
     ) {
         let was_unhealthy = old_hf.is_some_and(|h| h < WAD);
+        if was_unhealthy {
+            self.feed_version += 1;
+        }
         if positions.is_empty() {
             if was_unhealthy {
                 self.emit("candidate_stop", &key, u128::MAX, &[]);
@@ -300,6 +313,7 @@ impl HealthCache {
             stored_hf: stored,
         };
         if hf < WAD {
+            self.feed_version += 1;
             self.ranking.insert((hf, key));
             self.unhealthy.insert(key, entry);
             if !was_unhealthy {
@@ -650,6 +664,7 @@ impl HealthCache {
         });
         ctx.spawn(job.map(move |grouped, act, ctx| {
             let result = grouped.map(|grouped| {
+                act.feed_version += 1;
                 act.unhealthy.clear();
                 act.ranking.clear();
                 act.healthy.clear();
@@ -751,6 +766,7 @@ impl HealthCache {
         for address in pools {
             if let Some(id) = self.pool_ids.get(address).copied() {
                 if !seen.contains(&id) {
+                    self.feed_version += 1;
                     self.pools.remove(&id);
                     self.pool_ids.remove(address);
                 }
@@ -855,16 +871,41 @@ impl Handler<Resync> for HealthCache {
 }
 
 /// GET /api/positions/unhealthy: owners below 1 WAD, most underwater first, with
-/// all their rows (or, with `pool`, only their debt rows in that pool).
+/// all their rows (or, with `pool`, only their debt rows in that pool), as the
+/// rendered JSON body `{"positions": [...]}`.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Vec<UnhealthyRow>>")]
+#[rtype(result = "ApiResult<Bytes>")]
 pub struct Unhealthy {
     pub pool: Option<String>,
     pub limit: usize,
 }
 
+impl HealthCache {
+    fn unhealthy_rows(&self, pool: Option<PoolId>, limit: usize, now: i64) -> Vec<UnhealthyRow> {
+        let mut out = Vec::with_capacity(limit.min(256));
+        for (_, key) in &self.ranking {
+            if out.len() >= limit {
+                break;
+            }
+            let Some(entry) = self.unhealthy.get(key) else {
+                continue;
+            };
+            for row in self.rows_of(key, entry, pool, now) {
+                if out.len() >= limit {
+                    break;
+                }
+                out.push(row);
+            }
+        }
+        out
+    }
+}
+
+/// Distinct (pool, limit) answers kept rendered at once.
+const MAX_RENDERED: usize = 1024;
+
 impl Handler<Unhealthy> for HealthCache {
-    type Result = ApiResult<Vec<UnhealthyRow>>;
+    type Result = ApiResult<Bytes>;
 
     fn handle(&mut self, msg: Unhealthy, _: &mut Self::Context) -> Self::Result {
         if !self.ready {
@@ -874,26 +915,24 @@ impl Handler<Unhealthy> for HealthCache {
             None => None,
             Some(address) => match self.pool_ids.get(address) {
                 Some(id) => Some(*id),
-                None => return Ok(Vec::new()),
+                None => return Ok(Bytes::from_static(br#"{"positions":[]}"#)),
             },
         };
         let now = Utc::now().timestamp();
-        let mut out = Vec::with_capacity(msg.limit.min(256));
-        for (_, key) in &self.ranking {
-            if out.len() >= msg.limit {
-                break;
-            }
-            let Some(entry) = self.unhealthy.get(key) else {
-                continue;
-            };
-            for row in self.rows_of(key, entry, pool, now) {
-                if out.len() >= msg.limit {
-                    break;
-                }
-                out.push(row);
-            }
+        if self.rendered_at != (self.feed_version, now) || self.rendered.len() >= MAX_RENDERED {
+            self.rendered.clear();
+            self.rendered_at = (self.feed_version, now);
         }
-        Ok(out)
+        if let Some(body) = self.rendered.get(&(pool, msg.limit)) {
+            return Ok(body.clone());
+        }
+        let rows = self.unhealthy_rows(pool, msg.limit, now);
+        let body = Bytes::from(
+            serde_json::to_vec(&serde_json::json!({ "positions": rows }))
+                .map_err(|_| ApiError::Internal)?,
+        );
+        self.rendered.insert((pool, msg.limit), body.clone());
+        Ok(body)
     }
 }
 

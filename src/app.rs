@@ -120,6 +120,12 @@ pub async fn start(config: Config) -> Result<Service, String> {
             .configure(http::routes)
             .default_service(web::to(http::not_found))
     })
+    // Small answers and SSE frames go out at once, not after Nagle's delay.
+    .on_connect(|conn, _| {
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            let _ = tcp.set_nodelay(true);
+        }
+    })
     .shutdown_timeout(config.server.shutdown_timeout_seconds);
     if config.server.workers > 0 {
         server = server.workers(config.server.workers);

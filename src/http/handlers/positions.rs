@@ -137,6 +137,8 @@ pub async fn sync_position(
     }))
 }
 
+/// The body of GET /api/positions/unhealthy (rendered by the cache; documented here).
+#[allow(dead_code)]
 #[derive(Serialize, ToSchema)]
 pub struct UnhealthyResponse {
     pub positions: Vec<UnhealthyRow>,
@@ -151,12 +153,16 @@ pub struct UnhealthyResponse {
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let pool = params.pubkey("pool")?.map(str::to_string);
     let limit = clamp_limit(params.get("limit")) as usize;
-    let positions = state
+    // The cache answers with the rendered body, shared by every poller until the
+    // feed changes.
+    let body = state
         .cache
         .send(Unhealthy { pool, limit })
         .await
         .map_err(|_| ApiError::Internal)??;
-    Ok(HttpResponse::Ok().json(UnhealthyResponse { positions }))
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -274,7 +280,21 @@ pub async fn unhealthy_stream(state: web::Data<AppState>) -> ApiResult<HttpRespo
     });
     let events = futures_util::stream::unfold((rx, ticks), |(mut rx, mut ticks)| async move {
         let frame = tokio::select! {
-            event = rx.recv() => event?,
+            event = rx.recv() => {
+                // Everything already queued goes out in one write.
+                let first = event?;
+                match rx.try_recv() {
+                    Err(_) => first,
+                    Ok(second) => {
+                        let mut batch = web::BytesMut::from(&first[..]);
+                        batch.extend_from_slice(&second);
+                        while let Ok(more) = rx.try_recv() {
+                            batch.extend_from_slice(&more);
+                        }
+                        batch.freeze()
+                    }
+                }
+            }
             _ = ticks.tick() => Bytes::from_static(b": keep-alive\n\n"),
         };
         Some((Ok(frame), (rx, ticks)))
