@@ -11,7 +11,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 
-use crate::actors::chain_reader::{ChainReader, ReadAccounts, ScanPoolPositions};
+use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::actors::db_writer::{DbWriter, write};
 use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
 use crate::db::queries;
@@ -108,13 +108,27 @@ impl ChainSync {
             self.program,
             self.rpc_timeout,
         );
+        let chain = self.chain.clone();
+        let job = async move {
+            let report = job.await?;
+            // Lag: how far the chain has moved past the oldest read of this refresh.
+            let tip = chain
+                .send(GetSlot {
+                    deadline: Duration::from_secs(1),
+                })
+                .await
+                .ok()
+                .and_then(Result::ok);
+            Ok::<_, ApiError>((report, tip))
+        };
         ctx.spawn(job.into_actor(self).map(|result, act, _| {
             act.running = false;
             match result {
-                Ok(report) => {
+                Ok((report, tip)) => {
                     tracing::info!(
                         pools = report.pools, positions = report.positions, removed = report.removed,
-                        slot = report.slot, took_ms = report.took.as_millis() as u64, "chain refresh complete"
+                        slot = report.slot, lag_slots = tip.map(|t| t.saturating_sub(report.slot)),
+                        took_ms = report.took.as_millis() as u64, "chain refresh complete"
                     );
                     act.status.last_error = None;
                     act.status.last_complete = Some((Utc::now(), report));
@@ -235,6 +249,7 @@ async fn refresh_all(
 
     // 2. Positions of each live pool: a full scan, then upsert and prune.
     for (address, key) in live {
+        tracing::debug!(pool = %address, "scanning positions");
         let scan = ScanPoolPositions {
             program,
             pool: key,

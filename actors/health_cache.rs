@@ -34,13 +34,16 @@ use crate::db::chain_writes::{SetHealthFactors, num};
 use crate::db::queries;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::{RateModel, pool_apys};
-use crate::domain::wad::{
-    Big, PoolPricing, PositionAmounts, WAD, health_factor_from_sums, position_terms,
-};
+use crate::domain::wad::{Big, PoolPricing, PositionAmounts, WAD, account_health_factor};
 use crate::error::{ApiError, ApiResult};
 
 type Key = [u8; 32];
 type PoolId = u32;
+/// foldhash: several times faster than SipHash on these keys, and still seeded per
+/// process, so crafted owner keys cannot flood one bucket.
+type Hasher = foldhash::fast::RandomState;
+type FastMap<K, V> = HashMap<K, V, Hasher>;
+type FastSet<K> = HashSet<K, Hasher>;
 
 /// How long write-backs of health factors are gathered before one bulk UPDATE.
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
@@ -58,7 +61,7 @@ struct PoolEntry {
     supply_apy: f64,
     borrow_apy: f64,
     /// Resident owners with a position in this pool.
-    members: HashSet<Key>,
+    members: FastSet<Key>,
     /// Some owner of this pool was evicted: a change must also re-score from the database.
     has_evicted_members: bool,
 }
@@ -67,9 +70,7 @@ struct PoolEntry {
 struct CachedPosition {
     address: Key,
     pool: PoolId,
-    deposit_shares: u64,
-    borrow_principal: u64,
-    borrow_idx_snap: u128,
+    amounts: PositionAmounts,
     original_deposit: u64,
     synced_us: i64,
 }
@@ -117,16 +118,16 @@ pub struct HealthCache {
     database_url: String,
     cluster: &'static str,
     max_oracle_age_seconds: i64,
-    pools: HashMap<PoolId, PoolEntry>,
-    pool_ids: HashMap<String, PoolId>,
+    pools: FastMap<PoolId, PoolEntry>,
+    pool_ids: FastMap<String, PoolId>,
     next_pool_id: PoolId,
-    healthy: LruCache<Key, OwnerEntry>,
-    unhealthy: HashMap<Key, OwnerEntry>,
+    healthy: LruCache<Key, OwnerEntry, Hasher>,
+    unhealthy: FastMap<Key, OwnerEntry>,
     /// Unhealthy owners, most underwater first.
     ranking: BTreeSet<(u128, Key)>,
     evictions: u64,
     ready: bool,
-    pending_writes: HashMap<Key, u128>,
+    pending_writes: FastMap<Key, u128>,
     write_scheduled: bool,
     pending: Pending,
     fetching: bool,
@@ -154,17 +155,18 @@ impl HealthCache {
             database_url,
             cluster,
             max_oracle_age_seconds: i64::try_from(max_oracle_age_seconds).unwrap_or(i64::MAX),
-            pools: HashMap::new(),
-            pool_ids: HashMap::new(),
+            pools: FastMap::default(),
+            pool_ids: FastMap::default(),
             next_pool_id: 0,
-            healthy: LruCache::new(
+            healthy: LruCache::with_hasher(
                 NonZeroUsize::new(max_owners.max(1)).expect("max(1) is non-zero"),
+                Hasher::default(),
             ),
-            unhealthy: HashMap::new(),
+            unhealthy: FastMap::default(),
             ranking: BTreeSet::new(),
             evictions: 0,
             ready: false,
-            pending_writes: HashMap::new(),
+            pending_writes: FastMap::default(),
             write_scheduled: false,
             pending: Pending::default(),
             fetching: false,
@@ -217,7 +219,7 @@ impl HealthCache {
             last_update_ts: 0,
             supply_apy,
             borrow_apy,
-            members: HashSet::new(),
+            members: FastSet::default(),
             has_evicted_members: false,
         });
         self.feed_version += 1;
@@ -239,21 +241,11 @@ impl HealthCache {
     }
 
     fn score(&self, positions: &[CachedPosition]) -> u128 {
-        let (mut collateral, mut debt) = (Big::ZERO, Big::ZERO);
-        for p in positions {
-            let Some(pool) = self.pools.get(&p.pool) else {
-                continue;
-            };
-            let amounts = PositionAmounts {
-                deposit_shares: p.deposit_shares,
-                borrow_principal: p.borrow_principal,
-                borrow_idx_snap: p.borrow_idx_snap,
-            };
-            let (c, d) = position_terms(&pool.pricing, &amounts);
-            collateral = collateral.saturating_add(c);
-            debt = debt.saturating_add(d);
-        }
-        health_factor_from_sums(collateral, debt)
+        account_health_factor(positions.iter().filter_map(|p| {
+            self.pools
+                .get(&p.pool)
+                .map(|pool| (&pool.pricing, &p.amounts))
+        }))
     }
 
     /// Replaces an owner's positions (empty removes the owner), re-scores it, and
@@ -360,6 +352,19 @@ impl HealthCache {
             .map(|p| p.members.iter().copied().collect())
             .unwrap_or_default();
         for key in members {
+            // The common case of a price move: healthy before and after, updated in
+            // place without touching the LRU order or the ranking.
+            if let Some(entry) = self.healthy.peek(&key) {
+                let hf = self.score(&entry.positions);
+                if hf >= WAD {
+                    let entry = self.healthy.peek_mut(&key).expect("peeked just above");
+                    entry.hf = hf;
+                    if entry.stored_hf != Some(hf) {
+                        self.pending_writes.insert(key, hf);
+                    }
+                    continue;
+                }
+            }
             let Some(entry) = self.take_owner(&key) else {
                 continue;
             };
@@ -379,7 +384,7 @@ impl HealthCache {
     /// Groups position rows by owner and files each owner (owners in `expected`
     /// with no row are removed).
     fn apply_owner_rows(&mut self, rows: &[Row], expected: &[Key]) {
-        let mut grouped = Grouped::new();
+        let mut grouped = Grouped::default();
         for row in rows {
             group_rows(&mut grouped, &self.pool_ids, row);
         }
@@ -458,7 +463,9 @@ impl HealthCache {
         let mut rows: Vec<UnhealthyRow> = entry
             .positions
             .iter()
-            .filter(|p| debt_in_pool.is_none_or(|pool| p.pool == pool && p.borrow_principal > 0))
+            .filter(|p| {
+                debt_in_pool.is_none_or(|pool| p.pool == pool && p.amounts.borrow_principal > 0)
+            })
             .map(|p| UnhealthyRow {
                 position_address: Pubkey::new_from_array(p.address).to_string(),
                 pool_address: self
@@ -467,8 +474,8 @@ impl HealthCache {
                     .map(|x| x.address.clone())
                     .unwrap_or_default(),
                 owner: owner.clone(),
-                deposit_shares: p.deposit_shares.to_string(),
-                borrow_principal: p.borrow_principal.to_string(),
+                deposit_shares: p.amounts.deposit_shares.to_string(),
+                borrow_principal: p.amounts.borrow_principal.to_string(),
                 health_factor_wad: hf.clone(),
                 account_health_factor_wad: hf.clone(),
                 oracle_stale: stale,
@@ -510,7 +517,7 @@ impl HealthCache {
 
 /// One position row in the cache's compact form, with its stored health factor.
 fn cached_position(
-    pool_ids: &HashMap<String, PoolId>,
+    pool_ids: &FastMap<String, PoolId>,
     row: &Row,
 ) -> Option<(Key, CachedPosition, u128)> {
     let parsed = (|| -> ApiResult<(Key, CachedPosition, u128)> {
@@ -521,9 +528,11 @@ fn cached_position(
         let position = CachedPosition {
             address,
             pool,
-            deposit_shares: num(row, "deposit_shares")?,
-            borrow_principal: num(row, "borrow_principal")?,
-            borrow_idx_snap: num(row, "borrow_idx_snap")?,
+            amounts: PositionAmounts {
+                deposit_shares: num(row, "deposit_shares")?,
+                borrow_principal: num(row, "borrow_principal")?,
+                borrow_idx_snap: num(row, "borrow_idx_snap")?,
+            },
             original_deposit: num(row, "original_deposit")?,
             synced_us: row.get("synced_us"),
         };
@@ -540,9 +549,9 @@ fn cached_position(
 
 /// Rows grouped per owner: the positions, and the stored health factor when every
 /// row agrees on it (`None` otherwise: the rows need a write-back).
-type Grouped = HashMap<Key, (Vec<CachedPosition>, Option<Option<u128>>)>;
+type Grouped = FastMap<Key, (Vec<CachedPosition>, Option<Option<u128>>)>;
 
-fn group_rows(grouped: &mut Grouped, pool_ids: &HashMap<String, PoolId>, row: &Row) {
+fn group_rows(grouped: &mut Grouped, pool_ids: &FastMap<String, PoolId>, row: &Row) {
     if let Some((owner, position, stored)) = cached_position(pool_ids, row) {
         let slot = grouped.entry(owner).or_default();
         slot.0.push(position);
@@ -654,7 +663,7 @@ impl HealthCache {
                     .query_raw(queries::CACHE_ALL_POSITIONS, params)
                     .await?;
                 pin_mut!(stream);
-                let mut grouped = Grouped::new();
+                let mut grouped = Grouped::default();
                 while let Some(row) = stream.next().await {
                     group_rows(&mut grouped, &pool_ids, &row?);
                 }
@@ -702,6 +711,7 @@ impl HealthCache {
         let owners: Vec<String> = batch.owners.iter().cloned().collect();
         let pools: Vec<String> = batch.pools.iter().cloned().collect();
         let fallback: Vec<String> = batch.fallback_pools.iter().cloned().collect();
+        let started = std::time::Instant::now();
         let read = async move {
             let client = db.get().await?;
             let pool_rows = if pools.is_empty() {
@@ -729,8 +739,15 @@ impl HealthCache {
             Ok::<_, ApiError>((owners, pools, pool_rows, owner_rows, fallback_rows))
         };
         ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
+            let fetched = started.elapsed();
             let applied = result.map(|(owners, pools, pool_rows, owner_rows, fallback_rows)| {
                 act.apply_changes(ctx, &owners, &pools, &pool_rows, &owner_rows, &fallback_rows);
+                tracing::debug!(
+                    owners = owners.len(), pools = pools.len(),
+                    fetch_ms = fetched.as_secs_f64() * 1e3,
+                    apply_ms = (started.elapsed() - fetched).as_secs_f64() * 1e3,
+                    "cache applied changes"
+                );
             });
             if let Err(e) = &applied {
                 tracing::warn!(error = %e, "cache could not read changed rows; reloading everything");
@@ -750,7 +767,7 @@ impl HealthCache {
         fallback_rows: &[Row],
     ) {
         // Pools first: owners re-scored below must see the new prices.
-        let mut seen = HashSet::new();
+        let mut seen = FastSet::default();
         for row in pool_rows {
             if let Ok(id) = self.upsert_pool(row) {
                 seen.insert(id);
@@ -967,16 +984,16 @@ impl HealthCache {
                 Some(DetailRow {
                     pool_address: pool.address.clone(),
                     symbol: pool.symbol.clone().unwrap_or_default(),
-                    deposit_shares: p.deposit_shares,
-                    borrow_principal: p.borrow_principal,
+                    deposit_shares: p.amounts.deposit_shares,
+                    borrow_principal: p.amounts.borrow_principal,
                     deposit_tokens: crate::domain::wad::deposit_tokens(
-                        p.deposit_shares,
+                        p.amounts.deposit_shares,
                         pool.pricing.deposit_index_wad,
                     ),
                     borrow_debt: crate::domain::wad::borrow_debt(
-                        p.borrow_principal,
+                        p.amounts.borrow_principal,
                         pool.pricing.borrow_index_wad,
-                        p.borrow_idx_snap,
+                        p.amounts.borrow_idx_snap,
                     ),
                     original_deposit: p.original_deposit,
                     supply_apy: pool.supply_apy,

@@ -177,9 +177,17 @@ pub fn health_factor_from_sums(collateral: Big, debt: Big) -> u128 {
 }
 
 /// The account health factor over all of an owner's positions (decisions §3).
-pub fn account_health_factor<'a>(
-    positions: impl IntoIterator<Item = (&'a PoolPricing, &'a PositionAmounts)>,
-) -> u128 {
+/// Computed in 256-bit integers when nothing overflows (the usual case), else
+/// again in 512 bits; both are exact, so the result is the same.
+pub fn account_health_factor<'a, I>(positions: I) -> u128
+where
+    I: IntoIterator<Item = (&'a PoolPricing, &'a PositionAmounts)>,
+    I::IntoIter: Clone,
+{
+    let positions = positions.into_iter();
+    if let Some(hf) = health_factor_256(positions.clone()) {
+        return hf;
+    }
     let (mut collateral, mut debt) = (Big::ZERO, Big::ZERO);
     for (pool, position) in positions {
         let (c, d) = position_terms(pool, position);
@@ -187,6 +195,29 @@ pub fn account_health_factor<'a>(
         debt = debt.saturating_add(d);
     }
     health_factor_from_sums(collateral, debt)
+}
+
+fn health_factor_256<'a>(
+    positions: impl Iterator<Item = (&'a PoolPricing, &'a PositionAmounts)>,
+) -> Option<u128> {
+    let (mut collateral, mut debt) = (U256::ZERO, U256::ZERO);
+    for (pool, position) in positions {
+        let Some((price, expo)) = pool.price() else {
+            continue;
+        };
+        let (c, d) = position_terms_256(pool, position, price, expo)?;
+        collateral = collateral.checked_add(c)?;
+        debt = debt.checked_add(d)?;
+    }
+    if debt == U256::ZERO {
+        return Some(NO_DEBT_HEALTH_FACTOR);
+    }
+    let hf = collateral.checked_mul(U256::from(WAD))? / debt;
+    Some(if hf > U256::from(u128::MAX) {
+        u128::MAX
+    } else {
+        hf.to::<u128>()
+    })
 }
 
 #[cfg(test)]
