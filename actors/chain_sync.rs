@@ -56,13 +56,20 @@ impl SyncStatus {
     }
 }
 
-pub struct ChainSync {
+/// What one refresh needs; cloned into each refresh job.
+#[derive(Clone)]
+struct Refresher {
     db: Pool,
     chain: Addr<ChainReader>,
     writer: Addr<DbWriter>,
     cluster: &'static str,
     program: Pubkey,
     rpc_timeout: Duration,
+}
+
+pub struct ChainSync {
+    refresher: Refresher,
+    chain: Addr<ChainReader>,
     status: SyncStatus,
     running: bool,
 }
@@ -78,12 +85,15 @@ impl ChainSync {
         rpc_timeout: Duration,
     ) -> ChainSync {
         ChainSync {
-            db,
+            refresher: Refresher {
+                db,
+                chain: chain.clone(),
+                writer,
+                cluster,
+                program,
+                rpc_timeout,
+            },
             chain,
-            writer,
-            cluster,
-            program,
-            rpc_timeout,
             status: SyncStatus {
                 enabled: !interval.is_zero(),
                 interval,
@@ -95,19 +105,17 @@ impl ChainSync {
         }
     }
 
+    /// One full refresh, as a future that owns what it needs.
+    fn refresh_job(&self) -> impl Future<Output = ApiResult<RefreshReport>> + 'static {
+        self.refresher.clone().run()
+    }
+
     fn start_refresh(&mut self, ctx: &mut Context<Self>) {
         if self.running {
             return;
         }
         self.running = true;
-        let job = refresh_all(
-            self.db.clone(),
-            self.chain.clone(),
-            self.writer.clone(),
-            self.cluster,
-            self.program,
-            self.rpc_timeout,
-        );
+        let job = self.refresh_job();
         let chain = self.chain.clone();
         let job = async move {
             let report = job.await?;
@@ -175,111 +183,107 @@ impl Handler<RefreshNow> for ChainSync {
     type Result = ResponseFuture<ApiResult<RefreshReport>>;
 
     fn handle(&mut self, _: RefreshNow, _: &mut Self::Context) -> Self::Result {
-        Box::pin(refresh_all(
-            self.db.clone(),
-            self.chain.clone(),
-            self.writer.clone(),
-            self.cluster,
-            self.program,
-            self.rpc_timeout,
-        ))
+        Box::pin(self.refresh_job())
     }
 }
 
-async fn refresh_all(
-    db: Pool,
-    chain: Addr<ChainReader>,
-    writer: Addr<DbWriter>,
-    cluster: &'static str,
-    program: Pubkey,
-    rpc_timeout: Duration,
-) -> ApiResult<RefreshReport> {
-    let started = Instant::now();
-    let registered: Vec<(String, Pubkey)> = {
-        let client = db.get().await?;
-        let rows = client
-            .query(queries::LIST_POOL_ADDRESSES, &[&cluster])
-            .await?;
-        rows.iter()
-            .filter_map(|r| {
-                let address: String = r.get(0);
-                address.parse().ok().map(|key| (address, key))
-            })
-            .collect()
-    };
-    let mut report = RefreshReport {
-        pools: registered.len(),
-        slot: u64::MAX,
-        ..Default::default()
-    };
-    if registered.is_empty() {
-        report.slot = 0;
-        report.took = started.elapsed();
-        return Ok(report);
-    }
-
-    // 1. Pools: one getMultipleAccounts per 100.
-    let keys: Vec<Pubkey> = registered.iter().map(|(_, k)| *k).collect();
-    let reads = chain
-        .send(ReadAccounts { keys })
-        .await
-        .map_err(|_| ApiError::Internal)??;
-    let mut live = Vec::new();
-    for ((address, key), read) in registered.iter().zip(reads.iter()) {
-        report.slot = report.slot.min(read.slot);
-        let decoded = read
-            .account
-            .as_ref()
-            .filter(|a| a.owner == program)
-            .and_then(|a| decode_pool(&a.data).ok());
-        let Some(pool) = decoded else {
-            tracing::warn!(pool = %address, "registered pool is missing or not a LendingPool on chain; left as is");
-            continue;
-        };
-        let sync = SyncPool {
+impl Refresher {
+    async fn run(self) -> ApiResult<RefreshReport> {
+        let Refresher {
+            db,
+            chain,
+            writer,
             cluster,
-            pool_address: address.clone(),
-            pool,
-            slot: read.slot,
-            symbol: None,
-        };
-        write(&writer, sync).await?;
-        live.push((address.clone(), *key));
-    }
-
-    // 2. Positions of each live pool: a full scan, then upsert and prune.
-    for (address, key) in live {
-        tracing::debug!(pool = %address, "scanning positions");
-        let scan = ScanPoolPositions {
             program,
-            pool: key,
-            deadline: rpc_timeout * 4,
+            rpc_timeout,
+        } = self;
+        let started = Instant::now();
+        let registered: Vec<(String, Pubkey)> = {
+            let client = db.get().await?;
+            let rows = client
+                .query(queries::LIST_POOL_ADDRESSES, &[&cluster])
+                .await?;
+            rows.iter()
+                .filter_map(|r| {
+                    let address: String = r.get(0);
+                    address.parse().ok().map(|key| (address, key))
+                })
+                .collect()
         };
-        let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
-        report.slot = report.slot.min(slot);
-        let positions: Vec<_> = accounts
-            .into_iter()
-            .filter(|(_, a)| a.owner == program)
-            .filter_map(|(k, a)| {
-                decode_position(&a.data)
-                    .ok()
-                    .filter(|p| p.pool == key)
-                    .map(|p| (k.to_string(), p))
-            })
-            .collect();
-        let (written, removed) = write(
-            &writer,
-            RefreshPoolPositions {
+        let mut report = RefreshReport {
+            pools: registered.len(),
+            slot: u64::MAX,
+            ..Default::default()
+        };
+        if registered.is_empty() {
+            report.slot = 0;
+            report.took = started.elapsed();
+            return Ok(report);
+        }
+
+        // 1. Pools: one getMultipleAccounts per 100.
+        let keys: Vec<Pubkey> = registered.iter().map(|(_, k)| *k).collect();
+        let reads = chain
+            .send(ReadAccounts { keys })
+            .await
+            .map_err(|_| ApiError::Internal)??;
+        let mut live = Vec::new();
+        for ((address, key), read) in registered.iter().zip(reads.iter()) {
+            report.slot = report.slot.min(read.slot);
+            let decoded = read
+                .account
+                .as_ref()
+                .filter(|a| a.owner == program)
+                .and_then(|a| decode_pool(&a.data).ok());
+            let Some(pool) = decoded else {
+                tracing::warn!(pool = %address, "registered pool is missing or not a LendingPool on chain; left as is");
+                continue;
+            };
+            let sync = SyncPool {
                 cluster,
-                pool_address: address,
-                slot,
-                positions,
-            },
-        )
-        .await?;
-        report.positions += written;
-        report.removed += removed;
+                pool_address: address.clone(),
+                pool,
+                slot: read.slot,
+                symbol: None,
+            };
+            write(&writer, sync).await?;
+            live.push((address.clone(), *key));
+        }
+
+        // 2. Positions of each live pool: a full scan, then upsert and prune.
+        for (address, key) in live {
+            tracing::debug!(pool = %address, "scanning positions");
+            let scan = ScanPoolPositions {
+                program,
+                pool: key,
+                deadline: rpc_timeout * 4,
+            };
+            let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
+            report.slot = report.slot.min(slot);
+            let positions: Vec<_> = accounts
+                .into_iter()
+                .filter(|(_, a)| a.owner == program)
+                .filter_map(|(k, a)| {
+                    decode_position(&a.data)
+                        .ok()
+                        .filter(|p| p.pool == key)
+                        .map(|p| (k.to_string(), p))
+                })
+                .collect();
+            let (written, removed) = write(
+                &writer,
+                RefreshPoolPositions {
+                    cluster,
+                    pool_address: address,
+                    slot,
+                    positions,
+                },
+            )
+            .await?;
+            report.positions += written;
+            report.removed += removed;
+        }
+        report.took = started.elapsed();
+        Ok(report)
     }
-    report.took = started.elapsed();
-    Ok(report)
 }

@@ -30,7 +30,7 @@ use tokio_postgres::Row;
 use utoipa::ToSchema;
 
 use crate::actors::db_writer::{DbWriter, write};
-use crate::db::chain_writes::{SetHealthFactors, num};
+use crate::db::chain_writes::{SetHealthFactors, num, pool_pricing};
 use crate::db::queries;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::{RateModel, pool_apys};
@@ -181,15 +181,7 @@ impl HealthCache {
 
     fn upsert_pool(&mut self, row: &Row) -> ApiResult<PoolId> {
         let address: String = row.get("pool_address");
-        let pricing = PoolPricing {
-            oracle_price: row.get("oracle_price"),
-            oracle_expo: row.get("oracle_expo"),
-            decimals: u8::try_from(row.get::<_, i16>("decimals"))
-                .map_err(|_| ApiError::Internal)?,
-            liquidation_threshold_wad: num(row, "liquidation_threshold_wad")?,
-            deposit_index_wad: num(row, "deposit_index_wad")?,
-            borrow_index_wad: num(row, "borrow_index_wad")?,
-        };
+        let pricing = pool_pricing(row)?;
         let rates = RateModel {
             base_rate_wad: num(row, "base_rate_wad")?,
             optimal_util_wad: num(row, "optimal_util_wad")?,

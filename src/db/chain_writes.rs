@@ -181,18 +181,29 @@ pub struct SyncPool {
 impl WriteCommand for SyncPool {
     type Output = bool;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
-        Box::pin(async move {
-            let state = PoolStateParams::new(
-                self.cluster,
-                &self.pool_address,
-                &self.pool,
-                self.slot,
-                self.symbol.as_deref(),
-            );
-            let stmt = tx.prepare_cached(queries::UPDATE_POOL_STATE).await?;
-            Ok(tx.query_opt(&stmt, &state.params()).await?.is_some())
-        })
+        Box::pin(update_pool_state(
+            tx,
+            self.cluster,
+            &self.pool_address,
+            &self.pool,
+            self.slot,
+            self.symbol.as_deref(),
+        ))
     }
+}
+
+/// The slot-guarded refresh of a pool row; `false` when the row holds a newer read.
+async fn update_pool_state(
+    tx: &Transaction<'_>,
+    cluster: &'static str,
+    pool_address: &str,
+    pool: &LendingPool,
+    slot: u64,
+    symbol: Option<&str>,
+) -> ApiResult<bool> {
+    let state = PoolStateParams::new(cluster, pool_address, pool, slot, symbol);
+    let stmt = tx.prepare_cached(queries::UPDATE_POOL_STATE).await?;
+    Ok(tx.query_opt(&stmt, &state.params()).await?.is_some())
 }
 
 /// POST /api/positions/sync: the pool's fresh state, then the position upserted
@@ -212,15 +223,15 @@ impl WriteCommand for SyncPosition {
     type Output = u128;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u128>> {
         Box::pin(async move {
-            let state = PoolStateParams::new(
+            update_pool_state(
+                tx,
                 self.cluster,
                 &self.pool_address,
                 &self.pool,
                 self.slot,
                 None,
-            );
-            let stmt = tx.prepare_cached(queries::UPDATE_POOL_STATE).await?;
-            tx.query_opt(&stmt, &state.params()).await?;
+            )
+            .await?;
             let slot = slot_param(self.slot);
             match &self.position {
                 Some(p) => {
@@ -327,16 +338,21 @@ pub async fn rescore_owner(tx: &Transaction<'_>, cluster: &str, owner: &str) -> 
     Ok(hf)
 }
 
-/// One row of OWNER_HEALTH_INPUTS as the math's inputs.
-pub fn health_inputs(row: &Row) -> ApiResult<(PoolPricing, PositionAmounts)> {
-    let pool = PoolPricing {
+/// The pricing columns of a pool row (OWNER_HEALTH_INPUTS, the cache's pool reads).
+pub fn pool_pricing(row: &Row) -> ApiResult<PoolPricing> {
+    Ok(PoolPricing {
         oracle_price: row.get("oracle_price"),
         oracle_expo: row.get("oracle_expo"),
         decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(|_| ApiError::Internal)?,
         liquidation_threshold_wad: num(row, "liquidation_threshold_wad")?,
         deposit_index_wad: num(row, "deposit_index_wad")?,
         borrow_index_wad: num(row, "borrow_index_wad")?,
-    };
+    })
+}
+
+/// One row of OWNER_HEALTH_INPUTS as the math's inputs.
+pub fn health_inputs(row: &Row) -> ApiResult<(PoolPricing, PositionAmounts)> {
+    let pool = pool_pricing(row)?;
     let position = PositionAmounts {
         deposit_shares: num(row, "deposit_shares")?,
         borrow_principal: num(row, "borrow_principal")?,

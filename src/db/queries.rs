@@ -222,30 +222,34 @@ pub const LIST_OWNER_POSITIONS: &str = position_select!(
     "WHERE cluster = $1 AND owner = $2 ORDER BY last_synced_at DESC, position_address"
 );
 
-/// Upserts one position read at slot $10, unless the row holds a newer read.
-pub const UPSERT_POSITION: &str = "INSERT INTO positions (cluster, position_address, pool_address,
-        owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
-    VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::numeric, $7::text::numeric,
-        $8::text::numeric, $9::text::numeric, $10)
+/// The upsert of a position read, refused when the row holds a newer read.
+macro_rules! position_upsert {
+    ($insert:literal) => {
+        concat!(
+            $insert,
+            "
     ON CONFLICT (cluster, position_address) DO UPDATE SET
         pool_address = EXCLUDED.pool_address, owner = EXCLUDED.owner,
         deposit_shares = EXCLUDED.deposit_shares, borrow_principal = EXCLUDED.borrow_principal,
         deposit_idx_snap = EXCLUDED.deposit_idx_snap, borrow_idx_snap = EXCLUDED.borrow_idx_snap,
         original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot, last_synced_at = now()
-    WHERE positions.slot <= EXCLUDED.slot";
+    WHERE positions.slot <= EXCLUDED.slot"
+        )
+    };
+}
+
+/// Upserts one position read at slot $10, unless the row holds a newer read.
+pub const UPSERT_POSITION: &str = position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
+        owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
+    VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::numeric, $7::text::numeric,
+        $8::text::numeric, $9::text::numeric, $10)");
 
 /// The same for many positions at once (background refresh), from parallel arrays.
-pub const UPSERT_POSITIONS_BULK: &str = "INSERT INTO positions (cluster, position_address, pool_address,
+pub const UPSERT_POSITIONS_BULK: &str = position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
         owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
     SELECT $1, a, $2, o, ds::numeric, bp::numeric, dis::numeric, bis::numeric, od::numeric, $3
     FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-        AS t(a, o, ds, bp, dis, bis, od)
-    ON CONFLICT (cluster, position_address) DO UPDATE SET
-        pool_address = EXCLUDED.pool_address, owner = EXCLUDED.owner,
-        deposit_shares = EXCLUDED.deposit_shares, borrow_principal = EXCLUDED.borrow_principal,
-        deposit_idx_snap = EXCLUDED.deposit_idx_snap, borrow_idx_snap = EXCLUDED.borrow_idx_snap,
-        original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot, last_synced_at = now()
-    WHERE positions.slot <= EXCLUDED.slot";
+        AS t(a, o, ds, bp, dis, bis, od)");
 
 /// Removes a position closed on chain, unless the row holds a newer read.
 pub const DELETE_POSITION: &str = "DELETE FROM positions

@@ -14,26 +14,13 @@ use crate::common::*;
 async fn behind_proxy(timeout_ms: u64, max_rps: u32) -> (ChainApp, RpcProxy) {
     let chain = LocalChain::start().await;
     let proxy = RpcProxy::start(&chain.url).await;
-    let url = proxy.url.clone();
-    let app = spawn_app_with(|c| {
-        c.rpc.url = url;
+    let t = ChainApp::start_on(chain, &proxy.url, |c| {
         c.rpc.timeout_ms = timeout_ms;
         c.rpc.max_rps = max_rps;
         c.rpc.max_concurrency = 16;
     })
     .await;
-    let admin = Wallet::new();
-    app.add_admin(&admin, "pool_admin").await;
-    let program = key(&app.config.chain.program_id);
-    (
-        ChainApp {
-            app,
-            chain,
-            admin,
-            program,
-        },
-        proxy,
-    )
+    (t, proxy)
 }
 
 #[actix_rt::test]

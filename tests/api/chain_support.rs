@@ -164,6 +164,16 @@ impl ChainApp {
     pub async fn start_with(tweak: impl FnOnce(&mut lendex::config::Config)) -> ChainApp {
         let chain = LocalChain::start().await;
         let url = chain.url.clone();
+        Self::start_on(chain, &url, tweak).await
+    }
+
+    /// The service reading `chain` through `rpc_url` (the chain itself, or a proxy to it).
+    pub async fn start_on(
+        chain: LocalChain,
+        rpc_url: &str,
+        tweak: impl FnOnce(&mut lendex::config::Config),
+    ) -> ChainApp {
+        let url = rpc_url.to_string();
         let app = spawn_app_with(|c| {
             c.rpc.url = url;
             c.rpc.timeout_ms = 3000;
