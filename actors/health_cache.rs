@@ -233,11 +233,7 @@ impl HealthCache {
     }
 
     fn score(&self, positions: &[CachedPosition]) -> u128 {
-        account_health_factor(positions.iter().filter_map(|p| {
-            self.pools
-                .get(&p.pool)
-                .map(|pool| (&pool.pricing, &p.amounts))
-        }))
+        score(&self.pools, positions)
     }
 
     /// Replaces an owner's positions (empty removes the owner), re-scores it, and
@@ -343,13 +339,13 @@ impl HealthCache {
             .get(&id)
             .map(|p| p.members.iter().copied().collect())
             .unwrap_or_default();
+        self.pending_writes.reserve(members.len());
         for key in members {
             // The common case of a price move: healthy before and after, updated in
-            // place without touching the LRU order or the ranking.
-            if let Some(entry) = self.healthy.peek(&key) {
-                let hf = self.score(&entry.positions);
+            // place (one lookup) without touching the LRU order or the ranking.
+            if let Some(entry) = self.healthy.peek_mut(&key) {
+                let hf = score(&self.pools, &entry.positions);
                 if hf >= WAD {
-                    let entry = self.healthy.peek_mut(&key).expect("peeked just above");
                     entry.hf = hf;
                     if entry.stored_hf != Some(hf) {
                         self.pending_writes.insert(key, hf);
@@ -553,6 +549,15 @@ fn group_rows(grouped: &mut Grouped, pool_ids: &FastMap<String, PoolId>, row: &R
             Some(_) => Some(None),
         };
     }
+}
+
+/// An owner's account health factor from its cached positions and the pools.
+fn score(pools: &FastMap<PoolId, PoolEntry>, positions: &[CachedPosition]) -> u128 {
+    account_health_factor(
+        positions
+            .iter()
+            .filter_map(|p| pools.get(&p.pool).map(|pool| (&pool.pricing, &p.amounts))),
+    )
 }
 
 fn parse_key(s: &str) -> ApiResult<Key> {
