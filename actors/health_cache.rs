@@ -60,8 +60,8 @@ struct PoolEntry {
     last_update_ts: i64,
     supply_apy: f64,
     borrow_apy: f64,
-    /// Resident owners with a position in this pool.
-    members: FastSet<Key>,
+    /// Slots of resident owners with a position in this pool.
+    members: FastSet<Slot>,
     /// Some owner of this pool was evicted: a change must also re-score from the database.
     has_evicted_members: bool,
 }
@@ -75,12 +75,18 @@ struct CachedPosition {
     synced_us: i64,
 }
 
-struct OwnerEntry {
+/// One resident owner. Owners live in a contiguous slab (`owners`), found by key
+/// through `index`; pools and the LRU refer to them by slot, so a price move walks
+/// slot numbers and dense memory instead of hashing 32-byte keys per owner.
+struct OwnerSlot {
+    key: Key,
     positions: Vec<CachedPosition>,
     hf: u128,
     /// The value last known to be stored in positions.health_factor_wad.
     stored_hf: Option<u128>,
 }
+
+type Slot = u32;
 
 /// Spec 2.4, plus oracle freshness for liquidators.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -121,8 +127,12 @@ pub struct HealthCache {
     pools: FastMap<PoolId, PoolEntry>,
     pool_ids: FastMap<String, PoolId>,
     next_pool_id: PoolId,
-    healthy: LruCache<Key, OwnerEntry, Hasher>,
-    unhealthy: FastMap<Key, OwnerEntry>,
+    owners: Vec<OwnerSlot>,
+    index: FastMap<Key, Slot>,
+    free: Vec<Slot>,
+    /// Healthy resident owners by recency; the least recent is evicted past
+    /// `cache.max_owners`. Unhealthy owners are not in it and are never evicted.
+    lru: LruCache<Slot, (), Hasher>,
     /// Unhealthy owners, most underwater first.
     ranking: BTreeSet<(u128, Key)>,
     evictions: u64,
@@ -158,11 +168,13 @@ impl HealthCache {
             pools: FastMap::default(),
             pool_ids: FastMap::default(),
             next_pool_id: 0,
-            healthy: LruCache::with_hasher(
+            owners: Vec::new(),
+            index: FastMap::default(),
+            free: Vec::new(),
+            lru: LruCache::with_hasher(
                 NonZeroUsize::new(max_owners.max(1)).expect("max(1) is non-zero"),
                 Hasher::default(),
             ),
-            unhealthy: FastMap::default(),
             ranking: BTreeSet::new(),
             evictions: 0,
             ready: false,
@@ -228,142 +240,161 @@ impl HealthCache {
 
     // ---- owners ---------------------------------------------------------------
 
-    fn owner(&self, key: &Key) -> Option<&OwnerEntry> {
-        self.unhealthy.get(key).or_else(|| self.healthy.peek(key))
+    fn owner(&self, key: &Key) -> Option<&OwnerSlot> {
+        self.index.get(key).map(|s| &self.owners[*s as usize])
     }
 
-    fn score(&self, positions: &[CachedPosition]) -> u128 {
-        score(&self.pools, positions)
-    }
-
-    /// Replaces an owner's positions (empty removes the owner), re-scores it, and
-    /// files it under healthy or unhealthy.
-    fn set_owner(&mut self, key: Key, positions: Vec<CachedPosition>, stored_hf: Option<u128>) {
-        let old = self.take_owner(&key);
-        let (old_hf, old_len) = (
-            old.as_ref().map(|o| o.hf),
-            old.as_ref().map(|o| o.positions.len()),
-        );
-        let stored = stored_hf.or(old.as_ref().and_then(|o| o.stored_hf));
-        if let Some(old) = &old {
-            for p in &old.positions {
-                if let Some(pool) = self.pools.get_mut(&p.pool) {
-                    pool.members.remove(&key);
-                }
+    fn alloc(&mut self, key: Key) -> Slot {
+        let slot = OwnerSlot {
+            key,
+            positions: Vec::new(),
+            hf: u128::MAX,
+            stored_hf: None,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.owners[id as usize] = slot;
+                id
             }
-        }
+            None => {
+                self.owners.push(slot);
+                (self.owners.len() - 1) as Slot
+            }
+        };
+        self.index.insert(key, id);
+        id
+    }
+
+    /// Forgets a slot: out of the index, the ranking, the LRU and its pools.
+    fn release(&mut self, id: Slot) {
+        let slot = &mut self.owners[id as usize];
+        let positions = std::mem::take(&mut slot.positions);
+        let (key, hf) = (slot.key, slot.hf);
         for p in &positions {
             if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.members.insert(key);
+                pool.members.remove(&id);
             }
         }
-        self.file_owner(key, positions, stored, old_hf, old_len);
+        if hf < WAD {
+            self.ranking.remove(&(hf, key));
+        }
+        self.lru.pop(&id);
+        self.index.remove(&key);
+        self.free.push(id);
     }
 
-    /// Scores an owner already taken out of the maps and files it; emits feed
-    /// events on transitions: below 1 WAD now and not before (start), below
-    /// before and now with another value or rows (update), below before and not
-    /// now or gone (stop). Pool memberships are the caller's.
-    fn file_owner(
-        &mut self,
-        key: Key,
-        positions: Vec<CachedPosition>,
-        stored: Option<u128>,
-        old_hf: Option<u128>,
-        old_len: Option<usize>,
-    ) {
-        let was_unhealthy = old_hf.is_some_and(|h| h < WAD);
-        if was_unhealthy {
-            self.feed_version += 1;
-        }
+    /// Replaces an owner's positions (empty removes the owner) and re-scores it.
+    fn set_owner(&mut self, key: Key, positions: Vec<CachedPosition>, stored_hf: Option<u128>) {
+        let existing = self.index.get(&key).copied();
         if positions.is_empty() {
-            if was_unhealthy {
-                self.emit("candidate_stop", &key, u128::MAX, &[]);
+            if let Some(id) = existing {
+                let was_unhealthy = self.owners[id as usize].hf < WAD;
+                self.release(id);
+                if was_unhealthy {
+                    self.feed_version += 1;
+                    self.emit("candidate_stop", &key, u128::MAX, &[]);
+                }
             }
             return;
         }
-        let hf = self.score(&positions);
-        if stored != Some(hf) {
+        let (id, old) = match existing {
+            Some(id) => {
+                let slot = &mut self.owners[id as usize];
+                let old = (slot.hf, slot.positions.len());
+                for p in std::mem::take(&mut slot.positions) {
+                    if let Some(pool) = self.pools.get_mut(&p.pool) {
+                        pool.members.remove(&id);
+                    }
+                }
+                (id, Some(old))
+            }
+            None => (self.alloc(key), None),
+        };
+        for p in &positions {
+            if let Some(pool) = self.pools.get_mut(&p.pool) {
+                pool.members.insert(id);
+            }
+        }
+        let hf = score(&self.pools, &positions);
+        let slot = &mut self.owners[id as usize];
+        slot.positions = positions;
+        if stored_hf.is_some() {
+            slot.stored_hf = stored_hf;
+        }
+        self.refile(id, hf, old);
+    }
+
+    /// Records an owner's new health factor and moves it between healthy and
+    /// unhealthy; emits feed events on transitions: below 1 WAD now and not before
+    /// (start), below before and now with another value or rows (update), below
+    /// before and not now (stop). `old` is the previous (hf, row count), if any.
+    fn refile(&mut self, id: Slot, hf: u128, old: Option<(u128, usize)>) {
+        let slot = &mut self.owners[id as usize];
+        let key = slot.key;
+        let rows = slot.positions.len();
+        slot.hf = hf;
+        if slot.stored_hf != Some(hf) {
             self.pending_writes.insert(key, hf);
         }
-        let rows_changed = old_len != Some(positions.len());
-        let entry = OwnerEntry {
-            positions,
-            hf,
-            stored_hf: stored,
-        };
+        let was_unhealthy = old.is_some_and(|(h, _)| h < WAD);
+        if was_unhealthy {
+            self.feed_version += 1;
+            self.ranking.remove(&(old.expect("was unhealthy").0, key));
+        }
         if hf < WAD {
             self.feed_version += 1;
             self.ranking.insert((hf, key));
-            self.unhealthy.insert(key, entry);
+            self.lru.pop(&id);
             if !was_unhealthy {
                 self.emit_owner("candidate_start", &key);
-            } else if old_hf != Some(hf) || rows_changed {
+            } else if old != Some((hf, rows)) {
                 self.emit_owner("candidate_update", &key);
             }
         } else {
             if was_unhealthy {
                 self.emit("candidate_stop", &key, hf, &[]);
             }
-            if let Some((evicted_key, evicted)) = self.healthy.push(key, entry) {
-                if evicted_key != key {
-                    self.evict(evicted_key, evicted);
+            if let Some((evicted, ())) = self.lru.push(id, ()) {
+                if evicted != id {
+                    self.evict(evicted);
                 }
             }
         }
     }
 
-    fn take_owner(&mut self, key: &Key) -> Option<OwnerEntry> {
-        if let Some(entry) = self.unhealthy.remove(key) {
-            self.ranking.remove(&(entry.hf, *key));
-            return Some(entry);
-        }
-        self.healthy.pop(key)
-    }
-
     /// An owner pushed out of the LRU: its pools remember that a member is missing.
-    fn evict(&mut self, key: Key, entry: OwnerEntry) {
+    fn evict(&mut self, id: Slot) {
         self.evictions += 1;
-        for p in &entry.positions {
+        for p in &self.owners[id as usize].positions {
             if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.members.remove(&key);
                 pool.has_evicted_members = true;
             }
         }
+        self.release(id);
     }
 
-    /// Re-scores every resident member of a pool whose inputs changed.
+    /// Re-scores every resident member of a pool whose inputs changed. A healthy
+    /// owner that stays healthy is updated in place, without touching the LRU
+    /// order or the ranking (the common case of a price move).
     fn rescore_pool(&mut self, id: PoolId) {
-        let members: Vec<Key> = self
+        let members: Vec<Slot> = self
             .pools
             .get(&id)
             .map(|p| p.members.iter().copied().collect())
             .unwrap_or_default();
         self.pending_writes.reserve(members.len());
-        for key in members {
-            // The common case of a price move: healthy before and after, updated in
-            // place (one lookup) without touching the LRU order or the ranking.
-            if let Some(entry) = self.healthy.peek_mut(&key) {
-                let hf = score(&self.pools, &entry.positions);
-                if hf >= WAD {
-                    entry.hf = hf;
-                    if entry.stored_hf != Some(hf) {
-                        self.pending_writes.insert(key, hf);
-                    }
-                    continue;
+        for member in members {
+            let slot = &mut self.owners[member as usize];
+            let hf = score(&self.pools, &slot.positions);
+            if slot.hf >= WAD && hf >= WAD {
+                slot.hf = hf;
+                if slot.stored_hf != Some(hf) {
+                    self.pending_writes.insert(slot.key, hf);
                 }
-            }
-            let Some(entry) = self.take_owner(&key) else {
                 continue;
-            };
-            let (old_hf, old_len) = (entry.hf, entry.positions.len());
-            self.file_owner(
-                key,
-                entry.positions,
-                entry.stored_hf,
-                Some(old_hf),
-                Some(old_len),
-            );
+            }
+            let old = (slot.hf, slot.positions.len());
+            self.refile(member, hf, Some(old));
         }
     }
 
@@ -409,9 +440,10 @@ impl HealthCache {
             ctx.spawn(async move { write(&writer, cmd).await }.into_actor(act).map(move |result, act, ctx| match result {
                 Ok(_) => {
                     for (key, hf) in pending {
-                        if let Some(entry) = act.unhealthy.get_mut(&key).or_else(|| act.healthy.peek_mut(&key)) {
-                            if entry.hf == hf {
-                                entry.stored_hf = Some(hf);
+                        if let Some(id) = act.index.get(&key) {
+                            let slot = &mut act.owners[*id as usize];
+                            if slot.hf == hf {
+                                slot.stored_hf = Some(hf);
                             }
                         }
                     }
@@ -429,7 +461,7 @@ impl HealthCache {
 
     // ---- answers ----------------------------------------------------------------
 
-    fn oracle_stale(&self, entry: &OwnerEntry, now: i64) -> bool {
+    fn oracle_stale(&self, entry: &OwnerSlot, now: i64) -> bool {
         entry.positions.iter().any(|p| {
             self.pools.get(&p.pool).is_some_and(|pool| {
                 pool.pricing.oracle_price.is_some()
@@ -441,7 +473,7 @@ impl HealthCache {
     fn rows_of(
         &self,
         key: &Key,
-        entry: &OwnerEntry,
+        entry: &OwnerSlot,
         debt_in_pool: Option<PoolId>,
         now: i64,
     ) -> Vec<UnhealthyRow> {
@@ -671,9 +703,11 @@ impl HealthCache {
         ctx.spawn(job.map(move |grouped, act, ctx| {
             let result = grouped.map(|grouped| {
                 act.feed_version += 1;
-                act.unhealthy.clear();
+                act.owners.clear();
+                act.index.clear();
+                act.free.clear();
                 act.ranking.clear();
-                act.healthy.clear();
+                act.lru.clear();
                 for pool in act.pools.values_mut() {
                     pool.members.clear();
                     pool.has_evicted_members = false;
@@ -684,7 +718,7 @@ impl HealthCache {
                 tracing::info!(
                     pools = act.pools.len(),
                     owners,
-                    unhealthy = act.unhealthy.len(),
+                    unhealthy = act.ranking.len(),
                     "health-factor cache loaded"
                 );
             });
@@ -901,7 +935,7 @@ impl HealthCache {
             if out.len() >= limit {
                 break;
             }
-            let Some(entry) = self.unhealthy.get(key) else {
+            let Some(entry) = self.owner(key) else {
                 continue;
             };
             for row in self.rows_of(key, entry, pool, now) {
@@ -960,14 +994,12 @@ pub struct Detail {
 
 impl HealthCache {
     fn detail_rows(&mut self, key: &Key) -> Vec<DetailRow> {
-        // Touch the LRU so readers keep an owner resident.
-        let entry = match self.unhealthy.get(key) {
-            Some(e) => e,
-            None => match self.healthy.get(key) {
-                Some(e) => e,
-                None => return Vec::new(),
-            },
+        let Some(id) = self.index.get(key).copied() else {
+            return Vec::new();
         };
+        // Touch the LRU (healthy owners only) so readers keep an owner resident.
+        self.lru.get(&id);
+        let entry = &self.owners[id as usize];
         let mut positions = entry.positions.clone();
         positions.sort_by(|a, b| {
             b.synced_us
@@ -1052,7 +1084,7 @@ impl Handler<Subscribe> for HealthCache {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
         let now = Utc::now().timestamp();
         for (hf, key) in &self.ranking {
-            let Some(entry) = self.unhealthy.get(key) else {
+            let Some(entry) = self.owner(key) else {
                 continue;
             };
             let rows = self.rows_of(key, entry, None, now);
@@ -1097,8 +1129,8 @@ impl Handler<Stats> for HealthCache {
         MessageResult(CacheStats {
             ready: self.ready,
             pools: self.pools.len(),
-            owners: self.healthy.len() + self.unhealthy.len(),
-            unhealthy_owners: self.unhealthy.len(),
+            owners: self.index.len(),
+            unhealthy_owners: self.ranking.len(),
             evictions: self.evictions,
             subscribers: self.subscribers.len(),
         })

@@ -122,6 +122,18 @@ pub fn position_terms(pool: &PoolPricing, position: &PositionAmounts) -> (Big, B
     (collateral, debt)
 }
 
+/// 10^n for n in 0..=76 (every power of ten below 2^256), computed once.
+fn pow10_256(n: usize) -> U256 {
+    static TABLE: std::sync::OnceLock<[U256; 77]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = [U256::from(1u8); 77];
+        for i in 1..77 {
+            table[i] = table[i - 1] * U256::from(10u8);
+        }
+        table
+    })[n]
+}
+
 /// `position_terms` in 256-bit integers; `None` if any step would overflow.
 fn position_terms_256(
     pool: &PoolPricing,
@@ -134,7 +146,7 @@ fn position_terms_256(
     if total.abs() > 76 {
         return None;
     }
-    let scale = U256::from(10u8).checked_pow(U256::from(total.unsigned_abs()))?;
+    let scale = pow10_256(total.unsigned_abs() as usize);
     let price = U256::from(price.unsigned_abs());
     let value = |amount: U256| -> Option<U256> {
         let base = amount.checked_mul(price)?;
