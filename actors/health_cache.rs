@@ -354,10 +354,10 @@ impl HealthCache {
             if was_unhealthy {
                 self.emit("candidate_stop", &key, hf, &[]);
             }
-            if let Some((evicted, ())) = self.lru.push(id, ()) {
-                if evicted != id {
-                    self.evict(evicted);
-                }
+            if let Some((evicted, ())) = self.lru.push(id, ())
+                && evicted != id
+            {
+                self.evict(evicted);
             }
         }
     }
@@ -812,12 +812,12 @@ impl HealthCache {
         }
         // A changed pool missing from its read was deleted (its positions go with it).
         for address in pools {
-            if let Some(id) = self.pool_ids.get(address).copied() {
-                if !seen.contains(&id) {
-                    self.feed_version += 1;
-                    self.pools.remove(&id);
-                    self.pool_ids.remove(address);
-                }
+            if let Some(id) = self.pool_ids.get(address).copied()
+                && !seen.contains(&id)
+            {
+                self.feed_version += 1;
+                self.pools.remove(&id);
+                self.pool_ids.remove(address);
             }
         }
         let expected: Vec<Key> = owners.iter().filter_map(|o| parse_key(o).ok()).collect();
@@ -1174,13 +1174,12 @@ async fn listen_once(
     let pump = actix_rt::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(Ok(message)) = messages.next().await {
-            if let tokio_postgres::AsyncMessage::Notification(n) = message {
-                if tx
+            if let tokio_postgres::AsyncMessage::Notification(n) = message
+                && tx
                     .send((n.channel().to_string(), n.payload().to_string()))
                     .is_err()
-                {
-                    break;
-                }
+            {
+                break;
             }
         }
     });

@@ -27,7 +27,7 @@ fn pool(price: i64, expo: i32, decimals: u8) -> PoolPricing {
 fn position(i: u64) -> PositionAmounts {
     PositionAmounts {
         deposit_shares: 1_000_000_000 + i * 7_919,
-        borrow_principal: if i % 2 == 0 {
+        borrow_principal: if i.is_multiple_of(2) {
             0
         } else {
             400_000_000 + i * 104_729

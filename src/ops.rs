@@ -28,10 +28,10 @@ pub fn print_config(config: &Config) -> Result<(), String> {
     let mut shown = config.clone();
     // postgres://user:secret@host -> postgres://user:***@host
     let url = &mut shown.database.url;
-    if let (Some(scheme_end), Some(at)) = (url.find("://"), url.rfind('@')) {
-        if let Some(colon) = url[scheme_end + 3..at].find(':') {
-            url.replace_range(scheme_end + 3 + colon + 1..at, "***");
-        }
+    if let (Some(scheme_end), Some(at)) = (url.find("://"), url.rfind('@'))
+        && let Some(colon) = url[scheme_end + 3..at].find(':')
+    {
+        url.replace_range(scheme_end + 3 + colon + 1..at, "***");
     }
     print!("{}", toml::to_string(&shown).map_err(|e| e.to_string())?);
     Ok(())

@@ -330,15 +330,14 @@ mod tests {
 
         #[test]
         fn fast_path_equals_wide_path(pool in pool(), position in position()) {
-            if let Some((price, expo)) = pool.price() {
-                if let Some((c, d)) = position_terms_256(&pool, &position, price, expo) {
+            if let Some((price, expo)) = pool.price()
+                && let Some((c, d)) = position_terms_256(&pool, &position, price, expo) {
                     let tokens = deposit_tokens(position.deposit_shares, pool.deposit_index_wad);
                     let wide_c = value_wad(tokens, price, expo, pool.decimals).saturating_mul(Big::from(pool.liquidation_threshold_wad)) / Big::from(WAD);
                     let wide_d = value_wad(borrow_debt(position.borrow_principal, pool.borrow_index_wad, position.borrow_idx_snap), price, expo, pool.decimals);
                     prop_assert_eq!(Big::from(c), wide_c);
                     prop_assert_eq!(Big::from(d), wide_d);
                 }
-            }
         }
 
         #[test]
