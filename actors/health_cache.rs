@@ -426,37 +426,44 @@ impl HealthCache {
         self.write_scheduled = true;
         ctx.run_later(WRITE_BACK_EVERY, |act, ctx| {
             act.write_scheduled = false;
-            let pending = std::mem::take(&mut act.pending_writes);
+            let write = act.write_back(ctx);
+            ctx.spawn(write.into_actor(act));
+        });
+    }
+
+    /// Sends every pending health factor to the database writer; the future
+    /// resolves once they are committed (or re-queued after a failure).
+    fn write_back(&mut self, ctx: &mut Context<Self>) -> impl Future<Output = ()> + 'static {
+        let pending = std::mem::take(&mut self.pending_writes);
+        let me = ctx.address();
+        let writer = self.writer.clone();
+        let cluster = self.cluster;
+        async move {
             if pending.is_empty() {
                 return;
             }
-            let (mut owners, mut hfs) = (Vec::with_capacity(pending.len()), Vec::with_capacity(pending.len()));
+            let (mut owners, mut hfs) = (
+                Vec::with_capacity(pending.len()),
+                Vec::with_capacity(pending.len()),
+            );
             for (key, hf) in &pending {
                 owners.push(Pubkey::new_from_array(*key).to_string());
                 hfs.push(hf.to_string());
             }
-            let cmd = SetHealthFactors { cluster: act.cluster, owners, health_factors: hfs };
-            let writer = act.writer.clone();
-            ctx.spawn(async move { write(&writer, cmd).await }.into_actor(act).map(move |result, act, ctx| match result {
-                Ok(_) => {
-                    for (key, hf) in pending {
-                        if let Some(id) = act.index.get(&key) {
-                            let slot = &mut act.owners[*id as usize];
-                            if slot.hf == hf {
-                                slot.stored_hf = Some(hf);
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, owners = pending.len(), "health factor write-back failed; will retry");
-                    for (key, hf) in pending {
-                        act.pending_writes.entry(key).or_insert(hf);
-                    }
-                    act.schedule_write_back(ctx);
-                }
-            }));
-        });
+            let result = write(
+                &writer,
+                SetHealthFactors {
+                    cluster,
+                    owners,
+                    health_factors: hfs,
+                },
+            )
+            .await;
+            me.do_send(WrittenBack {
+                pending,
+                ok: result.is_ok(),
+            });
+        }
     }
 
     // ---- answers ----------------------------------------------------------------
@@ -902,6 +909,54 @@ impl Handler<Changed> for HealthCache {
             Some(tx),
         );
         Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+    }
+}
+
+/// The outcome of a write-back: mark the values stored, or queue them again.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct WrittenBack {
+    pending: FastMap<Key, u128>,
+    ok: bool,
+}
+
+impl Handler<WrittenBack> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: WrittenBack, ctx: &mut Self::Context) {
+        if msg.ok {
+            for (key, hf) in msg.pending {
+                if let Some(id) = self.index.get(&key) {
+                    let slot = &mut self.owners[*id as usize];
+                    if slot.hf == hf {
+                        slot.stored_hf = Some(hf);
+                    }
+                }
+            }
+        } else {
+            tracing::warn!(
+                owners = msg.pending.len(),
+                "health factor write-back failed; will retry"
+            );
+            for (key, hf) in msg.pending {
+                self.pending_writes.entry(key).or_insert(hf);
+            }
+            self.schedule_write_back(ctx);
+        }
+    }
+}
+
+/// Writes every pending health factor now and answers once committed (shutdown
+/// flushes the cache's queued writes this way before draining the writer).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FlushWrites;
+
+impl Handler<FlushWrites> for HealthCache {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: FlushWrites, ctx: &mut Self::Context) -> Self::Result {
+        Box::pin(self.write_back(ctx))
     }
 }
 

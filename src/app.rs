@@ -12,7 +12,7 @@ use deadpool_postgres::Pool;
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::{DbWriter, Drain};
-use crate::actors::health_cache::{HealthCache, LoadAll};
+use crate::actors::health_cache::{FlushWrites, HealthCache, LoadAll};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
 use crate::db;
@@ -41,6 +41,7 @@ pub struct Service {
     pub server: actix_web::dev::Server,
     pub addrs: Vec<SocketAddr>,
     pub writer: Addr<DbWriter>,
+    pub cache: Addr<HealthCache>,
 }
 
 /// Starts everything inside the current actix system. The database may be down:
@@ -94,7 +95,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
         nonces,
         chain,
         sync,
-        cache,
+        cache: cache.clone(),
         limiter: PublicWriteLimiter::new(&config.limits),
         config: config.clone(),
     });
@@ -139,6 +140,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
         server: server.run(),
         addrs,
         writer,
+        cache,
     })
 }
 
@@ -147,6 +149,8 @@ pub async fn start(config: Config) -> Result<Service, String> {
 pub async fn serve(config: Config) -> Result<(), String> {
     let service = start(config).await?;
     let result = service.server.await.map_err(|e| e.to_string());
+    // Queued writes: the cache's pending health factors, then everything the writer holds.
+    let _ = service.cache.send(FlushWrites).await;
     let _ = service.writer.send(Drain).await;
     tracing::info!("lendex stopped; all acknowledged writes are committed");
     result
