@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -17,7 +16,6 @@ use futures_util::future::{BoxFuture, Shared};
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 
 use crate::chain::rpc::{self, AccountRead, Filter, RawAccount};
-use crate::chain::sender::TransportCounters;
 use crate::config::RpcConfig;
 use crate::domain::accounts::{
     POSITION_ACCOUNT_SIZE, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET,
@@ -28,36 +26,21 @@ use crate::error::{ApiError, ApiResult};
 type Reads = Arc<Vec<AccountRead>>;
 type SharedRead = Shared<BoxFuture<'static, ApiResult<Reads>>>;
 
-/// Counters for health, logs and tests.
-#[derive(Default)]
-pub struct ChainCounters {
-    pub transport: Arc<TransportCounters>,
-    /// Reads answered by joining an identical read already in flight.
-    pub coalesced: AtomicU64,
-}
-
 pub struct ChainReader {
     client: Arc<RpcClient>,
     timeout: Duration,
     in_flight: HashMap<Vec<Pubkey>, SharedRead>,
-    counters: Arc<ChainCounters>,
 }
 
 impl ChainReader {
     pub fn new(cfg: &RpcConfig) -> ChainReader {
         let timeout = Duration::from_millis(cfg.timeout_ms.max(1));
-        let counters = Arc::new(ChainCounters::default());
-        let client = rpc::gated_client(cfg, counters.transport.clone());
+        let client = rpc::gated_client(cfg);
         ChainReader {
             client: Arc::new(client),
             timeout,
             in_flight: HashMap::new(),
-            counters,
         }
-    }
-
-    pub fn counters(&self) -> Arc<ChainCounters> {
-        self.counters.clone()
     }
 }
 
@@ -121,7 +104,6 @@ impl Handler<ReadAccounts> for ChainReader {
 
     fn handle(&mut self, msg: ReadAccounts, ctx: &mut Self::Context) -> Self::Result {
         if let Some(running) = self.in_flight.get(&msg.keys) {
-            self.counters.coalesced.fetch_add(1, Ordering::Relaxed);
             return Box::pin(running.clone());
         }
         let client = self.client.clone();

@@ -173,20 +173,6 @@ impl Handler<GetSyncStatus> for ChainSync {
     }
 }
 
-/// One full refresh, now (the operator's and the tests' trigger; the interval
-/// timer does the same).
-#[derive(Message)]
-#[rtype(result = "ApiResult<RefreshReport>")]
-pub struct RefreshNow;
-
-impl Handler<RefreshNow> for ChainSync {
-    type Result = ResponseFuture<ApiResult<RefreshReport>>;
-
-    fn handle(&mut self, _: RefreshNow, _: &mut Self::Context) -> Self::Result {
-        Box::pin(self.refresh_job())
-    }
-}
-
 impl Refresher {
     async fn run(self) -> ApiResult<RefreshReport> {
         let Refresher {

@@ -121,7 +121,7 @@ pub async fn repair_decimals(config: &Config) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?
     };
-    let rpc = crate::chain::rpc::gated_client(&config.rpc, Default::default());
+    let rpc = crate::chain::rpc::gated_client(&config.rpc);
     let mut mints = Vec::with_capacity(rows.len());
     for row in &rows {
         mints.push(

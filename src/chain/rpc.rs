@@ -2,14 +2,13 @@
 //! read at (so an older read can never overwrite a newer row). Accounts are
 //! requested base64-encoded at `confirmed` commitment.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::rpc_client::RpcClientConfig;
 
-use super::sender::{GatedSender, TransportCounters};
+use super::sender::GatedSender;
 use crate::config::RpcConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -21,15 +20,9 @@ use crate::domain::pubkey::Pubkey;
 
 /// The RPC client the service uses: `GatedSender` under it (rate limit, concurrency
 /// cap, 429 handling), `confirmed` commitment, the configured endpoint.
-pub fn gated_client(cfg: &RpcConfig, counters: Arc<TransportCounters>) -> RpcClient {
+pub fn gated_client(cfg: &RpcConfig) -> RpcClient {
     let timeout = Duration::from_millis(cfg.timeout_ms.max(1));
-    let sender = GatedSender::new(
-        cfg.url.clone(),
-        timeout,
-        cfg.max_rps,
-        cfg.max_concurrency,
-        counters,
-    );
+    let sender = GatedSender::new(cfg.url.clone(), timeout, cfg.max_rps, cfg.max_concurrency);
     RpcClient::new_sender(
         sender,
         RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),

@@ -4,8 +4,8 @@
 //! `rpc.max_rps` requests in any second. A 429 is retried after its Retry-After.
 
 use std::num::NonZeroU32;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -23,15 +23,6 @@ const DEFAULT_RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Longest Retry-After honoured; a longer one fails the request instead.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// Counters shared with the rest of the service (health, logs, tests).
-#[derive(Default)]
-pub struct TransportCounters {
-    /// HTTP requests sent to the RPC endpoint.
-    pub sent: AtomicU64,
-    /// 429 answers received.
-    pub rate_limited: AtomicU64,
-}
-
 pub struct GatedSender {
     http: reqwest::Client,
     url: String,
@@ -39,17 +30,10 @@ pub struct GatedSender {
     in_flight: Semaphore,
     request_id: AtomicU64,
     stats: RwLock<RpcTransportStats>,
-    counters: Arc<TransportCounters>,
 }
 
 impl GatedSender {
-    pub fn new(
-        url: String,
-        timeout: Duration,
-        max_rps: u32,
-        max_concurrency: usize,
-        counters: Arc<TransportCounters>,
-    ) -> Self {
+    pub fn new(url: String, timeout: Duration, max_rps: u32, max_concurrency: usize) -> Self {
         let rps = NonZeroU32::new(max_rps).unwrap_or(NonZeroU32::MIN);
         GatedSender {
             http: reqwest::Client::builder()
@@ -62,7 +46,6 @@ impl GatedSender {
             in_flight: Semaphore::new(max_concurrency.max(1)),
             request_id: AtomicU64::new(1),
             stats: RwLock::new(RpcTransportStats::default()),
-            counters,
         }
     }
 
@@ -77,7 +60,6 @@ impl GatedSender {
             .await
             .map_err(|_| ErrorKind::Custom("rpc sender closed".into()))?;
         self.rate.until_ready().await;
-        self.counters.sent.fetch_add(1, Ordering::Relaxed);
         let response = self
             .http
             .post(&self.url)
@@ -110,7 +92,6 @@ impl RpcSender for GatedSender {
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS
                 && retries < MAX_RATE_LIMITED_RETRIES
             {
-                self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
                 let wait = retry_after.unwrap_or(DEFAULT_RETRY_AFTER);
                 if wait > MAX_RETRY_AFTER {
                     break Err(ErrorKind::Custom(format!("rpc rate limited for {wait:?}")).into());

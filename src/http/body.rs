@@ -53,11 +53,6 @@ impl JsonBody {
             Some(_) => Err(ApiError::Invalid),
         }
     }
-
-    /// True when the key is present with a non-null value.
-    pub fn has(&self, key: &str) -> bool {
-        !matches!(self.0.get(key), None | Some(Value::Null))
-    }
 }
 
 impl FromRequest for JsonBody {
