@@ -92,7 +92,7 @@ fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
 
 /// The pool account read from chain and decoded, with the checks both pool
 /// endpoints share: absent is 404, anything but a LendingPool of our program is 400.
-fn decode_pool_read(state: &AppState, read: &AccountRead) -> ApiResult<LendingPool> {
+pub fn decode_pool_read(state: &AppState, read: &AccountRead) -> ApiResult<LendingPool> {
     let account = read.account.as_ref().ok_or(ApiError::PoolAccountNotFound)?;
     if account.owner != state.program_id {
         return Err(ApiError::Invalid);

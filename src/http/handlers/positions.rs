@@ -17,14 +17,14 @@ use crate::actors::health_cache::{Changed, Detail, Subscribe, Unhealthy, Unhealt
 use crate::app::AppState;
 use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
-use crate::domain::accounts::{decode_pool, decode_position, position_address};
+use crate::domain::accounts::{decode_position, position_address};
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::parse_pubkey;
 use crate::domain::wad::Big;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
-use crate::http::handlers::pools::ensure_registered;
+use crate::http::handlers::pools::{decode_pool_read, ensure_registered};
 use crate::model::Position;
 
 #[derive(Serialize, ToSchema)]
@@ -93,14 +93,7 @@ pub async fn sync_position(
         })
         .await
         .map_err(|_| ApiError::Internal)??;
-    let pool_account = reads[0]
-        .account
-        .as_ref()
-        .ok_or(ApiError::PoolAccountNotFound)?;
-    if pool_account.owner != state.program_id {
-        return Err(ApiError::Invalid);
-    }
-    let pool = decode_pool(&pool_account.data).map_err(|_| ApiError::Invalid)?;
+    let pool = decode_pool_read(&state, &reads[0])?;
     let position = match &reads[1].account {
         None => None,
         Some(account) => {
