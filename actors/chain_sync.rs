@@ -15,7 +15,7 @@ use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPo
 use crate::actors::db_writer::{DbWriter, write};
 use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
 use crate::db::queries;
-use crate::domain::accounts::{decode_pool, decode_position};
+use crate::domain::accounts::{check_pool, check_position};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
@@ -216,12 +216,7 @@ impl Refresher {
         let mut live = Vec::new();
         for ((address, key), read) in registered.iter().zip(reads.iter()) {
             report.slot = report.slot.min(read.slot);
-            let decoded = read
-                .account
-                .as_ref()
-                .filter(|a| a.owner == program)
-                .and_then(|a| decode_pool(&a.data).ok());
-            let Some(pool) = decoded else {
+            let Ok(pool) = check_pool(&program, read.parts()) else {
                 tracing::warn!(pool = %address, "registered pool is missing or not a LendingPool on chain; left as is");
                 continue;
             };
@@ -248,11 +243,9 @@ impl Refresher {
             report.slot = report.slot.min(slot);
             let positions: Vec<_> = accounts
                 .into_iter()
-                .filter(|(_, a)| a.owner == program)
                 .filter_map(|(k, a)| {
-                    decode_position(&a.data)
+                    check_position(&program, Some((&a.owner, &a.data)), &key, None)
                         .ok()
-                        .filter(|p| p.pool == key)
                         .map(|p| (k.to_string(), p))
                 })
                 .collect();

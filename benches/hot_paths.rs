@@ -1,15 +1,17 @@
 //! Criterion benches of the hot paths: the account health factor (1, 5 and 20
-//! positions), re-scoring every owner of one pool at 100k positions (what a price
-//! change costs the cache), account decoding, and the ed25519 check of a signed
-//! handshake. Run: cargo bench --bench hot_paths
+//! positions), the health engine re-scoring every owner of one pool at 100k
+//! positions (what a price change costs), account decoding, and the ed25519 check
+//! of a signed handshake. Run: cargo bench --bench hot_paths
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ed25519_dalek::{Signer, SigningKey};
+use lendex::actors::health_cache::engine::{Engine, PoolState, PositionState};
 use lendex::domain::accounts::*;
 use lendex::domain::auth_message::canonical_message;
 use lendex::domain::pubkey::Pubkey;
+use lendex::domain::rates::RateModel;
 use lendex::domain::wad::*;
 use lendex::http::signed::{Credentials, verify_signature};
 
@@ -50,29 +52,63 @@ fn health_factor(c: &mut Criterion) {
     }
 }
 
-/// 100k positions over 25k owners (4 each), all in the repriced pool plus others:
-/// a price change re-scores every one of those owners.
+fn pool_state(i: u8, price: i64) -> PoolState {
+    PoolState {
+        address: Pubkey::new_from_array([i; 32]),
+        symbol: None,
+        pricing: pool(price, -8, [6, 8, 9][i as usize % 3]),
+        rates: RateModel {
+            base_rate_wad: WAD / 100,
+            optimal_util_wad: 80 * WAD / 100,
+            slope1_wad: WAD / 10,
+            slope2_wad: WAD,
+            reserve_factor_wad: WAD / 10,
+        },
+        total_deposits: 1_000_000,
+        total_borrows: 500_000,
+        last_update_ts: 0,
+    }
+}
+
+/// The health engine itself at 100k positions over 25k owners (4 each, every
+/// owner in pool 0): a price move on pool 0 re-scores all 25k owners, files the
+/// ones that cross 1 WAD and marks every changed value for write-back.
 fn rescore_pool(c: &mut Criterion) {
-    let pools: Vec<PoolPricing> = (0..10)
-        .map(|i| pool(100_000_000 + i * 3, -8, [6, 8, 9][i as usize % 3]))
-        .collect();
-    let owners: Vec<Vec<(usize, PositionAmounts)>> = (0..25_000u64)
-        .map(|o| {
-            (0..4u64)
-                .map(|k| (((o + k) % 10) as usize, position(o * 4 + k)))
-                .collect()
-        })
-        .collect();
+    let mut engine = Engine::new(1_000_000);
+    for i in 0..10u8 {
+        engine.upsert_pool(pool_state(i, 100_000_000 + i64::from(i) * 3));
+    }
+    for o in 0..25_000u64 {
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&o.to_le_bytes());
+        key[31] = 1;
+        let owner = Pubkey::new_from_array(key);
+        let positions = (0..4u64)
+            .map(|k| {
+                let pool = if k == 0 { 0 } else { ((o + k) % 9 + 1) as u8 };
+                let mut address = key;
+                address[30] = k as u8 + 1;
+                PositionState {
+                    address: Pubkey::new_from_array(address),
+                    pool: Pubkey::new_from_array([pool; 32]),
+                    amounts: position(o * 4 + k),
+                    deposit_idx_snap: WAD,
+                    original_deposit: 1,
+                    synced_us: 0,
+                }
+            })
+            .collect();
+        engine.set_owner(owner, positions);
+    }
     let mut group = c.benchmark_group("rescore_pool");
     group.sample_size(20);
-    group.bench_function("100k_positions_25k_owners", |b| {
+    let mut tick = 0i64;
+    group.bench_function("engine_100k_positions_25k_owners", |b| {
         b.iter(|| {
-            let mut below = 0usize;
-            for owner in &owners {
-                let hf = account_health_factor(owner.iter().map(|(p, pos)| (&pools[*p], pos)));
-                below += usize::from(hf < WAD);
-            }
-            black_box(below)
+            // Alternate between two prices so every iteration is a real re-price.
+            tick += 1;
+            engine.upsert_pool(pool_state(0, 100_000_000 + (tick % 2) * 40_000_000));
+            black_box(engine.take_dirty().len())
         })
     });
     group.finish();

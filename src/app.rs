@@ -12,6 +12,7 @@ use deadpool_postgres::Pool;
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::{DbWriter, Drain};
+use crate::actors::health_cache::feed::SharedRendered;
 use crate::actors::health_cache::{FlushWrites, HealthCache, LoadAll};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
@@ -32,6 +33,8 @@ pub struct AppState {
     pub chain: Addr<ChainReader>,
     pub sync: Addr<ChainSync>,
     pub cache: Addr<HealthCache>,
+    /// The cache's rendered unhealthy answers, read without a round trip.
+    pub rendered: SharedRendered,
     pub limiter: PublicWriteLimiter,
 }
 
@@ -79,8 +82,9 @@ pub async fn start(config: Config) -> Result<Service, String> {
         config.chain.cluster.as_str(),
         config.cache.max_owners,
         config.health.max_oracle_age_seconds,
-    )
-    .start();
+    );
+    let rendered = cache.rendered();
+    let cache = cache.start();
     // Serve the feed from a loaded cache; if the database is down, the cache keeps
     // retrying in the background and the feed answers 503 until it is loaded.
     if !matches!(cache.send(LoadAll).await, Ok(Ok(()))) {
@@ -96,6 +100,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
         chain,
         sync,
         cache: cache.clone(),
+        rendered,
         limiter: PublicWriteLimiter::new(&config.limits),
         config: config.clone(),
     });

@@ -158,3 +158,14 @@ fn classify_db_error(err: &tokio_postgres::Error) -> ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+impl From<crate::domain::accounts::AccountCheck> for ApiError {
+    /// An account read that is not the expected pool: absent is 404, anything
+    /// else 400 `invalid` (decisions §5).
+    fn from(e: crate::domain::accounts::AccountCheck) -> Self {
+        match e {
+            crate::domain::accounts::AccountCheck::Absent => ApiError::PoolAccountNotFound,
+            crate::domain::accounts::AccountCheck::Invalid => ApiError::Invalid,
+        }
+    }
+}

@@ -6,6 +6,9 @@ use serde::Serialize;
 use tokio_postgres::Row;
 use utoipa::ToSchema;
 
+use crate::actors::health_cache::OwnerRow;
+use crate::domain::pubkey::Pubkey;
+
 /// Spec 2.1, as GET /api/pools returns it (the `decimals` column is internal).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Pool {
@@ -180,17 +183,19 @@ pub struct Position {
 }
 
 impl Position {
-    pub fn from_row(row: &Row) -> Position {
+    /// A position as the health cache holds it, with the owner's account health factor.
+    pub fn new(owner: &Pubkey, health_factor: u128, row: &OwnerRow) -> Position {
+        let p = &row.position;
         Position {
-            position_address: row.get("position_address"),
-            pool_address: row.get("pool_address"),
-            owner: row.get("owner"),
-            deposit_shares: row.get("deposit_shares"),
-            borrow_principal: row.get("borrow_principal"),
-            deposit_idx_snap: row.get("deposit_idx_snap"),
-            borrow_idx_snap: row.get("borrow_idx_snap"),
-            health_factor_wad: row.get("health_factor_wad"),
-            last_synced_at: row.get("last_synced_at"),
+            position_address: p.address.to_string(),
+            pool_address: p.pool.to_string(),
+            owner: owner.to_string(),
+            deposit_shares: p.amounts.deposit_shares.to_string(),
+            borrow_principal: p.amounts.borrow_principal.to_string(),
+            deposit_idx_snap: p.deposit_idx_snap.to_string(),
+            borrow_idx_snap: p.amounts.borrow_idx_snap.to_string(),
+            health_factor_wad: health_factor.to_string(),
+            last_synced_at: DateTime::from_timestamp_micros(p.synced_us).unwrap_or_default(),
         }
     }
 }

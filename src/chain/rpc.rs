@@ -46,6 +46,13 @@ pub struct AccountRead {
     pub account: Option<RawAccount>,
 }
 
+impl AccountRead {
+    /// The owner program and data, as the domain's account checks take them.
+    pub fn parts(&self) -> Option<(&Pubkey, &[u8])> {
+        self.account.as_ref().map(|a| (&a.owner, a.data.as_slice()))
+    }
+}
+
 #[derive(Deserialize)]
 struct Context {
     slot: u64,

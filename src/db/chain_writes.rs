@@ -5,14 +5,12 @@
 use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
 use serde_json::json;
-use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::queries;
 use super::writes::{WriteCommand, insert_audit};
 use crate::domain::accounts::{LendingPool, UserPosition};
-use crate::domain::wad::{PoolPricing, PositionAmounts, account_health_factor};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 
 /// The 27 parameters of a pool's chain state ($1..$27 of REGISTER_POOL and
 /// UPDATE_POOL_STATE), as owned values.
@@ -207,8 +205,8 @@ async fn update_pool_state(
 }
 
 /// POST /api/positions/sync: the pool's fresh state, then the position upserted
-/// (or removed when `position` is None), then the owner re-scored, in one
-/// transaction. Returns the owner's account health factor.
+/// (or removed when `position` is None), in one transaction. The owner's health
+/// factor is the health cache's to compute and store (see `after_write`).
 pub struct SyncPosition {
     pub cluster: &'static str,
     pub pool_address: String,
@@ -220,8 +218,8 @@ pub struct SyncPosition {
 }
 
 impl WriteCommand for SyncPosition {
-    type Output = u128;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u128>> {
+    type Output = ();
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
             update_pool_state(
                 tx,
@@ -259,7 +257,7 @@ impl WriteCommand for SyncPosition {
                         .await?;
                 }
             }
-            rescore_owner(tx, self.cluster, &self.owner).await
+            Ok(())
         })
     }
 }
@@ -319,54 +317,6 @@ impl WriteCommand for RefreshPoolPositions {
             Ok((written, removed))
         })
     }
-}
-
-/// Re-computes one owner's account health factor from the stored rows and writes
-/// it on each of the owner's positions. Serialised per owner across replicas.
-pub async fn rescore_owner(tx: &Transaction<'_>, cluster: &str, owner: &str) -> ApiResult<u128> {
-    tx.execute(queries::LOCK_OWNER, &[&cluster, &owner]).await?;
-    let stmt = tx.prepare_cached(queries::OWNER_HEALTH_INPUTS).await?;
-    let rows = tx.query(&stmt, &[&cluster, &owner]).await?;
-    let inputs = rows
-        .iter()
-        .map(health_inputs)
-        .collect::<ApiResult<Vec<_>>>()?;
-    let hf = account_health_factor(inputs.iter().map(|(pool, pos)| (pool, pos)));
-    let stmt = tx.prepare_cached(queries::SET_OWNER_HEALTH).await?;
-    tx.execute(&stmt, &[&cluster, &owner, &hf.to_string()])
-        .await?;
-    Ok(hf)
-}
-
-/// The pricing columns of a pool row (OWNER_HEALTH_INPUTS, the cache's pool reads).
-pub fn pool_pricing(row: &Row) -> ApiResult<PoolPricing> {
-    Ok(PoolPricing {
-        oracle_price: row.get("oracle_price"),
-        oracle_expo: row.get("oracle_expo"),
-        decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(|_| ApiError::Internal)?,
-        liquidation_threshold_wad: num(row, "liquidation_threshold_wad")?,
-        deposit_index_wad: num(row, "deposit_index_wad")?,
-        borrow_index_wad: num(row, "borrow_index_wad")?,
-    })
-}
-
-/// One row of OWNER_HEALTH_INPUTS as the math's inputs.
-pub fn health_inputs(row: &Row) -> ApiResult<(PoolPricing, PositionAmounts)> {
-    let pool = pool_pricing(row)?;
-    let position = PositionAmounts {
-        deposit_shares: num(row, "deposit_shares")?,
-        borrow_principal: num(row, "borrow_principal")?,
-        borrow_idx_snap: num(row, "borrow_idx_snap")?,
-    };
-    Ok((pool, position))
-}
-
-/// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
-pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> ApiResult<T> {
-    row.get::<_, &str>(column).parse().map_err(|_| {
-        tracing::error!(column, "stored number out of range");
-        ApiError::Internal
-    })
 }
 
 /// `lendex admin repair-decimals`: sets a pool's decimals (read from its mint).

@@ -205,23 +205,6 @@ pub const SET_POOL_DECIMALS: &str =
 
 // ---- positions ----------------------------------------------------------------
 
-macro_rules! position_select {
-    ($where:literal) => {
-        concat!(
-            "SELECT position_address, pool_address, owner, deposit_shares::text AS deposit_shares,
-                    borrow_principal::text AS borrow_principal, deposit_idx_snap::text AS deposit_idx_snap,
-                    borrow_idx_snap::text AS borrow_idx_snap, original_deposit::text AS original_deposit,
-                    health_factor_wad::text AS health_factor_wad, slot, last_synced_at
-             FROM positions ",
-            $where
-        )
-    };
-}
-
-pub const LIST_OWNER_POSITIONS: &str = position_select!(
-    "WHERE cluster = $1 AND owner = $2 ORDER BY last_synced_at DESC, position_address"
-);
-
 /// The upsert of a position read, refused when the row holds a newer read.
 macro_rules! position_upsert {
     ($insert:literal) => {
@@ -259,22 +242,6 @@ pub const DELETE_POSITION: &str = "DELETE FROM positions
 pub const PRUNE_POOL_POSITIONS: &str = "DELETE FROM positions
     WHERE cluster = $1 AND pool_address = $2 AND slot < $3 AND NOT (position_address = ANY($4::text[]))
     RETURNING owner";
-
-/// Serialises re-scoring of one owner across replicas.
-pub const LOCK_OWNER: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 11))";
-
-/// The health-factor inputs of every position of one owner.
-pub const OWNER_HEALTH_INPUTS: &str = "SELECT p.deposit_shares::text AS deposit_shares,
-        p.borrow_principal::text AS borrow_principal, p.borrow_idx_snap::text AS borrow_idx_snap,
-        l.oracle_price, l.oracle_expo, l.decimals,
-        l.liquidation_threshold_wad::text AS liquidation_threshold_wad,
-        l.deposit_index_wad::text AS deposit_index_wad, l.borrow_index_wad::text AS borrow_index_wad
-    FROM positions p JOIN pools l ON l.cluster = p.cluster AND l.pool_address = p.pool_address
-    WHERE p.cluster = $1 AND p.owner = $2";
-
-/// Writes an owner's account health factor on each of the owner's rows.
-pub const SET_OWNER_HEALTH: &str = "UPDATE positions SET health_factor_wad = $3::text::numeric
-    WHERE cluster = $1 AND owner = $2 AND health_factor_wad <> $3::text::numeric";
 
 // ---- health-factor cache ----------------------------------------------------------
 

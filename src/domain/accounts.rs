@@ -96,6 +96,48 @@ pub fn decode_position(data: &[u8]) -> Result<UserPosition, DecodeError> {
     decode_after(data, &POSITION_DISCRIMINATOR)
 }
 
+/// Why an account read is not the account the index expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountCheck {
+    /// No account at that address.
+    Absent,
+    /// Not owned by the lending program, not of the expected type, or its own
+    /// fields do not match what was asked for.
+    Invalid,
+}
+
+/// A LendingPool of `program`: present, owned by the program, and decodable.
+/// (Pool init, pool sync, position sync and the background refresh all use it.)
+pub fn check_pool(
+    program: &Pubkey,
+    account: Option<(&Pubkey, &[u8])>,
+) -> Result<LendingPool, AccountCheck> {
+    let (owner, data) = account.ok_or(AccountCheck::Absent)?;
+    if owner != program {
+        return Err(AccountCheck::Invalid);
+    }
+    decode_pool(data).map_err(|_| AccountCheck::Invalid)
+}
+
+/// A UserPosition of `program` whose own owner and pool fields are the ones
+/// asked for (`owner` is None when any owner is acceptable, as in a pool scan).
+pub fn check_position(
+    program: &Pubkey,
+    account: Option<(&Pubkey, &[u8])>,
+    pool: &Pubkey,
+    owner: Option<&Pubkey>,
+) -> Result<UserPosition, AccountCheck> {
+    let (program_owner, data) = account.ok_or(AccountCheck::Absent)?;
+    if program_owner != program {
+        return Err(AccountCheck::Invalid);
+    }
+    let position = decode_position(data).map_err(|_| AccountCheck::Invalid)?;
+    if position.pool != *pool || owner.is_some_and(|o| position.owner != *o) {
+        return Err(AccountCheck::Invalid);
+    }
+    Ok(position)
+}
+
 fn encode_with<T: BorshSerialize>(value: &T, discriminator: &[u8; 8]) -> Vec<u8> {
     let mut out = discriminator.to_vec();
     value

@@ -7,6 +7,7 @@ pub mod extract;
 pub mod handlers;
 pub mod openapi;
 pub mod rate_limit;
+pub mod registered;
 pub mod signed;
 
 use actix_web::{HttpResponse, web};

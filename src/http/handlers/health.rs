@@ -36,10 +36,13 @@ pub struct HealthChecks {
     pub cache: CacheCheck,
 }
 
-/// The health-factor cache: loaded (the feed answers) and its size.
+/// The health-factor cache: loaded (the feed answers), listening for changes
+/// (else it may miss some, and reloads once the connection is back), and its size.
 #[derive(Serialize, ToSchema)]
 pub struct CacheCheck {
+    /// Loaded and listening.
     pub ok: bool,
+    pub listening: bool,
     pub owners: usize,
     #[serde(rename = "unhealthyOwners")]
     pub unhealthy_owners: usize,
@@ -191,7 +194,8 @@ async fn sync_check(state: &AppState) -> SyncCheck {
 async fn cache_check(state: &AppState) -> CacheCheck {
     match tokio::time::timeout(CHECK_DEADLINE, state.cache.send(CacheStatsRequest)).await {
         Ok(Ok(s)) => CacheCheck {
-            ok: s.ready,
+            ok: s.ready && s.listening,
+            listening: s.listening,
             owners: s.owners,
             unhealthy_owners: s.unhealthy_owners,
             pools: s.pools,
@@ -200,6 +204,7 @@ async fn cache_check(state: &AppState) -> CacheCheck {
         },
         _ => CacheCheck {
             ok: false,
+            listening: false,
             owners: 0,
             unhealthy_owners: 0,
             pools: 0,

@@ -7,17 +7,17 @@ use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
+use crate::actors::health_cache::after_write;
 use crate::app::AppState;
-use crate::chain::rpc::AccountRead;
 use crate::db::chain_writes::{RegisterPool, SyncPool};
 use crate::db::queries;
-use crate::domain::accounts::{LendingPool, decode_pool, mint_decimals, pool_address};
+use crate::domain::accounts::{check_pool, mint_decimals, pool_address};
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
-use crate::http::handlers::positions::refresh_cache;
+use crate::http::registered::ensure_registered;
 use crate::http::signed::{Need, authorize, credentials};
 use crate::model::Pool;
 
@@ -90,16 +90,6 @@ fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
     }
 }
 
-/// The pool account read from chain and decoded, with the checks both pool
-/// endpoints share: absent is 404, anything but a LendingPool of our program is 400.
-pub fn decode_pool_read(state: &AppState, read: &AccountRead) -> ApiResult<LendingPool> {
-    let account = read.account.as_ref().ok_or(ApiError::PoolAccountNotFound)?;
-    if account.owner != state.program_id {
-        return Err(ApiError::Invalid);
-    }
-    decode_pool(&account.data).map_err(|_| ApiError::Invalid)
-}
-
 #[utoipa::path(post, path = "/api/pools/init", tag = "pools", request_body = InitPoolRequest,
     responses((status = 200, body = InitPoolResponse),
         (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid (the body does not match the on-chain pool, or the mint is not a mint)"),
@@ -155,7 +145,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         })
         .await
         .map_err(|_| ApiError::Internal)??;
-    let pool = decode_pool_read(&state, &reads[0])?;
+    let pool = check_pool(&state.program_id, reads[0].parts())?;
     if pool.token_mint != mint_key || pool_address(&state.program_id, &mint_key).0 != pool_key {
         return Err(ApiError::Invalid);
     }
@@ -190,7 +180,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         },
     )
     .await?;
-    refresh_cache(&state, Vec::new(), vec![pool_addr.to_string()]).await;
+    after_write(&state.cache, Vec::new(), vec![pool_key]).await;
     Ok(HttpResponse::Ok().json(InitPoolResponse {
         ok: true,
         pool_address: pool_addr.to_string(),
@@ -222,7 +212,7 @@ pub async fn sync_pool(
         })
         .await
         .map_err(|_| ApiError::Internal)??;
-    let pool = decode_pool_read(&state, &reads[0])?;
+    let pool = check_pool(&state.program_id, reads[0].parts())?;
     write(
         &state.writer,
         SyncPool {
@@ -234,23 +224,9 @@ pub async fn sync_pool(
         },
     )
     .await?;
-    refresh_cache(&state, Vec::new(), vec![pool_addr.to_string()]).await;
+    after_write(&state.cache, Vec::new(), vec![pool_key]).await;
     Ok(HttpResponse::Ok().json(SyncPoolResponse {
         ok: true,
         pool_address: pool_addr.to_string(),
     }))
-}
-
-/// Only pools registered through /api/pools/init are refreshed (decisions §5):
-/// an unregistered address is 404 pool account not found.
-pub async fn ensure_registered(state: &AppState, pool_address: &str) -> ApiResult<()> {
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::POOL_REGISTERED).await?;
-    match client
-        .query_opt(&stmt, &[&state.cluster.as_str(), &pool_address])
-        .await?
-    {
-        Some(_) => Ok(()),
-        None => Err(ApiError::PoolAccountNotFound),
-    }
 }

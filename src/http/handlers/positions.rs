@@ -13,18 +13,21 @@ use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
-use crate::actors::health_cache::{Changed, Detail, Subscribe, Unhealthy, UnhealthyRow};
+use crate::actors::health_cache::feed::{UnhealthyResponse, cached_answer};
+use crate::actors::health_cache::{
+    OwnerOf, OwnerPositions, Subscribe, Subscription, Unhealthy, after_write,
+};
 use crate::app::AppState;
 use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
-use crate::domain::accounts::{decode_position, position_address};
+use crate::domain::accounts::{AccountCheck, check_pool, check_position, position_address};
 use crate::domain::limits::clamp_limit;
-use crate::domain::pubkey::parse_pubkey;
-use crate::domain::wad::Big;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
+use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
-use crate::http::handlers::pools::{decode_pool_read, ensure_registered};
+use crate::http::registered::ensure_registered;
 use crate::model::Position;
 
 #[derive(Serialize, ToSchema)]
@@ -55,15 +58,24 @@ pub async fn list_positions(
     state: web::Data<AppState>,
     user: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let user = user.into_inner();
-    parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::LIST_OWNER_POSITIONS).await?;
-    let rows = client
-        .query(&stmt, &[&state.cluster.as_str(), &user])
-        .await?;
-    let positions = rows.iter().map(Position::from_row).collect();
+    let owner = parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
+    let held = owner_positions(&state, owner).await?;
+    let positions = held
+        .rows
+        .iter()
+        .map(|r| Position::new(&owner, held.health_factor, r))
+        .collect();
     Ok(HttpResponse::Ok().json(PositionsResponse { positions }))
+}
+
+/// An owner's positions as the health cache holds them (the same health factor
+/// that the feed ranks and that `positions.health_factor_wad` stores).
+async fn owner_positions(state: &AppState, owner: Pubkey) -> ApiResult<OwnerPositions> {
+    state
+        .cache
+        .send(OwnerOf(owner))
+        .await
+        .map_err(|_| ApiError::Internal)?
 }
 
 #[utoipa::path(post, path = "/api/positions/sync", tag = "positions", request_body = SyncPositionRequest,
@@ -93,22 +105,18 @@ pub async fn sync_position(
         })
         .await
         .map_err(|_| ApiError::Internal)??;
-    let pool = decode_pool_read(&state, &reads[0])?;
-    let position = match &reads[1].account {
-        None => None,
-        Some(account) => {
-            if account.owner != state.program_id {
-                return Err(ApiError::Invalid);
-            }
-            let position = decode_position(&account.data).map_err(|_| ApiError::Invalid)?;
-            if position.owner != user_key || position.pool != pool_key {
-                return Err(ApiError::Invalid);
-            }
-            Some(position)
-        }
+    let pool = check_pool(&state.program_id, reads[0].parts())?;
+    let position = match check_position(
+        &state.program_id,
+        reads[1].parts(),
+        &pool_key,
+        Some(&user_key),
+    ) {
+        Ok(position) => Some(position),
+        Err(AccountCheck::Absent) => None, // closed on chain: the row goes
+        Err(e) => return Err(e.into()),
     };
     let exists = position.is_some();
-    let owner = user.to_string();
     write(
         &state.writer,
         SyncPosition {
@@ -116,25 +124,18 @@ pub async fn sync_position(
             pool_address: pool_addr.to_string(),
             pool,
             position_address: position_key.to_string(),
-            owner: owner.clone(),
+            owner: user.to_string(),
             position,
             slot: reads[0].slot.min(reads[1].slot),
         },
     )
     .await?;
-    refresh_cache(&state, vec![owner], vec![pool_addr.to_string()]).await;
+    after_write(&state.cache, vec![user_key], vec![pool_key]).await;
     Ok(HttpResponse::Ok().json(SyncPositionResponse {
         ok: true,
         exists,
         position_address: position_key.to_string(),
     }))
-}
-
-/// The body of GET /api/positions/unhealthy (rendered by the cache; documented here).
-#[allow(dead_code)]
-#[derive(Serialize, ToSchema)]
-pub struct UnhealthyResponse {
-    pub positions: Vec<UnhealthyRow>,
 }
 
 #[utoipa::path(get, path = "/api/positions/unhealthy", tag = "positions",
@@ -144,15 +145,22 @@ pub struct UnhealthyResponse {
         (status = 400, body = ErrorBody, description = "invalid (malformed pool)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    let pool = params.pubkey("pool")?.map(str::to_string);
+    let pool = match params.pubkey("pool")? {
+        Some(p) => Some(parse_pubkey(p).map_err(|_| ApiError::Invalid)?),
+        None => None,
+    };
     let limit = clamp_limit(params.get("limit")) as usize;
-    // The cache answers with the rendered body, shared by every poller until the
-    // feed changes.
-    let body = state
-        .cache
-        .send(Unhealthy { pool, limit })
-        .await
-        .map_err(|_| ApiError::Internal)??;
+    // The body rendered for this feed version and second, shared by every poller;
+    // the actor renders it on a miss.
+    let now = chrono::Utc::now().timestamp();
+    let body = match cached_answer(&state.rendered, pool.as_ref(), limit, now) {
+        Some(body) => body,
+        None => state
+            .cache
+            .send(Unhealthy { pool, limit })
+            .await
+            .map_err(|_| ApiError::Internal)??,
+    };
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
@@ -203,21 +211,14 @@ pub async fn detail(
     state: web::Data<AppState>,
     user: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let user = user.into_inner();
-    parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
-    let rows = state
-        .cache
-        .send(Detail {
-            owner: user.clone(),
-        })
-        .await
-        .map_err(|_| ApiError::Internal)??;
+    let owner = parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
+    let held = owner_positions(&state, owner).await?;
     let mut borrows: HashMap<String, Vec<BorrowTx>> = HashMap::new();
-    if !rows.is_empty() {
+    if !held.rows.is_empty() {
         let client = state.db.get().await?;
         let stmt = client.prepare_cached(queries::RECENT_BORROWS).await?;
         for row in client
-            .query(&stmt, &[&state.cluster.as_str(), &user])
+            .query(&stmt, &[&state.cluster.as_str(), &user.as_str()])
             .await?
         {
             borrows
@@ -230,25 +231,33 @@ pub async fn detail(
                 });
         }
     }
-    let positions = rows
+    let positions = held
+        .rows
         .into_iter()
         .map(|r| {
-            let principal = Big::from(r.borrow_principal);
-            let interest = r.borrow_debt.saturating_sub(principal);
+            let p = &r.position;
+            let pool_address = p.pool.to_string();
+            let debt = borrow_debt(
+                p.amounts.borrow_principal,
+                r.borrow_index_wad,
+                p.amounts.borrow_idx_snap,
+            );
+            let principal = Big::from(p.amounts.borrow_principal);
             PositionDetail {
-                borrow_txs: borrows.remove(&r.pool_address).unwrap_or_default(),
-                pool_address: r.pool_address,
-                symbol: r.symbol,
-                deposit_shares: r.deposit_shares.to_string(),
-                borrow_principal: r.borrow_principal.to_string(),
-                deposit_tokens: r.deposit_tokens.to_string(),
-                borrow_debt: r.borrow_debt.to_string(),
-                original_deposit: r.original_deposit.to_string(),
+                borrow_txs: borrows.remove(&pool_address).unwrap_or_default(),
+                pool_address,
+                symbol: r.symbol.clone().unwrap_or_default(),
+                deposit_shares: p.amounts.deposit_shares.to_string(),
+                borrow_principal: p.amounts.borrow_principal.to_string(),
+                deposit_tokens: deposit_tokens(p.amounts.deposit_shares, r.deposit_index_wad)
+                    .to_string(),
+                borrow_debt: debt.to_string(),
+                original_deposit: p.original_deposit.to_string(),
                 principal: principal.to_string(),
-                interest: interest.to_string(),
+                interest: debt.saturating_sub(principal).to_string(),
                 supply_apy: r.supply_apy,
                 borrow_apy: r.borrow_apy,
-                health_factor_wad: r.health_factor_wad.to_string(),
+                health_factor_wad: held.health_factor.to_string(),
             }
         })
         .collect();
@@ -262,15 +271,17 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     responses((status = 200, content_type = "text/event-stream",
         description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows]}.")))]
 pub async fn unhealthy_stream(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let rx = state
+    let Subscription { snapshot, live: rx } = state
         .cache
         .send(Subscribe)
         .await
         .map_err(|_| ApiError::Internal)??;
     let ticks = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-    let hello = futures_util::stream::once(async {
-        Ok::<_, std::convert::Infallible>(Bytes::from_static(b": lendex liquidation feed\n\n"))
-    });
+    // The hello line, then every owner already under water, then live events.
+    let hello = futures_util::stream::iter([
+        Ok::<_, std::convert::Infallible>(Bytes::from_static(b": lendex liquidation feed\n\n")),
+        Ok(snapshot),
+    ]);
     let events = futures_util::stream::unfold((rx, ticks), |(mut rx, mut ticks)| async move {
         let frame = tokio::select! {
             event = rx.recv() => {
@@ -297,18 +308,4 @@ pub async fn unhealthy_stream(state: web::Data<AppState>) -> ApiResult<HttpRespo
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"))
         .streaming(hello.chain(events)))
-}
-
-/// After a committed write: waits until this replica's cache has applied it, so
-/// the caller reads its own write from the feed. (Other replicas learn of it
-/// through NOTIFY.) The write is committed either way, so a cache hiccup is
-/// logged, not reported.
-pub async fn refresh_cache(state: &AppState, owners: Vec<String>, pools: Vec<String>) {
-    match state.cache.send(Changed { owners, pools }).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "cache refresh after write failed; NOTIFY will retry")
-        }
-        Err(e) => tracing::warn!(error = %e, "cache unreachable after write"),
-    }
 }

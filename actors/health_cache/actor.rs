@@ -1,0 +1,362 @@
+//! The actor around the engine: it reads changed rows (through the loader), feeds
+//! them to the engine, publishes what changed (SSE frames, rendered answers) and
+//! writes the engine's health factors to `positions` through the database writer.
+//!
+//! Database reads can complete out of order, so changes are queued and one read
+//! runs at a time: the next starts only after the previous one was applied. A
+//! full reload goes through the same queue. Readers of the feed are never blocked.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_web::web::Bytes;
+use deadpool_postgres::Pool;
+use tokio::sync::{mpsc, oneshot};
+
+use super::engine::{Engine, FeedEvent};
+use super::feed::{self, SharedRendered};
+use super::listen::listen_forever;
+use super::loader::{self, ChangedRows, Everything};
+use super::messages::WrittenBack;
+use crate::actors::db_writer::{DbWriter, write};
+use crate::db::chain_writes::SetHealthFactors;
+use crate::domain::pubkey::Pubkey;
+use crate::error::{ApiError, ApiResult};
+
+/// How long health factors from price moves are gathered before one bulk UPDATE.
+const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
+/// Live events a slow SSE subscriber may fall behind before it is dropped.
+pub(super) const SUBSCRIBER_BUFFER: usize = 4096;
+/// How often subscribers whose connection closed are let go.
+const PRUNE_EVERY: Duration = Duration::from_secs(1);
+
+pub(super) type Waiter = oneshot::Sender<ApiResult<()>>;
+
+/// Changes waiting for the next database read.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub reload_all: bool,
+    pub owners: HashSet<Pubkey>,
+    pub pools: HashSet<Pubkey>,
+    /// Pools whose evicted owners must be re-loaded from the database.
+    pub fallback_pools: HashSet<Pubkey>,
+    pub waiters: Vec<Waiter>,
+    /// Some waiter wants the health factors written before it is answered.
+    pub write_through: bool,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        !self.reload_all
+            && self.owners.is_empty()
+            && self.pools.is_empty()
+            && self.fallback_pools.is_empty()
+    }
+}
+
+pub struct HealthCache {
+    db: Pool,
+    writer: Addr<DbWriter>,
+    database_url: String,
+    pub(super) cluster: &'static str,
+    pub(super) max_oracle_age: i64,
+    pub(super) engine: Engine,
+    pub(super) rendered: SharedRendered,
+    /// The engine version the rendered answers were made from.
+    rendered_version: u64,
+    pub(super) ready: bool,
+    pub(super) listening: bool,
+    pending: Pending,
+    fetching: bool,
+    write_scheduled: bool,
+    pub(super) subscribers: Vec<mpsc::Sender<Bytes>>,
+    pub(super) dropped_subscribers: u64,
+}
+
+impl HealthCache {
+    pub fn new(
+        db: Pool,
+        writer: Addr<DbWriter>,
+        database_url: String,
+        cluster: &'static str,
+        max_owners: usize,
+        max_oracle_age_seconds: u64,
+    ) -> Self {
+        HealthCache {
+            db,
+            writer,
+            database_url,
+            cluster,
+            max_oracle_age: i64::try_from(max_oracle_age_seconds).unwrap_or(i64::MAX),
+            engine: Engine::new(max_owners),
+            rendered: SharedRendered::default(),
+            rendered_version: 0,
+            ready: false,
+            listening: false,
+            pending: Pending::default(),
+            fetching: false,
+            write_scheduled: false,
+            subscribers: Vec::new(),
+            dropped_subscribers: 0,
+        }
+    }
+
+    /// The rendered unhealthy answers, for HTTP workers to read directly.
+    pub fn rendered(&self) -> SharedRendered {
+        self.rendered.clone()
+    }
+
+    pub(super) fn enqueue(
+        &mut self,
+        ctx: &mut Context<Self>,
+        edit: impl FnOnce(&mut Pending),
+        waiter: Option<Waiter>,
+    ) {
+        edit(&mut self.pending);
+        self.pending.waiters.extend(waiter);
+        self.pump(ctx);
+    }
+
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if self.fetching {
+            return;
+        }
+        if self.pending.is_empty() {
+            let waiters = std::mem::take(&mut self.pending.waiters);
+            let through = std::mem::take(&mut self.pending.write_through);
+            self.answer(ctx, waiters, Ok(()), through);
+            return;
+        }
+        self.fetching = true;
+        let batch = std::mem::take(&mut self.pending);
+        let (db, cluster) = (self.db.clone(), self.cluster);
+        if batch.reload_all {
+            let read = async move { loader::load_everything(&db, cluster).await };
+            ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
+                let result = result.map(|everything| act.apply_everything(everything));
+                act.finish(ctx, batch, result);
+            }));
+        } else {
+            let owners: Vec<Pubkey> = batch.owners.iter().copied().collect();
+            let pools: Vec<Pubkey> = batch.pools.iter().copied().collect();
+            let fallback: Vec<Pubkey> = batch.fallback_pools.iter().copied().collect();
+            let read =
+                async move { loader::load_changes(&db, cluster, &owners, &pools, &fallback).await };
+            ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
+                let result = result.map(|rows| act.apply_changes(rows));
+                act.finish(ctx, batch, result);
+            }));
+        }
+    }
+
+    fn apply_everything(&mut self, everything: Everything) {
+        self.engine.clear();
+        for pool in everything.pools {
+            self.engine.upsert_pool(pool);
+        }
+        let owners = everything.owners.len();
+        self.apply_owners(everything.owners);
+        self.ready = true;
+        tracing::info!(
+            pools = self.engine.pool_count(),
+            owners,
+            unhealthy = self.engine.unhealthy_count(),
+            "health-factor cache loaded"
+        );
+    }
+
+    fn apply_changes(&mut self, rows: ChangedRows) {
+        // Pools first: owners re-scored below must see the new prices.
+        for pool in rows.pools {
+            let address = pool.address;
+            if self.engine.upsert_pool(pool) {
+                // Owners not resident are re-loaded from the database, next batch.
+                self.pending.fallback_pools.insert(address);
+            }
+        }
+        for pool in &rows.removed_pools {
+            self.engine.remove_pool(pool);
+        }
+        self.apply_owners(rows.owners);
+    }
+
+    fn apply_owners(&mut self, owners: loader::Owners) {
+        for (owner, (positions, stored)) in owners {
+            self.engine.set_owner(owner, positions);
+            if let Some(stored) = stored {
+                self.engine.set_stored(&owner, stored);
+            }
+        }
+    }
+
+    /// After a batch: publish what changed, then answer its waiters (once the
+    /// health factors are committed, when one of them asked for that).
+    fn finish(&mut self, ctx: &mut Context<Self>, batch: Pending, result: ApiResult<()>) {
+        self.fetching = false;
+        let failed = result.is_err();
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, "cache could not read rows; reloading everything");
+            self.pending.reload_all = true;
+        }
+        self.publish();
+        self.answer(ctx, batch.waiters, result, batch.write_through);
+        if failed {
+            // The database is unreachable: try again shortly rather than spin.
+            ctx.run_later(Duration::from_secs(1), |act, ctx| act.pump(ctx));
+        } else {
+            self.pump(ctx);
+        }
+    }
+
+    fn answer(
+        &mut self,
+        ctx: &mut Context<Self>,
+        waiters: Vec<Waiter>,
+        result: ApiResult<()>,
+        write_through: bool,
+    ) {
+        if write_through && result.is_ok() && self.engine.has_dirty() {
+            let write = self.write_back(ctx);
+            ctx.spawn(
+                async move {
+                    write.await;
+                    for w in waiters {
+                        let _ = w.send(Ok(()));
+                    }
+                }
+                .into_actor(self),
+            );
+            return;
+        }
+        self.schedule_write_back(ctx);
+        for w in waiters {
+            let _ = w.send(result.clone());
+        }
+    }
+
+    /// Sends the engine's feed events to every subscriber and drops rendered
+    /// answers that the change made stale.
+    pub(super) fn publish(&mut self) {
+        if self.engine.version() != self.rendered_version {
+            self.rendered_version = self.engine.version();
+            feed::forget_answers(&self.rendered);
+        }
+        let events = self.engine.take_events();
+        if self.subscribers.is_empty() || events.is_empty() {
+            return;
+        }
+        let now = chrono::Utc::now().timestamp();
+        let mut frames = Vec::new();
+        for event in events {
+            let rows = match event {
+                FeedEvent::Stop(..) => Vec::new(),
+                _ => self
+                    .engine
+                    .peek(&event.owner())
+                    .map(|v| feed::rows_of(&v, None, now, self.max_oracle_age))
+                    .unwrap_or_default(),
+            };
+            frames.extend_from_slice(&feed::sse_frame(
+                event.name(),
+                &event.owner(),
+                event.health_factor(),
+                &rows,
+            ));
+        }
+        let frames = Bytes::from(frames);
+        let before = self.subscribers.len();
+        self.subscribers
+            .retain(|s| s.try_send(frames.clone()).is_ok());
+        self.dropped_subscribers += (before - self.subscribers.len()) as u64;
+        self.engine.record_events(!self.subscribers.is_empty());
+    }
+
+    fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
+        if self.write_scheduled || !self.engine.has_dirty() {
+            return;
+        }
+        self.write_scheduled = true;
+        ctx.run_later(WRITE_BACK_EVERY, |act, ctx| {
+            act.write_scheduled = false;
+            let write = act.write_back(ctx);
+            ctx.spawn(write.into_actor(act));
+        });
+    }
+
+    /// Sends every pending health factor to the database writer; the future
+    /// resolves once they are committed (or queued again after a failure).
+    pub(super) fn write_back(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> impl Future<Output = ()> + 'static {
+        let batch = self.engine.take_dirty();
+        let me = ctx.address();
+        let writer = self.writer.clone();
+        let cluster = self.cluster;
+        async move {
+            if batch.is_empty() {
+                return;
+            }
+            let (owners, health_factors) = batch
+                .iter()
+                .map(|(owner, hf)| (owner.to_string(), hf.to_string()))
+                .unzip();
+            let result = write(
+                &writer,
+                SetHealthFactors {
+                    cluster,
+                    owners,
+                    health_factors,
+                },
+            )
+            .await;
+            let _ = me
+                .send(WrittenBack {
+                    batch,
+                    ok: result.is_ok(),
+                })
+                .await;
+        }
+    }
+
+    pub(super) fn after_write_back(&mut self, ctx: &mut Context<Self>, ok: bool) {
+        if !ok {
+            tracing::warn!("health factor write-back failed; will retry");
+            self.schedule_write_back(ctx);
+        }
+    }
+
+    /// A rendered-answer miss: the actor renders, keeps it for other readers.
+    pub(super) fn render_unhealthy(&self, pool: Option<Pubkey>, limit: usize) -> ApiResult<Bytes> {
+        if !self.ready {
+            return Err(ApiError::DatabaseUnavailable);
+        }
+        let now = chrono::Utc::now().timestamp();
+        if let Some(body) = feed::cached_answer(&self.rendered, pool.as_ref(), limit, now) {
+            return Ok(body);
+        }
+        let body =
+            feed::unhealthy_body(&self.engine, pool.as_ref(), limit, now, self.max_oracle_age);
+        feed::keep_answer(&self.rendered, pool, limit, now, body.clone());
+        Ok(body)
+    }
+}
+
+impl Actor for HealthCache {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(65_536);
+        actix_rt::spawn(listen_forever(
+            self.database_url.clone(),
+            self.cluster,
+            ctx.address(),
+        ));
+        // Subscribers that hung up are let go at once, not at the next event.
+        ctx.run_interval(PRUNE_EVERY, |act, _| {
+            act.subscribers.retain(|s| !s.is_closed());
+            act.engine.record_events(!act.subscribers.is_empty());
+        });
+    }
+}

@@ -1,0 +1,556 @@
+//! The health engine: a pure, synchronous core with no I/O and no actix.
+//!
+//! It holds the pools' pricing, every resident owner's positions and account
+//! health factor, the ranking of unhealthy owners and the LRU of healthy ones.
+//! Callers feed it changes (a pool's new state, an owner's new positions) and it
+//! answers with what changed: feed events (candidate start / update / stop) and
+//! the health factors that still have to be written to `positions`.
+//!
+//! It is the one owner of the account health factor: nothing else computes the
+//! value that is stored, ranked, streamed and served.
+//!
+//! Memory is bounded: healthy owners live in an LRU of `max_owners`. Unhealthy
+//! owners are never evicted (the feed must be complete). A pool that lost members
+//! to eviction says so, and its caller re-loads those owners from the database.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::num::NonZeroUsize;
+
+use lru::LruCache;
+
+use crate::domain::pubkey::Pubkey;
+use crate::domain::rates::{RateModel, pool_apys};
+use crate::domain::wad::{PoolPricing, PositionAmounts, WAD, account_health_factor};
+
+/// foldhash: several times faster than SipHash on 32-byte keys, and still seeded
+/// per process, so crafted owner keys cannot flood one bucket.
+type Hasher = foldhash::fast::RandomState;
+type FastMap<K, V> = HashMap<K, V, Hasher>;
+type FastSet<K> = HashSet<K, Hasher>;
+
+/// A pool's dense id inside the engine: members are tracked per id, not per key.
+type PoolId = u32;
+/// An owner's place in the slab.
+type Slot = u32;
+
+/// What the engine knows of a pool (the cache's columns of `pools`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolState {
+    pub address: Pubkey,
+    pub symbol: Option<String>,
+    pub pricing: PoolPricing,
+    pub rates: RateModel,
+    pub total_deposits: u64,
+    pub total_borrows: u64,
+    /// The pool's on-chain last update (unix seconds): oracle freshness.
+    pub last_update_ts: i64,
+}
+
+/// A pool as held: its state and what is derived from it once per change.
+pub struct PoolEntry {
+    pub state: PoolState,
+    pub supply_apy: f64,
+    pub borrow_apy: f64,
+    /// Slots of resident owners with a position in this pool.
+    members: FastSet<Slot>,
+    /// Some owner of this pool was evicted: a change must also re-score from the database.
+    has_evicted_members: bool,
+}
+
+/// One position of an owner (the cache's columns of `positions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PositionState {
+    pub address: Pubkey,
+    pub pool: Pubkey,
+    pub amounts: PositionAmounts,
+    pub deposit_idx_snap: u128,
+    pub original_deposit: u64,
+    /// last_synced_at in microseconds since the epoch.
+    pub synced_us: i64,
+}
+
+struct Held {
+    state: PositionState,
+    pool: PoolId,
+}
+
+struct Owner {
+    key: Pubkey,
+    positions: Vec<Held>,
+    hf: u128,
+    /// The value last known to be stored in positions.health_factor_wad.
+    stored_hf: Option<u128>,
+}
+
+/// A change of the liquidation feed, with the owner's health factor at that moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedEvent {
+    /// Fell below 1 WAD (or was below when a subscriber joined).
+    Start(Pubkey, u128),
+    /// Still below, with another value or other rows.
+    Update(Pubkey, u128),
+    /// Back at or above 1 WAD, or no position left.
+    Stop(Pubkey, u128),
+}
+
+impl FeedEvent {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FeedEvent::Start(..) => "candidate_start",
+            FeedEvent::Update(..) => "candidate_update",
+            FeedEvent::Stop(..) => "candidate_stop",
+        }
+    }
+
+    pub fn owner(&self) -> Pubkey {
+        match self {
+            FeedEvent::Start(o, _) | FeedEvent::Update(o, _) | FeedEvent::Stop(o, _) => *o,
+        }
+    }
+
+    pub fn health_factor(&self) -> u128 {
+        match self {
+            FeedEvent::Start(_, h) | FeedEvent::Update(_, h) | FeedEvent::Stop(_, h) => *h,
+        }
+    }
+}
+
+/// A resident owner's positions with their pools, as readers see them.
+pub struct OwnerView<'a> {
+    pub owner: Pubkey,
+    pub health_factor: u128,
+    pub positions: Vec<(&'a PositionState, &'a PoolEntry)>,
+}
+
+pub struct Engine {
+    pools: FastMap<PoolId, PoolEntry>,
+    pool_ids: FastMap<Pubkey, PoolId>,
+    next_pool_id: PoolId,
+    owners: Vec<Owner>,
+    index: FastMap<Pubkey, Slot>,
+    free: Vec<Slot>,
+    /// Healthy resident owners by recency; unhealthy owners are not in it.
+    lru: LruCache<Slot, (), Hasher>,
+    /// Unhealthy owners, most underwater first.
+    ranking: BTreeSet<(u128, Pubkey)>,
+    evictions: u64,
+    /// Health factors not yet known to be stored.
+    dirty: FastMap<Pubkey, u128>,
+    /// Feed events since the last `take_events`, while someone listens.
+    events: Vec<FeedEvent>,
+    record_events: bool,
+    /// Bumped by any change that can alter an unhealthy answer.
+    version: u64,
+}
+
+impl Engine {
+    pub fn new(max_owners: usize) -> Self {
+        Engine {
+            pools: FastMap::default(),
+            pool_ids: FastMap::default(),
+            next_pool_id: 0,
+            owners: Vec::new(),
+            index: FastMap::default(),
+            free: Vec::new(),
+            lru: LruCache::with_hasher(
+                NonZeroUsize::new(max_owners.max(1)).expect("max(1) is non-zero"),
+                Hasher::default(),
+            ),
+            ranking: BTreeSet::new(),
+            evictions: 0,
+            dirty: FastMap::default(),
+            events: Vec::new(),
+            record_events: false,
+            version: 0,
+        }
+    }
+
+    /// Forgets everything (before a full reload).
+    pub fn clear(&mut self) {
+        let (record, version) = (self.record_events, self.version);
+        *self = Engine::new(self.lru.cap().get());
+        self.record_events = record;
+        // Monotonic across reloads: answers rendered before must not match again.
+        self.version = version + 1;
+    }
+
+    // ---- pools ----------------------------------------------------------------
+
+    /// Sets a pool's state and re-scores its resident members. Returns true when
+    /// the pool has members that were evicted: the caller must re-load them.
+    pub fn upsert_pool(&mut self, state: PoolState) -> bool {
+        let (supply_apy, borrow_apy) =
+            pool_apys(&state.rates, state.total_borrows, state.total_deposits);
+        self.version += 1;
+        let id = match self.pool_ids.get(&state.address) {
+            Some(id) => *id,
+            None => {
+                let id = self.next_pool_id;
+                self.next_pool_id += 1;
+                self.pool_ids.insert(state.address, id);
+                self.pools.insert(
+                    id,
+                    PoolEntry {
+                        state,
+                        supply_apy,
+                        borrow_apy,
+                        members: FastSet::default(),
+                        has_evicted_members: false,
+                    },
+                );
+                return false; // nobody can hold a position in a pool not known before
+            }
+        };
+        let entry = self.pools.get_mut(&id).expect("ids map to pools");
+        let repriced = entry.state.pricing != state.pricing;
+        entry.state = state;
+        entry.supply_apy = supply_apy;
+        entry.borrow_apy = borrow_apy;
+        if !repriced {
+            return false;
+        }
+        self.rescore_pool(id);
+        // Read after the re-score: a member that turned healthy may have evicted
+        // another that has not been re-scored yet.
+        self.pools[&id].has_evicted_members
+    }
+
+    /// A pool gone from the index: its positions are gone with it (cascade).
+    pub fn remove_pool(&mut self, address: &Pubkey) {
+        let Some(id) = self.pool_ids.remove(address) else {
+            return;
+        };
+        self.version += 1;
+        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
+        self.pools.remove(&id);
+        for slot in members {
+            let owner = &self.owners[slot as usize];
+            let key = owner.key;
+            let kept: Vec<PositionState> = owner
+                .positions
+                .iter()
+                .filter(|p| p.pool != id)
+                .map(|p| p.state.clone())
+                .collect();
+            self.set_owner(key, kept);
+        }
+    }
+
+    pub fn pool(&self, address: &Pubkey) -> Option<&PoolEntry> {
+        self.pools.get(self.pool_ids.get(address)?)
+    }
+
+    pub fn pool_count(&self) -> usize {
+        self.pools.len()
+    }
+
+    // ---- owners ---------------------------------------------------------------
+
+    /// Replaces an owner's positions (none removes the owner) and re-scores it.
+    /// Positions in pools the engine does not know are left out.
+    pub fn set_owner(&mut self, key: Pubkey, positions: Vec<PositionState>) {
+        let held: Vec<Held> = positions
+            .into_iter()
+            .filter_map(|state| {
+                let pool = *self.pool_ids.get(&state.pool)?;
+                Some(Held { state, pool })
+            })
+            .collect();
+        let existing = self.index.get(&key).copied();
+        if held.is_empty() {
+            if let Some(id) = existing {
+                let hf = self.owners[id as usize].hf;
+                self.release(id);
+                if hf < WAD {
+                    self.version += 1;
+                    self.emit(FeedEvent::Stop(key, u128::MAX));
+                }
+            }
+            return;
+        }
+        let (id, old) = match existing {
+            Some(id) => {
+                let owner = &mut self.owners[id as usize];
+                let old = (owner.hf, snapshot(&owner.positions));
+                for p in std::mem::take(&mut owner.positions) {
+                    if let Some(pool) = self.pools.get_mut(&p.pool) {
+                        pool.members.remove(&id);
+                    }
+                }
+                (id, Some(old))
+            }
+            None => (self.alloc(key), None),
+        };
+        for p in &held {
+            if let Some(pool) = self.pools.get_mut(&p.pool) {
+                pool.members.insert(id);
+            }
+        }
+        let hf = score(&self.pools, &held);
+        let rows_changed = old
+            .as_ref()
+            .is_none_or(|(_, rows)| *rows != snapshot(&held));
+        self.owners[id as usize].positions = held;
+        self.refile(id, hf, old.map(|(h, _)| h), rows_changed);
+    }
+
+    /// Records what the database holds for an owner just loaded, so an unchanged
+    /// value is not written again.
+    pub fn set_stored(&mut self, key: &Pubkey, stored: u128) {
+        if let Some(id) = self.index.get(key) {
+            let owner = &mut self.owners[*id as usize];
+            owner.stored_hf = Some(stored);
+            if owner.hf == stored {
+                self.dirty.remove(key);
+            }
+        }
+    }
+
+    /// True when the engine can answer for this owner: resident, or never evicted
+    /// anyone (so an absent owner has no positions).
+    pub fn knows(&self, key: &Pubkey) -> bool {
+        self.index.contains_key(key) || self.evictions == 0
+    }
+
+    pub fn health_factor(&self, key: &Pubkey) -> Option<u128> {
+        self.index.get(key).map(|id| self.owners[*id as usize].hf)
+    }
+
+    /// An owner's positions with their pools, newest sync first; a read keeps a
+    /// healthy owner resident (it moves up in the LRU).
+    pub fn view(&mut self, key: &Pubkey) -> Option<OwnerView<'_>> {
+        let id = *self.index.get(key)?;
+        self.lru.get(&id);
+        Some(self.view_of(id))
+    }
+
+    /// The same without touching the LRU (rendering the feed).
+    pub fn peek(&self, key: &Pubkey) -> Option<OwnerView<'_>> {
+        self.index.get(key).map(|id| self.view_of(*id))
+    }
+
+    fn view_of(&self, id: Slot) -> OwnerView<'_> {
+        let owner = &self.owners[id as usize];
+        let mut positions: Vec<(&PositionState, &PoolEntry)> = owner
+            .positions
+            .iter()
+            .filter_map(|p| Some((&p.state, self.pools.get(&p.pool)?)))
+            .collect();
+        positions.sort_by(|a, b| {
+            b.0.synced_us
+                .cmp(&a.0.synced_us)
+                .then(a.0.address.cmp(&b.0.address))
+        });
+        OwnerView {
+            owner: owner.key,
+            health_factor: owner.hf,
+            positions,
+        }
+    }
+
+    /// Unhealthy owners, most underwater first (ties by owner).
+    pub fn unhealthy(&self) -> impl Iterator<Item = (u128, Pubkey)> + '_ {
+        self.ranking.iter().copied()
+    }
+
+    pub fn owner_count(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn unhealthy_count(&self) -> usize {
+        self.ranking.len()
+    }
+
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    // ---- what changed ------------------------------------------------------------
+
+    /// Whether feed events are kept for `take_events` (only while someone listens).
+    pub fn record_events(&mut self, on: bool) {
+        self.record_events = on;
+        if !on {
+            self.events.clear();
+        }
+    }
+
+    pub fn take_events(&mut self) -> Vec<FeedEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The health factors to write to `positions`, by owner.
+    pub fn take_dirty(&mut self) -> FastMap<Pubkey, u128> {
+        std::mem::take(&mut self.dirty)
+    }
+
+    pub fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// The outcome of writing what `take_dirty` gave: stored, or to be written again.
+    pub fn written(&mut self, batch: FastMap<Pubkey, u128>, ok: bool) {
+        for (key, hf) in batch {
+            let Some(id) = self.index.get(&key) else {
+                continue;
+            };
+            let owner = &mut self.owners[*id as usize];
+            if ok {
+                owner.stored_hf = Some(hf);
+            } else if owner.hf == hf {
+                self.dirty.entry(key).or_insert(hf);
+            }
+        }
+    }
+
+    // ---- internals -----------------------------------------------------------------
+
+    fn emit(&mut self, event: FeedEvent) {
+        if self.record_events {
+            self.events.push(event);
+        }
+    }
+
+    fn alloc(&mut self, key: Pubkey) -> Slot {
+        let owner = Owner {
+            key,
+            positions: Vec::new(),
+            hf: u128::MAX,
+            stored_hf: None,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.owners[id as usize] = owner;
+                id
+            }
+            None => {
+                self.owners.push(owner);
+                (self.owners.len() - 1) as Slot
+            }
+        };
+        self.index.insert(key, id);
+        id
+    }
+
+    /// Forgets a slot: out of the index, the ranking, the LRU and its pools.
+    fn release(&mut self, id: Slot) {
+        let owner = &mut self.owners[id as usize];
+        let positions = std::mem::take(&mut owner.positions);
+        let (key, hf) = (owner.key, owner.hf);
+        for p in &positions {
+            if let Some(pool) = self.pools.get_mut(&p.pool) {
+                pool.members.remove(&id);
+            }
+        }
+        if hf < WAD {
+            self.ranking.remove(&(hf, key));
+        }
+        self.lru.pop(&id);
+        self.index.remove(&key);
+        self.dirty.remove(&key);
+        self.free.push(id);
+    }
+
+    /// Records an owner's new health factor and moves it between healthy and
+    /// unhealthy, with the feed event of the transition. `old` is the previous
+    /// value of a resident owner.
+    fn refile(&mut self, id: Slot, hf: u128, old: Option<u128>, rows_changed: bool) {
+        let owner = &mut self.owners[id as usize];
+        let key = owner.key;
+        owner.hf = hf;
+        if owner.stored_hf != Some(hf) {
+            self.dirty.insert(key, hf);
+        } else {
+            self.dirty.remove(&key);
+        }
+        let was_unhealthy = old.is_some_and(|h| h < WAD);
+        if was_unhealthy {
+            self.version += 1;
+            self.ranking.remove(&(old.expect("was unhealthy"), key));
+        }
+        if hf < WAD {
+            self.version += 1;
+            self.ranking.insert((hf, key));
+            self.lru.pop(&id);
+            if !was_unhealthy {
+                self.emit(FeedEvent::Start(key, hf));
+            } else if old != Some(hf) || rows_changed {
+                self.emit(FeedEvent::Update(key, hf));
+            }
+        } else {
+            if was_unhealthy {
+                self.emit(FeedEvent::Stop(key, hf));
+            }
+            if let Some((evicted, ())) = self.lru.push(id, ())
+                && evicted != id
+            {
+                self.evict(evicted);
+            }
+        }
+    }
+
+    /// An owner pushed out of the LRU: its pools remember that a member is missing.
+    fn evict(&mut self, id: Slot) {
+        self.evictions += 1;
+        for p in &self.owners[id as usize].positions {
+            if let Some(pool) = self.pools.get_mut(&p.pool) {
+                pool.has_evicted_members = true;
+            }
+        }
+        self.release(id);
+    }
+
+    /// Re-scores every resident member of a repriced pool. A healthy owner that
+    /// stays healthy is updated in place, without touching the LRU order or the
+    /// ranking (the common case of a price move).
+    fn rescore_pool(&mut self, id: PoolId) {
+        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
+        self.dirty.reserve(members.len());
+        for member in members {
+            let key = self.owners[member as usize].key;
+            if self.index.get(&key) != Some(&member) {
+                continue; // evicted during this loop: re-loaded by the caller
+            }
+            let owner = &mut self.owners[member as usize];
+            let hf = score(&self.pools, &owner.positions);
+            if owner.hf >= WAD && hf >= WAD {
+                owner.hf = hf;
+                if owner.stored_hf != Some(hf) {
+                    self.dirty.insert(owner.key, hf);
+                } else {
+                    self.dirty.remove(&owner.key);
+                }
+                continue;
+            }
+            let old = owner.hf;
+            self.refile(member, hf, Some(old), false);
+        }
+    }
+}
+
+/// An owner's account health factor from its positions and the pools.
+fn score(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> u128 {
+    account_health_factor(positions.iter().filter_map(|p| {
+        pools
+            .get(&p.pool)
+            .map(|pool| (&pool.state.pricing, &p.state.amounts))
+    }))
+}
+
+/// What the feed shows of an owner's rows, to tell whether they changed.
+fn snapshot(positions: &[Held]) -> Vec<(Pubkey, PositionAmounts)> {
+    let mut rows: Vec<_> = positions
+        .iter()
+        .map(|p| (p.state.address, p.state.amounts))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    rows
+}
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

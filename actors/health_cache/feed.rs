@@ -1,0 +1,186 @@
+//! What the liquidators read, rendered from the engine: the unhealthy rows (spec
+//! 2.4), the body of GET /api/positions/unhealthy, and the one SSE frame format.
+//!
+//! Answers are rendered once per feed change and kept in `Rendered`, shared with
+//! every HTTP worker: a poller reads the bytes under a read lock, with no actor
+//! round trip; only a miss goes to the actor.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use actix_web::web::Bytes;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::engine::{Engine, OwnerView};
+use crate::domain::pubkey::Pubkey;
+
+/// Spec 2.4, plus oracle freshness for liquidators.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UnhealthyRow {
+    pub position_address: String,
+    pub pool_address: String,
+    pub owner: String,
+    pub deposit_shares: String,
+    pub borrow_principal: String,
+    pub health_factor_wad: String,
+    pub account_health_factor_wad: String,
+    /// True when any pool of the account has an oracle price older than
+    /// `health.max_oracle_age_seconds` (by the pool's on-chain last_update_ts).
+    pub oracle_stale: bool,
+}
+
+/// The body of GET /api/positions/unhealthy.
+#[derive(Serialize, ToSchema)]
+pub struct UnhealthyResponse {
+    pub positions: Vec<UnhealthyRow>,
+}
+
+/// The `data` of every SSE event.
+#[derive(Serialize)]
+struct Candidate<'a> {
+    owner: String,
+    account_health_factor_wad: String,
+    positions: &'a [UnhealthyRow],
+}
+
+/// One SSE frame: `event: <name>` and the candidate as JSON.
+pub fn sse_frame(event: &str, owner: &Pubkey, hf: u128, rows: &[UnhealthyRow]) -> Bytes {
+    let data = serde_json::to_string(&Candidate {
+        owner: owner.to_string(),
+        account_health_factor_wad: hf.to_string(),
+        positions: rows,
+    })
+    .expect("plain strings serialize");
+    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+}
+
+/// An owner's unhealthy rows (or, with `debt_in_pool`, only its debt rows in that
+/// pool): debt rows first, then by address, so pages are stable.
+pub fn rows_of(
+    view: &OwnerView<'_>,
+    debt_in_pool: Option<&Pubkey>,
+    now: i64,
+    max_oracle_age: i64,
+) -> Vec<UnhealthyRow> {
+    let owner = view.owner.to_string();
+    let hf = view.health_factor.to_string();
+    let stale = view.positions.iter().any(|(_, pool)| {
+        pool.state.pricing.oracle_price.is_some()
+            && now - pool.state.last_update_ts > max_oracle_age
+    });
+    let mut rows: Vec<UnhealthyRow> = view
+        .positions
+        .iter()
+        .filter(|(p, _)| {
+            debt_in_pool.is_none_or(|pool| p.pool == *pool && p.amounts.borrow_principal > 0)
+        })
+        .map(|(p, pool)| UnhealthyRow {
+            position_address: p.address.to_string(),
+            pool_address: pool.state.address.to_string(),
+            owner: owner.clone(),
+            deposit_shares: p.amounts.deposit_shares.to_string(),
+            borrow_principal: p.amounts.borrow_principal.to_string(),
+            health_factor_wad: hf.clone(),
+            account_health_factor_wad: hf.clone(),
+            oracle_stale: stale,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (a.borrow_principal == "0", &a.position_address)
+            .cmp(&(b.borrow_principal == "0", &b.position_address))
+    });
+    rows
+}
+
+/// Owners below 1 WAD, most underwater first, until `limit` rows.
+pub fn unhealthy_body(
+    engine: &Engine,
+    pool: Option<&Pubkey>,
+    limit: usize,
+    now: i64,
+    max_oracle_age: i64,
+) -> Bytes {
+    let mut positions = Vec::with_capacity(limit.min(256));
+    for (_, owner) in engine.unhealthy() {
+        if positions.len() >= limit {
+            break;
+        }
+        let Some(view) = engine.peek(&owner) else {
+            continue;
+        };
+        let room = limit - positions.len();
+        positions.extend(
+            rows_of(&view, pool, now, max_oracle_age)
+                .into_iter()
+                .take(room),
+        );
+    }
+    Bytes::from(
+        serde_json::to_vec(&UnhealthyResponse { positions }).expect("plain strings serialize"),
+    )
+}
+
+/// The frames a new subscriber gets first: a candidate_start for every owner
+/// already under water, all of them, in one buffer.
+pub fn snapshot_frames(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes {
+    let mut out = Vec::new();
+    for (hf, owner) in engine.unhealthy() {
+        if let Some(view) = engine.peek(&owner) {
+            let rows = rows_of(&view, None, now, max_oracle_age);
+            out.extend_from_slice(&sse_frame("candidate_start", &owner, hf, &rows));
+        }
+    }
+    Bytes::from(out)
+}
+
+/// Distinct (pool, limit) answers kept rendered at once.
+const MAX_RENDERED: usize = 1024;
+
+/// Rendered unhealthy answers by (pool filter, limit), valid for one feed version
+/// and one wall-clock second (oracle staleness moves with time). The actor clears
+/// it on every change; readers check the second.
+#[derive(Default)]
+pub struct Rendered {
+    second: i64,
+    bodies: HashMap<(Option<Pubkey>, usize), Bytes>,
+}
+
+/// Shared between the actor (the only writer) and the HTTP workers.
+pub type SharedRendered = Arc<RwLock<Rendered>>;
+
+/// A rendered answer for this second, if one is there.
+pub fn cached_answer(
+    shared: &SharedRendered,
+    pool: Option<&Pubkey>,
+    limit: usize,
+    now: i64,
+) -> Option<Bytes> {
+    let rendered = shared.read().unwrap_or_else(|e| e.into_inner());
+    if rendered.second != now {
+        return None;
+    }
+    rendered.bodies.get(&(pool.copied(), limit)).cloned()
+}
+
+/// Keeps an answer for other readers of the same second and version.
+pub fn keep_answer(
+    shared: &SharedRendered,
+    pool: Option<Pubkey>,
+    limit: usize,
+    now: i64,
+    body: Bytes,
+) {
+    let mut rendered = shared.write().unwrap_or_else(|e| e.into_inner());
+    if rendered.second != now || rendered.bodies.len() >= MAX_RENDERED {
+        rendered.bodies.clear();
+        rendered.second = now;
+    }
+    rendered.bodies.insert((pool, limit), body);
+}
+
+/// Drops every rendered answer (the feed changed).
+pub fn forget_answers(shared: &SharedRendered) {
+    let mut rendered = shared.write().unwrap_or_else(|e| e.into_inner());
+    rendered.bodies.clear();
+}

@@ -1,0 +1,104 @@
+//! The cache's own LISTEN connection. Every change to positions or pool pricing,
+//! whoever makes it (this replica, another one, an external indexer writing SQL),
+//! is announced by the triggers of sql/0002. A lost connection may have missed
+//! some: after reconnecting the cache reloads everything.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use actix::Addr;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use super::actor::HealthCache;
+use super::messages::{Changed, Listening, Resync};
+use crate::domain::pubkey::Pubkey;
+
+#[derive(serde::Deserialize)]
+struct Notice {
+    cluster: String,
+    owner: Option<String>,
+    pool_address: Option<String>,
+}
+
+/// Holds a LISTEN connection for as long as the cache lives, reconnecting after
+/// a second when it is lost.
+pub async fn listen_forever(url: String, cluster: &'static str, cache: Addr<HealthCache>) {
+    let mut first = true;
+    loop {
+        match listen_once(&url, cluster, &cache, first).await {
+            Ok(()) => tracing::warn!("LISTEN connection closed; reconnecting"),
+            Err(e) => tracing::warn!(error = %e, "LISTEN connection failed; reconnecting"),
+        }
+        cache.do_send(Listening(false));
+        first = false;
+        if !cache.connected() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn listen_once(
+    url: &str,
+    cluster: &str,
+    cache: &Addr<HealthCache>,
+    first: bool,
+) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let pump = actix_rt::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = message
+                && tx
+                    .send((n.channel().to_string(), n.payload().to_string()))
+                    .is_err()
+            {
+                break;
+            }
+        }
+    });
+    client
+        .batch_execute("LISTEN lendex_positions; LISTEN lendex_pools")
+        .await?;
+    cache.do_send(Listening(true));
+    if !first {
+        // Changes made while nobody listened are unknown: reload all.
+        cache.do_send(Resync);
+    }
+    while let Some(first_notice) = rx.recv().await {
+        // Gather whatever arrived with it, so a bulk change is one message.
+        let mut owners = HashSet::new();
+        let mut pools = HashSet::new();
+        let mut take = |(channel, payload): (String, String)| {
+            let Ok(n) = serde_json::from_str::<Notice>(&payload) else {
+                return;
+            };
+            if n.cluster != cluster {
+                return;
+            }
+            let parse = |s: Option<String>| s.and_then(|s| s.parse::<Pubkey>().ok());
+            match channel.as_str() {
+                "lendex_positions" => owners.extend(parse(n.owner)),
+                "lendex_pools" => pools.extend(parse(n.pool_address)),
+                _ => {}
+            }
+        };
+        take(first_notice);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        while let Ok(next) = rx.try_recv() {
+            take(next);
+        }
+        if !owners.is_empty() || !pools.is_empty() {
+            cache.do_send(Changed {
+                owners: owners.into_iter().collect(),
+                pools: pools.into_iter().collect(),
+                write_through: false,
+            });
+        }
+    }
+    pump.abort();
+    drop(client);
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! What the rest of the service can ask of the health cache, and the answers.
+
+use actix::prelude::*;
+use actix_web::web::Bytes;
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+
+use super::actor::{HealthCache, SUBSCRIBER_BUFFER};
+use super::engine::{PoolEntry, PositionState};
+use super::feed;
+use crate::domain::pubkey::Pubkey;
+use crate::error::{ApiError, ApiResult};
+
+/// Loads every pool and position of the cluster; answers once applied (or failed:
+/// the reload is then retried in the background).
+#[derive(Message)]
+#[rtype(result = "ApiResult<()>")]
+pub struct LoadAll;
+
+impl Handler<LoadAll> for HealthCache {
+    type Result = ResponseFuture<ApiResult<()>>;
+
+    fn handle(&mut self, _: LoadAll, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(ctx, |p| p.reload_all = true, Some(tx));
+        Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+    }
+}
+
+/// Owners and pools whose rows changed, from the LISTEN connection or from this
+/// replica's own writes. Answers once the change is applied, so a writer that
+/// awaits it reads its own write from this replica; with `write_through`, only
+/// once the resulting health factors are committed to `positions` too.
+#[derive(Message)]
+#[rtype(result = "ApiResult<()>")]
+pub struct Changed {
+    pub owners: Vec<Pubkey>,
+    pub pools: Vec<Pubkey>,
+    pub write_through: bool,
+}
+
+impl Handler<Changed> for HealthCache {
+    type Result = ResponseFuture<ApiResult<()>>;
+
+    fn handle(&mut self, msg: Changed, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(
+            ctx,
+            |p| {
+                p.owners.extend(msg.owners);
+                p.pools.extend(msg.pools);
+                p.write_through |= msg.write_through;
+            },
+            Some(tx),
+        );
+        Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+    }
+}
+
+/// Reload everything (after a lost LISTEN connection).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Resync;
+
+impl Handler<Resync> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, _: Resync, ctx: &mut Self::Context) {
+        self.enqueue(ctx, |p| p.reload_all = true, None);
+    }
+}
+
+/// Whether the LISTEN connection is up (health reports a cache that may miss changes).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Listening(pub bool);
+
+impl Handler<Listening> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listening, _: &mut Self::Context) {
+        self.listening = msg.0;
+    }
+}
+
+/// The outcome of a write-back: stored, or to be written again.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct WrittenBack {
+    pub batch: std::collections::HashMap<Pubkey, u128, foldhash::fast::RandomState>,
+    pub ok: bool,
+}
+
+impl Handler<WrittenBack> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: WrittenBack, ctx: &mut Self::Context) {
+        self.engine.written(msg.batch, msg.ok);
+        self.after_write_back(ctx, msg.ok);
+    }
+}
+
+/// Writes every pending health factor now and answers once committed (shutdown
+/// flushes the cache's queued writes this way before draining the writer).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FlushWrites;
+
+impl Handler<FlushWrites> for HealthCache {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: FlushWrites, ctx: &mut Self::Context) -> Self::Result {
+        Box::pin(self.write_back(ctx))
+    }
+}
+
+/// GET /api/positions/unhealthy when the rendered answer is not there yet: owners
+/// below 1 WAD, most underwater first, with all their rows (or, with `pool`, only
+/// their debt rows in that pool), as the JSON body.
+#[derive(Message)]
+#[rtype(result = "ApiResult<Bytes>")]
+pub struct Unhealthy {
+    pub pool: Option<Pubkey>,
+    pub limit: usize,
+}
+
+impl Handler<Unhealthy> for HealthCache {
+    type Result = ApiResult<Bytes>;
+
+    fn handle(&mut self, msg: Unhealthy, _: &mut Self::Context) -> Self::Result {
+        self.render_unhealthy(msg.pool, msg.limit)
+    }
+}
+
+/// An owner's positions with what readers need of their pools, newest sync first
+/// (GET /api/positions/{user} and /detail).
+#[derive(Message)]
+#[rtype(result = "ApiResult<OwnerPositions>")]
+pub struct OwnerOf(pub Pubkey);
+
+#[derive(Debug, Clone)]
+pub struct OwnerPositions {
+    pub health_factor: u128,
+    pub rows: Vec<OwnerRow>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OwnerRow {
+    pub position: PositionState,
+    pub symbol: Option<String>,
+    pub deposit_index_wad: u128,
+    pub borrow_index_wad: u128,
+    pub supply_apy: f64,
+    pub borrow_apy: f64,
+}
+
+impl OwnerRow {
+    fn new(position: &PositionState, pool: &PoolEntry) -> Self {
+        OwnerRow {
+            position: position.clone(),
+            symbol: pool.state.symbol.clone(),
+            deposit_index_wad: pool.state.pricing.deposit_index_wad,
+            borrow_index_wad: pool.state.pricing.borrow_index_wad,
+            supply_apy: pool.supply_apy,
+            borrow_apy: pool.borrow_apy,
+        }
+    }
+}
+
+impl HealthCache {
+    fn owner_positions(&mut self, owner: &Pubkey) -> OwnerPositions {
+        match self.engine.view(owner) {
+            None => OwnerPositions {
+                health_factor: u128::MAX,
+                rows: Vec::new(),
+            },
+            Some(view) => OwnerPositions {
+                health_factor: view.health_factor,
+                rows: view
+                    .positions
+                    .iter()
+                    .map(|(p, pool)| OwnerRow::new(p, pool))
+                    .collect(),
+            },
+        }
+    }
+}
+
+impl Handler<OwnerOf> for HealthCache {
+    type Result = ResponseActFuture<Self, ApiResult<OwnerPositions>>;
+
+    fn handle(&mut self, OwnerOf(owner): OwnerOf, ctx: &mut Self::Context) -> Self::Result {
+        if !self.ready {
+            return Box::pin(fut::ready(Err(ApiError::DatabaseUnavailable)));
+        }
+        if self.engine.knows(&owner) {
+            return Box::pin(fut::ready(Ok(self.owner_positions(&owner))));
+        }
+        // Evicted: load the owner back through the pipeline, then answer.
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(
+            ctx,
+            |p| {
+                p.owners.insert(owner);
+            },
+            Some(tx),
+        );
+        Box::pin(
+            async move { rx.await.unwrap_or(Err(ApiError::Internal)) }
+                .into_actor(self)
+                .map(move |loaded, act, _| {
+                    loaded?;
+                    Ok(act.owner_positions(&owner))
+                }),
+        )
+    }
+}
+
+/// Subscribe to the liquidation feed: a candidate_start for every owner already
+/// under water (all of them, whatever their number), then live events.
+#[derive(Message)]
+#[rtype(result = "ApiResult<Subscription>")]
+pub struct Subscribe;
+
+pub struct Subscription {
+    pub snapshot: Bytes,
+    pub live: mpsc::Receiver<Bytes>,
+}
+
+impl Handler<Subscribe> for HealthCache {
+    type Result = ApiResult<Subscription>;
+
+    fn handle(&mut self, _: Subscribe, _: &mut Self::Context) -> Self::Result {
+        if !self.ready {
+            return Err(ApiError::DatabaseUnavailable);
+        }
+        let (tx, live) = mpsc::channel(SUBSCRIBER_BUFFER);
+        let now = chrono::Utc::now().timestamp();
+        let snapshot = feed::snapshot_frames(&self.engine, now, self.max_oracle_age);
+        self.subscribers.push(tx);
+        self.engine.record_events(true);
+        Ok(Subscription { snapshot, live })
+    }
+}
+
+/// Counts for logs, health and benchmarks.
+#[derive(Message)]
+#[rtype(result = "CacheStats")]
+pub struct Stats;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheStats {
+    pub ready: bool,
+    /// The LISTEN connection is up (else changes by others may be missed).
+    pub listening: bool,
+    pub pools: usize,
+    pub owners: usize,
+    pub unhealthy_owners: usize,
+    pub evictions: u64,
+    pub subscribers: usize,
+    pub dropped_subscribers: u64,
+    pub feed_version: u64,
+}
+
+impl Handler<Stats> for HealthCache {
+    type Result = MessageResult<Stats>;
+
+    fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
+        MessageResult(CacheStats {
+            ready: self.ready,
+            listening: self.listening,
+            pools: self.engine.pool_count(),
+            owners: self.engine.owner_count(),
+            unhealthy_owners: self.engine.unhealthy_count(),
+            evictions: self.engine.evictions(),
+            subscribers: self.subscribers.len(),
+            dropped_subscribers: self.dropped_subscribers,
+            feed_version: self.engine.version(),
+        })
+    }
+}
