@@ -1,4 +1,6 @@
-//! The database writer: every write the server makes goes through this actor.
+//! The database writer: every write of the index, the transaction log, the
+//! allowlist and the audit log goes through this actor. (Handshake nonces are
+//! the nonce registry's own: spending one is an authentication step, see there.)
 //!
 //! It serialises writes and batches them (group commit): while one transaction is
 //! committing, new writes queue up; the next flush applies the whole queue in one

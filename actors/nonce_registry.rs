@@ -5,6 +5,12 @@
 //! usable, once, on any other. Single use comes from one atomic
 //! `DELETE ... RETURNING` bound to wallet, nonce, action and expiry; of any number
 //! of concurrent uses, exactly one gets the row. The actor also purges expired rows.
+//!
+//! Why its statements do not go through the database writer: spending a nonce is
+//! the authentication step, whose answer decides whether the request's own write
+//! may be queued at all, so it must run first and on its own connection, never
+//! batched behind the writes it gates. Issuing and purging only touch
+//! `auth_nonces`, short-lived rows that no other write reads.
 
 use std::time::Duration;
 

@@ -12,31 +12,14 @@ use deadpool_postgres::Pool;
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::{DbWriter, Drain};
-use crate::actors::health_cache::feed::SharedRendered;
 use crate::actors::health_cache::{FlushWrites, HealthCache, LoadAll};
 use crate::actors::nonce_registry::NonceRegistry;
-use crate::config::{Cluster, Config};
+use crate::config::Config;
 use crate::db;
-use crate::domain::pubkey::{Pubkey, parse_pubkey};
+use crate::domain::pubkey::parse_pubkey;
 use crate::http;
 use crate::http::rate_limit::PublicWriteLimiter;
-
-/// What every handler can reach: actor addresses, the read pool, the settings.
-pub struct AppState {
-    pub config: Arc<Config>,
-    pub cluster: Cluster,
-    /// The lending program whose accounts are indexed.
-    pub program_id: Pubkey,
-    pub db: Pool,
-    pub writer: Addr<DbWriter>,
-    pub nonces: Addr<NonceRegistry>,
-    pub chain: Addr<ChainReader>,
-    pub sync: Addr<ChainSync>,
-    pub cache: Addr<HealthCache>,
-    /// The cache's rendered unhealthy answers, read without a round trip.
-    pub rendered: SharedRendered,
-    pub limiter: PublicWriteLimiter,
-}
+use crate::http::state::AppState;
 
 /// A started service: the server future to await, where it listens, and the writer
 /// to drain after the server has stopped.

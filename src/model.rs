@@ -167,6 +167,15 @@ impl AuditEntry {
     }
 }
 
+/// One of `borrow_txs` in position detail (spec 2.3): a borrow of the wallet in
+/// the pool, from the transaction log.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BorrowTx {
+    pub signature: String,
+    pub amount: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
 /// Spec 2.2.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Position {

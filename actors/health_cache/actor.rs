@@ -7,11 +7,14 @@
 //! full reload goes through the same queue. Readers of the feed are never blocked.
 
 use std::collections::HashSet;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use actix_web::web::Bytes;
 use deadpool_postgres::Pool;
+use lru::LruCache;
 use tokio::sync::{mpsc, oneshot};
 
 use super::engine::{Engine, FeedEvent};
@@ -23,11 +26,14 @@ use crate::actors::db_writer::{DbWriter, write};
 use crate::db::chain_writes::SetHealthFactors;
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
+use crate::model::BorrowTx;
 
 /// How long health factors from price moves are gathered before one bulk UPDATE.
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
 /// Live events a slow SSE subscriber may fall behind before it is dropped.
 pub(super) const SUBSCRIBER_BUFFER: usize = 4096;
+/// Wallets whose recent borrows are kept in memory.
+const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
 /// How often subscribers whose connection closed are let go.
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
@@ -72,7 +78,15 @@ pub struct HealthCache {
     write_scheduled: bool,
     pub(super) subscribers: Vec<mpsc::Sender<Bytes>>,
     pub(super) dropped_subscribers: u64,
+    /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
+    /// forgotten when a borrow of the wallet is written (here or by NOTIFY).
+    pub(super) borrows: LruCache<Pubkey, Borrows>,
+    /// Bumped by every such change: a load that started before is not kept.
+    pub(super) borrow_generation: u64,
 }
+
+/// A wallet's recent borrows: (pool address, transaction), newest first per pool.
+pub type Borrows = Arc<Vec<(String, BorrowTx)>>;
 
 impl HealthCache {
     pub fn new(
@@ -99,6 +113,8 @@ impl HealthCache {
             write_scheduled: false,
             subscribers: Vec::new(),
             dropped_subscribers: 0,
+            borrows: LruCache::new(BORROW_LISTS),
+            borrow_generation: 0,
         }
     }
 

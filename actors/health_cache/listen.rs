@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::actor::HealthCache;
-use super::messages::{Changed, Listening, Resync};
+use super::messages::{BorrowsChanged, Changed, Listening, Resync};
 use crate::domain::pubkey::Pubkey;
 
 #[derive(serde::Deserialize)]
@@ -60,7 +60,7 @@ async fn listen_once(
         }
     });
     client
-        .batch_execute("LISTEN lendex_positions; LISTEN lendex_pools")
+        .batch_execute("LISTEN lendex_positions; LISTEN lendex_pools; LISTEN lendex_borrows")
         .await?;
     cache.do_send(Listening(true));
     if !first {
@@ -71,6 +71,7 @@ async fn listen_once(
         // Gather whatever arrived with it, so a bulk change is one message.
         let mut owners = HashSet::new();
         let mut pools = HashSet::new();
+        let mut borrowers = HashSet::new();
         let mut take = |(channel, payload): (String, String)| {
             let Ok(n) = serde_json::from_str::<Notice>(&payload) else {
                 return;
@@ -82,6 +83,7 @@ async fn listen_once(
             match channel.as_str() {
                 "lendex_positions" => owners.extend(parse(n.owner)),
                 "lendex_pools" => pools.extend(parse(n.pool_address)),
+                "lendex_borrows" => borrowers.extend(parse(n.owner)),
                 _ => {}
             }
         };
@@ -89,6 +91,9 @@ async fn listen_once(
         tokio::time::sleep(Duration::from_millis(2)).await;
         while let Ok(next) = rx.try_recv() {
             take(next);
+        }
+        if !borrowers.is_empty() {
+            cache.do_send(BorrowsChanged(borrowers.into_iter().collect()));
         }
         if !owners.is_empty() || !pools.is_empty() {
             cache.do_send(Changed {

@@ -5,7 +5,7 @@ use actix_web::web::Bytes;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
-use super::actor::{HealthCache, SUBSCRIBER_BUFFER};
+use super::actor::{Borrows, HealthCache, SUBSCRIBER_BUFFER};
 use super::engine::{PoolEntry, PositionState};
 use super::feed;
 use crate::domain::pubkey::Pubkey;
@@ -57,7 +57,8 @@ impl Handler<Changed> for HealthCache {
     }
 }
 
-/// Reload everything (after a lost LISTEN connection).
+/// Reload everything, and forget every borrow list (after a lost LISTEN
+/// connection: changes may have been missed).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Resync;
@@ -66,6 +67,8 @@ impl Handler<Resync> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, _: Resync, ctx: &mut Self::Context) {
+        self.borrows.clear();
+        self.borrow_generation += 1;
         self.enqueue(ctx, |p| p.reload_all = true, None);
     }
 }
@@ -142,6 +145,10 @@ pub struct OwnerOf(pub Pubkey);
 pub struct OwnerPositions {
     pub health_factor: u128,
     pub rows: Vec<OwnerRow>,
+    /// The wallet's recent borrows when held in memory; else the reader loads
+    /// them and hands them back with `KeepBorrows` and this generation.
+    pub borrows: Option<Borrows>,
+    pub borrow_generation: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -169,19 +176,22 @@ impl OwnerRow {
 
 impl HealthCache {
     fn owner_positions(&mut self, owner: &Pubkey) -> OwnerPositions {
-        match self.engine.view(owner) {
-            None => OwnerPositions {
-                health_factor: u128::MAX,
-                rows: Vec::new(),
-            },
-            Some(view) => OwnerPositions {
-                health_factor: view.health_factor,
-                rows: view
-                    .positions
+        let borrows = self.borrows.get(owner).cloned();
+        let (health_factor, rows) = match self.engine.view(owner) {
+            None => (u128::MAX, Vec::new()),
+            Some(view) => (
+                view.health_factor,
+                view.positions
                     .iter()
                     .map(|(p, pool)| OwnerRow::new(p, pool))
                     .collect(),
-            },
+            ),
+        };
+        OwnerPositions {
+            health_factor,
+            rows,
+            borrows,
+            borrow_generation: self.borrow_generation,
         }
     }
 }
@@ -213,6 +223,44 @@ impl Handler<OwnerOf> for HealthCache {
                     Ok(act.owner_positions(&owner))
                 }),
         )
+    }
+}
+
+/// A wallet's recent borrows as just read from the database, kept unless a
+/// borrow was written since the read started.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct KeepBorrows {
+    pub owner: Pubkey,
+    pub generation: u64,
+    pub borrows: Borrows,
+}
+
+impl Handler<KeepBorrows> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: KeepBorrows, _: &mut Self::Context) {
+        if msg.generation == self.borrow_generation {
+            self.borrows.put(msg.owner, msg.borrows);
+        }
+    }
+}
+
+/// Borrows of these wallets were written: their cached lists are stale. This
+/// replica's writer sends it after COMMIT (read-your-writes); the others get it
+/// through NOTIFY.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BorrowsChanged(pub Vec<Pubkey>);
+
+impl Handler<BorrowsChanged> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: BorrowsChanged, _: &mut Self::Context) {
+        self.borrow_generation += 1;
+        for owner in msg.0 {
+            self.borrows.pop(&owner);
+        }
     }
 }
 

@@ -18,10 +18,10 @@ mod listen;
 mod loader;
 mod messages;
 
-pub use actor::HealthCache;
+pub use actor::{Borrows, HealthCache};
 pub use messages::{
-    CacheStats, Changed, FlushWrites, LoadAll, OwnerOf, OwnerPositions, OwnerRow, Stats, Subscribe,
-    Subscription, Unhealthy,
+    BorrowsChanged, CacheStats, Changed, FlushWrites, KeepBorrows, LoadAll, OwnerOf,
+    OwnerPositions, OwnerRow, Stats, Subscribe, Subscription, Unhealthy,
 };
 
 use actix::Addr;

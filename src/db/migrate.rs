@@ -13,6 +13,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0002_position_notify",
         include_str!("../../sql/0002_position_notify.sql"),
     ),
+    (
+        "0003_borrow_notify",
+        include_str!("../../sql/0003_borrow_notify.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.
@@ -57,12 +61,9 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> Result<Vec<&'static s
             .map_err(|e| e.to_string())?;
         if changed.is_some() {
             let details = serde_json::json!({ "role": "super_admin", "via": "bootstrap" });
-            tx.execute(
-                queries::INSERT_AUDIT,
-                &[&"system", &"add_admin", &super_admin_pubkey, &details],
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+            super::writes::insert_audit(&tx, "system", "add_admin", super_admin_pubkey, &details)
+                .await
+                .map_err(|e| e.to_string())?;
         }
     }
     tx.commit().await.map_err(|e| e.to_string())?;

@@ -125,6 +125,8 @@ impl WriteCommand for WriteAudit {
     }
 }
 
+/// The one place audit rows are written (admin writes, pool registration, the
+/// operator CLI, and the bootstrap of the migration step).
 pub(crate) async fn insert_audit(
     tx: &Transaction<'_>,
     actor: &str,

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use futures_util::future::{Ready, ready};
 
-use crate::app::AppState;
 use crate::domain::pubkey::is_pubkey;
 use crate::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 
 /// Put first in a public write handler's arguments: takes a rate-limit token for
 /// the client's IP before anything else is read, or answers 429.

@@ -9,6 +9,7 @@ pub mod openapi;
 pub mod rate_limit;
 pub mod registered;
 pub mod signed;
+pub mod state;
 
 use actix_web::{HttpResponse, web};
 

@@ -1,9 +1,9 @@
 //! Whether a pool is in the index: only pools registered through /api/pools/init
 //! are refreshed or have positions indexed (decisions §5).
 
-use crate::app::AppState;
 use crate::db::queries;
 use crate::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 
 /// An unregistered address is 404 `pool account not found`.
 pub async fn ensure_registered(state: &AppState, pool_address: &str) -> ApiResult<()> {

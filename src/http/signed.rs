@@ -8,12 +8,12 @@
 use ed25519_dalek::{Signature, VerifyingKey};
 
 use crate::actors::nonce_registry::ConsumeNonce;
-use crate::app::AppState;
 use crate::db::queries;
 use crate::domain::auth_message::{canonical_message, is_valid_nonce};
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
+use crate::http::state::AppState;
 
 /// The three credentials every signed request carries.
 pub struct Credentials<'a> {

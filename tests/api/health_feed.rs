@@ -353,6 +353,69 @@ async fn detail_computes_tokens_debt_interest_apys_and_borrows() {
     );
 }
 
+/// Detail's borrows are served from memory after the first read, yet a borrow
+/// written through the API shows on the very next read, one written by SQL
+/// (another replica, an indexer) within moments, and a status moved to failed
+/// takes it away.
+#[actix_rt::test]
+async fn detail_borrows_follow_every_write() {
+    let m = market(|_| {}).await;
+    let owner = m.account(1_000_000_000, 1_000_000_000).await;
+    let borrows = async || -> Vec<String> {
+        let (_, body) = m.t.app.get(&format!("/api/positions/{owner}/detail")).await;
+        body["positions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["pool_address"] == m.sol.to_string())
+            .unwrap()["borrow_txs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["signature"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(borrows().await.is_empty());
+    let tx = |sig: &str, status: &str| json!({ "signature": sig, "wallet": owner, "action": "borrow", "pool_address": m.sol.to_string(), "amount": "5", "status": status });
+    assert_eq!(
+        m.t.app
+            .post("/api/transactions", &tx("api-1", "confirmed"))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        borrows().await,
+        vec!["api-1"],
+        "read-your-writes on this replica"
+    );
+
+    let db = m.t.app.db.connect().await;
+    db.execute(
+        "INSERT INTO tx_log (cluster, signature, pool_address, wallet, action, amount, status)
+         VALUES ('localnet', 'sql-1', $1, $2, 'borrow', 7, 'confirmed')",
+        &[&m.sol.to_string(), &owner],
+    )
+    .await
+    .unwrap();
+    let b = &borrows;
+    assert!(
+        eventually(Duration::from_secs(5), async || b().await
+            == vec!["sql-1", "api-1"])
+        .await,
+        "an external write reaches the cached list: {:?}",
+        borrows().await
+    );
+    assert_eq!(
+        m.t.app
+            .post("/api/transactions", &tx("api-1", "failed"))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(borrows().await, vec!["sql-1"]);
+}
+
 #[actix_rt::test]
 async fn external_sql_writes_reach_the_cache() {
     let m = market(|_| {}).await;

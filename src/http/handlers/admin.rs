@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::actors::db_writer::write;
-use crate::app::AppState;
 use crate::config::Cluster;
 use crate::db::queries;
 use crate::db::writes::{AddAdmin, RevokeAdmin};
@@ -16,6 +15,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::Params;
 use crate::http::signed::{Credentials, Need, Role, active_role, authorize, credentials};
+use crate::http::state::AppState;
 use crate::model::{Admin, AuditEntry};
 
 /// Longest admin label accepted.

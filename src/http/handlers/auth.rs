@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::actors::nonce_registry::IssueNonce;
-use crate::app::AppState;
 use crate::domain::auth_message::{canonical_message, is_valid_action};
 use crate::domain::pubkey::is_pubkey;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
+use crate::http::state::AppState;
 
 #[derive(Deserialize, ToSchema)]
 pub struct NonceRequest {

@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 use crate::actors::chain_reader::GetSlot;
 use crate::actors::chain_sync::GetSyncStatus;
 use crate::actors::health_cache::Stats as CacheStatsRequest;
-use crate::app::AppState;
 use crate::db::queries;
 use crate::error::ApiResult;
+use crate::http::state::AppState;
 
 /// Each check gets this long, and they run concurrently, so the answer comes within 3 s.
 const CHECK_DEADLINE: Duration = Duration::from_millis(2500);

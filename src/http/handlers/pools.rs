@@ -8,7 +8,6 @@ use utoipa::ToSchema;
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::after_write;
-use crate::app::AppState;
 use crate::db::chain_writes::{RegisterPool, SyncPool};
 use crate::db::queries;
 use crate::domain::accounts::{check_pool, mint_decimals, pool_address};
@@ -19,6 +18,7 @@ use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
 use crate::http::registered::ensure_registered;
 use crate::http::signed::{Need, authorize, credentials};
+use crate::http::state::AppState;
 use crate::model::Pool;
 
 /// Longest symbol accepted.

@@ -3,10 +3,10 @@
 //! feed (4.13), position detail (4.11) and the liquidation event stream.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{HttpResponse, web, web::Bytes};
-use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -15,9 +15,8 @@ use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::feed::{UnhealthyResponse, cached_answer};
 use crate::actors::health_cache::{
-    OwnerOf, OwnerPositions, Subscribe, Subscription, Unhealthy, after_write,
+    KeepBorrows, OwnerOf, OwnerPositions, Subscribe, Subscription, Unhealthy, after_write,
 };
-use crate::app::AppState;
 use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
 use crate::domain::accounts::{AccountCheck, check_pool, check_position, position_address};
@@ -28,7 +27,8 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::registered::ensure_registered;
-use crate::model::Position;
+use crate::http::state::AppState;
+use crate::model::{BorrowTx, Position};
 
 #[derive(Serialize, ToSchema)]
 pub struct PositionsResponse {
@@ -166,13 +166,6 @@ pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<
         .body(body))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct BorrowTx {
-    pub signature: String,
-    pub amount: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
-
 /// Spec 2.3.
 #[derive(Serialize, ToSchema)]
 pub struct PositionDetail {
@@ -215,20 +208,20 @@ pub async fn detail(
     let held = owner_positions(&state, owner).await?;
     let mut borrows: HashMap<String, Vec<BorrowTx>> = HashMap::new();
     if !held.rows.is_empty() {
-        let client = state.db.get().await?;
-        let stmt = client.prepare_cached(queries::RECENT_BORROWS).await?;
-        for row in client
-            .query(&stmt, &[&state.cluster.as_str(), &user.as_str()])
-            .await?
-        {
-            borrows
-                .entry(row.get("pool_address"))
-                .or_default()
-                .push(BorrowTx {
-                    signature: row.get("signature"),
-                    amount: row.get("amount"),
-                    created_at: row.get("created_at"),
+        let recent = match &held.borrows {
+            Some(recent) => recent.clone(),
+            None => {
+                let recent = Arc::new(recent_borrows(&state, &user).await?);
+                state.cache.do_send(KeepBorrows {
+                    owner,
+                    generation: held.borrow_generation,
+                    borrows: recent.clone(),
                 });
+                recent
+            }
+        };
+        for (pool, tx) in recent.iter() {
+            borrows.entry(pool.clone()).or_default().push(tx.clone());
         }
     }
     let positions = held
@@ -262,6 +255,26 @@ pub async fn detail(
         })
         .collect();
     Ok(HttpResponse::Ok().json(DetailResponse { positions }))
+}
+
+/// A wallet's borrows, at most 10 per pool, newest first, not failed (decisions §6).
+async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String, BorrowTx)>> {
+    let client = state.db.get().await?;
+    let stmt = client.prepare_cached(queries::RECENT_BORROWS).await?;
+    let rows = client
+        .query(&stmt, &[&state.cluster.as_str(), &wallet])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let tx = BorrowTx {
+                signature: row.get("signature"),
+                amount: row.get("amount"),
+                created_at: row.get("created_at"),
+            };
+            (row.get("pool_address"), tx)
+        })
+        .collect())
 }
 
 /// A comment line every 15 s keeps proxies from closing an idle feed.

@@ -5,14 +5,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::actors::db_writer::write;
-use crate::app::AppState;
+use crate::actors::health_cache::BorrowsChanged;
 use crate::db::queries;
 use crate::db::writes::RecordTransaction;
 use crate::domain::enums::{is_tx_action, is_tx_status, is_u64_decimal};
 use crate::domain::limits::clamp_limit;
+use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
+use crate::http::state::AppState;
 use crate::model::Transaction;
 
 /// Bounds on free-text fields (a signature is 88 base58 characters at most).
@@ -130,6 +132,14 @@ pub async fn record_transaction(
         status: status.to_string(),
         error_msg: error_msg.map(str::to_string),
     };
+    let borrower = (action == "borrow")
+        .then(|| parse_pubkey(wallet).ok())
+        .flatten();
     let id = write(&state.writer, cmd).await?;
+    if let Some(borrower) = borrower {
+        // Committed: this replica's cached borrow list goes before the answer
+        // (the mailbox is in order, so a following detail read sees the write).
+        state.cache.do_send(BorrowsChanged(vec![borrower]));
+    }
     Ok(HttpResponse::Ok().json(RecordTransactionResponse { ok: true, id }))
 }

@@ -1,0 +1,34 @@
+//! What every handler can reach. The composition root (`app`) builds it; HTTP
+//! code depends on this, never on the composition root.
+
+use std::sync::Arc;
+
+use actix::Addr;
+use deadpool_postgres::Pool;
+
+use crate::actors::chain_reader::ChainReader;
+use crate::actors::chain_sync::ChainSync;
+use crate::actors::db_writer::DbWriter;
+use crate::actors::health_cache::HealthCache;
+use crate::actors::health_cache::feed::SharedRendered;
+use crate::actors::nonce_registry::NonceRegistry;
+use crate::config::{Cluster, Config};
+use crate::domain::pubkey::Pubkey;
+use crate::http::rate_limit::PublicWriteLimiter;
+
+/// What every handler can reach: actor addresses, the read pool, the settings.
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub cluster: Cluster,
+    /// The lending program whose accounts are indexed.
+    pub program_id: Pubkey,
+    pub db: Pool,
+    pub writer: Addr<DbWriter>,
+    pub nonces: Addr<NonceRegistry>,
+    pub chain: Addr<ChainReader>,
+    pub sync: Addr<ChainSync>,
+    pub cache: Addr<HealthCache>,
+    /// The cache's rendered unhealthy answers, read without a round trip.
+    pub rendered: SharedRendered,
+    pub limiter: PublicWriteLimiter,
+}
