@@ -10,6 +10,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use lendex::actors::health_cache::engine::{Engine, PoolState, PositionState};
 use lendex::domain::accounts::*;
 use lendex::domain::auth_message::canonical_message;
+use lendex::domain::liquidation::LiquidationTerms;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::rates::RateModel;
 use lendex::domain::wad::*;
@@ -67,6 +68,12 @@ fn pool_state(i: u8, price: i64) -> PoolState {
         total_deposits: 1_000_000,
         total_borrows: 500_000,
         last_update_ts: 0,
+        terms: LiquidationTerms {
+            close_factor_wad: WAD / 2,
+            liquidation_bonus_wad: WAD / 20,
+            protocol_liq_fee_wad: WAD / 100,
+            oracle_conf: Some(1_000),
+        },
     }
 }
 

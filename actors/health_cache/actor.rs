@@ -17,11 +17,12 @@ use deadpool_postgres::Pool;
 use lru::LruCache;
 use tokio::sync::{mpsc, oneshot};
 
-use super::engine::{Engine, FeedEvent};
-use super::feed::{self, SharedRendered};
+use super::engine::Engine;
+use super::feed::{self, Answer, SharedRendered};
 use super::listen::listen_forever;
 use super::loader::{self, ChangedRows, Everything};
 use super::messages::WrittenBack;
+use super::view::FeedEvent;
 use crate::actors::db_writer::{DbWriter, write};
 use crate::db::chain_writes::SetHealthFactors;
 use crate::domain::pubkey::Pubkey;
@@ -265,20 +266,20 @@ impl HealthCache {
         let now = chrono::Utc::now().timestamp();
         let mut frames = Vec::new();
         for event in events {
-            let rows = match event {
-                FeedEvent::Stop(..) => Vec::new(),
-                _ => self
-                    .engine
-                    .peek(&event.owner())
-                    .map(|v| feed::rows_of(&v, None, now, self.max_oracle_age))
-                    .unwrap_or_default(),
+            let owner = event.owner();
+            let frame = match event {
+                FeedEvent::Stop(_, hf) => {
+                    Some(feed::sse_frame(event.name(), &owner, hf, &[], None))
+                }
+                _ => feed::candidate_frame(
+                    &self.engine,
+                    event.name(),
+                    &owner,
+                    now,
+                    self.max_oracle_age,
+                ),
             };
-            frames.extend_from_slice(&feed::sse_frame(
-                event.name(),
-                &event.owner(),
-                event.health_factor(),
-                &rows,
-            ));
+            frames.extend_from_slice(&frame.unwrap_or_default());
         }
         let frames = Bytes::from(frames);
         let before = self.subscribers.len();
@@ -344,17 +345,16 @@ impl HealthCache {
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
-    pub(super) fn render_unhealthy(&self, pool: Option<Pubkey>, limit: usize) -> ApiResult<Bytes> {
+    pub(super) fn render(&self, answer: Answer) -> ApiResult<Bytes> {
         if !self.ready {
             return Err(ApiError::DatabaseUnavailable);
         }
         let now = chrono::Utc::now().timestamp();
-        if let Some(body) = feed::cached_answer(&self.rendered, pool.as_ref(), limit, now) {
+        if let Some(body) = feed::cached_answer(&self.rendered, &answer, now) {
             return Ok(body);
         }
-        let body =
-            feed::unhealthy_body(&self.engine, pool.as_ref(), limit, now, self.max_oracle_age);
-        feed::keep_answer(&self.rendered, pool, limit, now, body.clone());
+        let body = feed::render(&self.engine, &answer, now, self.max_oracle_age);
+        feed::keep_answer(&self.rendered, answer, now, body.clone());
         Ok(body)
     }
 }

@@ -9,18 +9,43 @@
 //! It is the one owner of the account health factor: nothing else computes the
 //! value that is stored, ranked, streamed and served.
 //!
-//! Memory is bounded: healthy owners live in an LRU of `max_owners`. Unhealthy
-//! owners are never evicted (the feed must be complete). A pool that lost members
-//! to eviction says so, and its caller re-loads those owners from the database.
+//! Memory is bounded: healthy owners live in an LRU of `max_owners`. Owners under
+//! water and those in the watch band below `WATCH_BELOW` are never evicted (the
+//! feed and the at-risk list must be complete). A pool that lost members to
+//! eviction says so, and its caller re-loads those owners from the database.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
 
+use super::view::{FeedEvent, OwnerView, quote_inputs};
+use crate::domain::liquidation::{LiquidationTerms, Quote, best_quote};
 use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::{RateModel, pool_apys};
 use crate::domain::wad::{PoolPricing, PositionAmounts, WAD, account_health_factor};
+
+/// Owners at or above 1 WAD and below this are watched (the at-risk list): kept
+/// ranked and never evicted, like the owners under water.
+pub const WATCH_BELOW: u128 = 2 * WAD;
+
+/// Where an owner stands: under water, watched, or healthy (evictable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    Unhealthy,
+    Watched,
+    Healthy,
+}
+
+fn standing(hf: u128) -> Standing {
+    if hf < WAD {
+        Standing::Unhealthy
+    } else if hf < WATCH_BELOW {
+        Standing::Watched
+    } else {
+        Standing::Healthy
+    }
+}
 
 /// foldhash: several times faster than SipHash on 32-byte keys, and still seeded
 /// per process, so crafted owner keys cannot flood one bucket.
@@ -44,6 +69,8 @@ pub struct PoolState {
     pub total_borrows: u64,
     /// The pool's on-chain last update (unix seconds): oracle freshness.
     pub last_update_ts: i64,
+    /// Close factor, bonus, protocol fee and oracle confidence (quotes, §8).
+    pub terms: LiquidationTerms,
 }
 
 /// A pool as held: its state and what is derived from it once per change.
@@ -80,46 +107,8 @@ struct Owner {
     hf: u128,
     /// The value last known to be stored in positions.health_factor_wad.
     stored_hf: Option<u128>,
-}
-
-/// A change of the liquidation feed, with the owner's health factor at that moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FeedEvent {
-    /// Fell below 1 WAD (or was below when a subscriber joined).
-    Start(Pubkey, u128),
-    /// Still below, with another value or other rows.
-    Update(Pubkey, u128),
-    /// Back at or above 1 WAD, or no position left.
-    Stop(Pubkey, u128),
-}
-
-impl FeedEvent {
-    pub fn name(&self) -> &'static str {
-        match self {
-            FeedEvent::Start(..) => "candidate_start",
-            FeedEvent::Update(..) => "candidate_update",
-            FeedEvent::Stop(..) => "candidate_stop",
-        }
-    }
-
-    pub fn owner(&self) -> Pubkey {
-        match self {
-            FeedEvent::Start(o, _) | FeedEvent::Update(o, _) | FeedEvent::Stop(o, _) => *o,
-        }
-    }
-
-    pub fn health_factor(&self) -> u128 {
-        match self {
-            FeedEvent::Start(_, h) | FeedEvent::Update(_, h) | FeedEvent::Stop(_, h) => *h,
-        }
-    }
-}
-
-/// A resident owner's positions with their pools, as readers see them.
-pub struct OwnerView<'a> {
-    pub owner: Pubkey,
-    pub health_factor: u128,
-    pub positions: Vec<(&'a PositionState, &'a PoolEntry)>,
+    /// The best liquidation quote, while under water (None when no pair qualifies).
+    quote: Option<Box<Quote>>,
 }
 
 pub struct Engine {
@@ -129,10 +118,12 @@ pub struct Engine {
     owners: Vec<Owner>,
     index: FastMap<Pubkey, Slot>,
     free: Vec<Slot>,
-    /// Healthy resident owners by recency; unhealthy owners are not in it.
+    /// Healthy resident owners by recency; unhealthy and watched owners are not in it.
     lru: LruCache<Slot, (), Hasher>,
     /// Unhealthy owners, most underwater first.
     ranking: BTreeSet<(u128, Pubkey)>,
+    /// Watched owners (1 WAD <= hf < WATCH_BELOW), lowest first.
+    watch: BTreeSet<(u128, Pubkey)>,
     evictions: u64,
     /// Health factors not yet known to be stored.
     dirty: FastMap<Pubkey, u128>,
@@ -157,6 +148,7 @@ impl Engine {
                 Hasher::default(),
             ),
             ranking: BTreeSet::new(),
+            watch: BTreeSet::new(),
             evictions: 0,
             dirty: FastMap::default(),
             events: Vec::new(),
@@ -203,10 +195,14 @@ impl Engine {
         };
         let entry = self.pools.get_mut(&id).expect("ids map to pools");
         let repriced = entry.state.pricing != state.pricing;
+        let new_terms = entry.state.terms != state.terms;
         entry.state = state;
         entry.supply_apy = supply_apy;
         entry.borrow_apy = borrow_apy;
         if !repriced {
+            if new_terms {
+                self.requote_pool(id);
+            }
             return false;
         }
         self.rescore_pool(id);
@@ -329,6 +325,11 @@ impl Engine {
         self.index.get(key).map(|id| self.view_of(*id))
     }
 
+    /// Watched owners (1 WAD <= hf < WATCH_BELOW), lowest first.
+    pub fn watched(&self) -> impl Iterator<Item = (u128, Pubkey)> + '_ {
+        self.watch.iter().copied()
+    }
+
     fn view_of(&self, id: Slot) -> OwnerView<'_> {
         let owner = &self.owners[id as usize];
         let mut positions: Vec<(&PositionState, &PoolEntry)> = owner
@@ -345,6 +346,7 @@ impl Engine {
             owner: owner.key,
             health_factor: owner.hf,
             positions,
+            quote: owner.quote.as_deref(),
         }
     }
 
@@ -359,6 +361,10 @@ impl Engine {
 
     pub fn unhealthy_count(&self) -> usize {
         self.ranking.len()
+    }
+
+    pub fn watched_count(&self) -> usize {
+        self.watch.len()
     }
 
     pub fn evictions(&self) -> u64 {
@@ -421,6 +427,7 @@ impl Engine {
             positions: Vec::new(),
             hf: u128::MAX,
             stored_hf: None,
+            quote: None,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -446,18 +453,25 @@ impl Engine {
                 pool.members.remove(&id);
             }
         }
-        if hf < WAD {
-            self.ranking.remove(&(hf, key));
+        match standing(hf) {
+            Standing::Unhealthy => {
+                self.ranking.remove(&(hf, key));
+            }
+            Standing::Watched => {
+                self.watch.remove(&(hf, key));
+            }
+            Standing::Healthy => {}
         }
+        self.owners[id as usize].quote = None;
         self.lru.pop(&id);
         self.index.remove(&key);
         self.dirty.remove(&key);
         self.free.push(id);
     }
 
-    /// Records an owner's new health factor and moves it between healthy and
-    /// unhealthy, with the feed event of the transition. `old` is the previous
-    /// value of a resident owner.
+    /// Records an owner's new health factor, files it by standing (ranking,
+    /// watch list, or LRU), re-quotes it while under water, and emits the feed
+    /// event of the transition. `old` is the previous value of a resident owner.
     fn refile(&mut self, id: Slot, hf: u128, old: Option<u128>, rows_changed: bool) {
         let owner = &mut self.owners[id as usize];
         let key = owner.key;
@@ -467,28 +481,82 @@ impl Engine {
         } else {
             self.dirty.remove(&key);
         }
-        let was_unhealthy = old.is_some_and(|h| h < WAD);
-        if was_unhealthy {
-            self.version += 1;
-            self.ranking.remove(&(old.expect("was unhealthy"), key));
+        let was = old.map(standing);
+        match (was, old) {
+            (Some(Standing::Unhealthy), Some(h)) => {
+                self.version += 1;
+                self.ranking.remove(&(h, key));
+            }
+            (Some(Standing::Watched), Some(h)) => {
+                self.watch.remove(&(h, key));
+            }
+            _ => {}
         }
-        if hf < WAD {
-            self.version += 1;
-            self.ranking.insert((hf, key));
-            self.lru.pop(&id);
-            if !was_unhealthy {
-                self.emit(FeedEvent::Start(key, hf));
-            } else if old != Some(hf) || rows_changed {
-                self.emit(FeedEvent::Update(key, hf));
+        let quote_changed = self.requote(id);
+        match standing(hf) {
+            Standing::Unhealthy => {
+                self.version += 1;
+                self.ranking.insert((hf, key));
+                self.lru.pop(&id);
+                if was != Some(Standing::Unhealthy) {
+                    self.emit(FeedEvent::Start(key, hf));
+                } else if old != Some(hf) || rows_changed || quote_changed {
+                    self.emit(FeedEvent::Update(key, hf));
+                }
+                return;
             }
+            Standing::Watched => {
+                self.watch.insert((hf, key));
+                self.lru.pop(&id);
+            }
+            Standing::Healthy => {
+                if let Some((evicted, ())) = self.lru.push(id, ())
+                    && evicted != id
+                {
+                    self.evict(evicted);
+                }
+            }
+        }
+        if was == Some(Standing::Unhealthy) {
+            self.emit(FeedEvent::Stop(key, hf));
+        }
+    }
+
+    /// Sets an owner's quote from its current state (none unless under water);
+    /// true when it changed.
+    fn requote(&mut self, id: Slot) -> bool {
+        let owner = &self.owners[id as usize];
+        let quote = if owner.hf < WAD {
+            let inputs = quote_inputs(
+                owner
+                    .positions
+                    .iter()
+                    .filter_map(|p| Some((&p.state, &self.pools.get(&p.pool)?.state))),
+            );
+            best_quote(&inputs, None, None).map(Box::new)
         } else {
-            if was_unhealthy {
-                self.emit(FeedEvent::Stop(key, hf));
-            }
-            if let Some((evicted, ())) = self.lru.push(id, ())
-                && evicted != id
-            {
-                self.evict(evicted);
+            None
+        };
+        let owner = &mut self.owners[id as usize];
+        if owner.quote == quote {
+            return false;
+        }
+        owner.quote = quote;
+        true
+    }
+
+    /// A pool's liquidation terms changed (not its pricing): its members under
+    /// water get new quotes, and the feed says so.
+    fn requote_pool(&mut self, id: PoolId) {
+        self.version += 1;
+        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
+        for member in members {
+            let (key, hf) = (
+                self.owners[member as usize].key,
+                self.owners[member as usize].hf,
+            );
+            if hf < WAD && self.requote(member) {
+                self.emit(FeedEvent::Update(key, hf));
             }
         }
     }
@@ -505,8 +573,8 @@ impl Engine {
     }
 
     /// Re-scores every resident member of a repriced pool. A healthy owner that
-    /// stays healthy is updated in place, without touching the LRU order or the
-    /// ranking (the common case of a price move).
+    /// stays healthy (above the watch band) is updated in place, without touching
+    /// the LRU order or the rankings (the common case of a price move).
     fn rescore_pool(&mut self, id: PoolId) {
         let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
         self.dirty.reserve(members.len());
@@ -517,7 +585,7 @@ impl Engine {
             }
             let owner = &mut self.owners[member as usize];
             let hf = score(&self.pools, &owner.positions);
-            if owner.hf >= WAD && hf >= WAD {
+            if standing(owner.hf) == Standing::Healthy && standing(hf) == Standing::Healthy {
                 owner.hf = hf;
                 if owner.stored_hf != Some(hf) {
                     self.dirty.insert(owner.key, hf);

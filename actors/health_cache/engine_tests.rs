@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
+use crate::actors::health_cache::view::FeedEvent;
+use crate::domain::liquidation::LiquidationTerms;
 
 const POOLS: usize = 4;
 const OWNERS: u8 = 12;
@@ -51,6 +53,12 @@ fn pool_state(i: usize, price: Option<i64>) -> PoolState {
         total_deposits: 1_000,
         total_borrows: 500,
         last_update_ts: 0,
+        terms: LiquidationTerms {
+            close_factor_wad: WAD / 2,
+            liquidation_bonus_wad: WAD / 20,
+            protocol_liq_fee_wad: WAD / 100,
+            oracle_conf: Some(1_000),
+        },
     }
 }
 
@@ -102,6 +110,17 @@ impl Model {
             })
             .collect();
         account_health_factor(inputs)
+    }
+
+    fn watched(&self) -> Vec<(u128, Pubkey)> {
+        let mut out: Vec<(u128, Pubkey)> = self
+            .owners
+            .iter()
+            .map(|(k, ps)| (self.hf(ps), *k))
+            .filter(|(hf, _)| (WAD..WATCH_BELOW).contains(hf))
+            .collect();
+        out.sort();
+        out
     }
 
     fn unhealthy(&self) -> Vec<(u128, Pubkey)> {
@@ -156,7 +175,10 @@ fn check(engine: &mut Engine, model: &Model, max_owners: usize) {
         let expected = model.hf(positions);
         match engine.health_factor(key) {
             Some(hf) => assert_eq!(hf, expected, "owner {key}"),
-            None => assert!(expected >= WAD, "an unhealthy owner {key} was evicted"),
+            None => assert!(
+                expected >= WATCH_BELOW,
+                "an unhealthy or watched owner {key} was evicted"
+            ),
         }
         if let Some(view) = engine.peek(key) {
             let mut held: Vec<PositionState> =
@@ -167,7 +189,18 @@ fn check(engine: &mut Engine, model: &Model, max_owners: usize) {
     }
     let ranking: Vec<(u128, Pubkey)> = engine.unhealthy().collect();
     assert_eq!(ranking, model.unhealthy());
-    assert!(engine.owner_count() <= max_owners + engine.unhealthy_count());
+    let watched: Vec<(u128, Pubkey)> = engine.watched().collect();
+    assert_eq!(watched, model.watched(), "the watch band");
+    assert!(engine.owner_count() <= max_owners + engine.unhealthy_count() + engine.watched_count());
+    // Every owner under water carries the best quote of its positions (§8).
+    for (_, key) in &ranking {
+        let view = engine.peek(key).unwrap();
+        assert_eq!(
+            view.quote.cloned(),
+            view.quote_with(None, None),
+            "owner {key}"
+        );
+    }
     for key in engine.index.keys() {
         assert!(
             model.owners.contains_key(key),

@@ -12,7 +12,9 @@ use actix_web::web::Bytes;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::engine::{Engine, OwnerView};
+use super::engine::Engine;
+use super::quotes::{LiquidationQuote, QuoteFilter, at_risk_body, liquidations_body, quote_wire};
+use super::view::OwnerView;
 use crate::domain::pubkey::Pubkey;
 
 /// Spec 2.4, plus oracle freshness for liquidators.
@@ -42,17 +44,48 @@ struct Candidate<'a> {
     owner: String,
     account_health_factor_wad: String,
     positions: &'a [UnhealthyRow],
+    /// The owner's best liquidation quote (null when no pair qualifies, and on stop).
+    liquidation: Option<&'a LiquidationQuote>,
 }
 
 /// One SSE frame: `event: <name>` and the candidate as JSON.
-pub fn sse_frame(event: &str, owner: &Pubkey, hf: u128, rows: &[UnhealthyRow]) -> Bytes {
+pub fn sse_frame(
+    event: &str,
+    owner: &Pubkey,
+    hf: u128,
+    rows: &[UnhealthyRow],
+    liquidation: Option<&LiquidationQuote>,
+) -> Bytes {
     let data = serde_json::to_string(&Candidate {
         owner: owner.to_string(),
         account_health_factor_wad: hf.to_string(),
         positions: rows,
+        liquidation,
     })
     .expect("plain strings serialize");
     Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+}
+
+/// The frame of a candidate_start or candidate_update: the owner's rows and quote.
+pub fn candidate_frame(
+    engine: &Engine,
+    event: &str,
+    owner: &Pubkey,
+    now: i64,
+    max_oracle_age: i64,
+) -> Option<Bytes> {
+    let view = engine.peek(owner)?;
+    let rows = rows_of(&view, None, now, max_oracle_age);
+    let quote = view
+        .quote
+        .map(|q| quote_wire(engine, &view, q, now, max_oracle_age));
+    Some(sse_frame(
+        event,
+        owner,
+        view.health_factor,
+        &rows,
+        quote.as_ref(),
+    ))
 }
 
 /// An owner's unhealthy rows (or, with `debt_in_pool`, only its debt rows in that
@@ -125,58 +158,69 @@ pub fn unhealthy_body(
 /// already under water, all of them, in one buffer.
 pub fn snapshot_frames(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes {
     let mut out = Vec::new();
-    for (hf, owner) in engine.unhealthy() {
-        if let Some(view) = engine.peek(&owner) {
-            let rows = rows_of(&view, None, now, max_oracle_age);
-            out.extend_from_slice(&sse_frame("candidate_start", &owner, hf, &rows));
+    for (_, owner) in engine.unhealthy() {
+        if let Some(frame) = candidate_frame(engine, "candidate_start", &owner, now, max_oracle_age)
+        {
+            out.extend_from_slice(&frame);
         }
     }
     Bytes::from(out)
 }
 
-/// Distinct (pool, limit) answers kept rendered at once.
+/// Distinct answers kept rendered at once.
 const MAX_RENDERED: usize = 1024;
 
-/// Rendered unhealthy answers by (pool filter, limit), valid for one feed version
-/// and one wall-clock second (oracle staleness moves with time). The actor clears
-/// it on every change; readers check the second.
+/// Which rendered answer: a feed and its query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Answer {
+    /// GET /api/positions/unhealthy
+    Unhealthy { pool: Option<Pubkey>, limit: usize },
+    /// GET /api/liquidations
+    Liquidations(QuoteFilter),
+    /// GET /api/positions/at-risk
+    AtRisk { below: u128, limit: usize },
+}
+
+/// Renders an answer from the engine.
+pub fn render(engine: &Engine, answer: &Answer, now: i64, max_oracle_age: i64) -> Bytes {
+    match answer {
+        Answer::Unhealthy { pool, limit } => {
+            unhealthy_body(engine, pool.as_ref(), *limit, now, max_oracle_age)
+        }
+        Answer::Liquidations(filter) => liquidations_body(engine, filter, now, max_oracle_age),
+        Answer::AtRisk { below, limit } => at_risk_body(engine, *below, *limit),
+    }
+}
+
+/// Rendered answers, valid for one feed version and one wall-clock second
+/// (oracle staleness moves with time). The actor clears it on every change;
+/// readers check the second.
 #[derive(Default)]
 pub struct Rendered {
     second: i64,
-    bodies: HashMap<(Option<Pubkey>, usize), Bytes>,
+    bodies: HashMap<Answer, Bytes, foldhash::fast::RandomState>,
 }
 
 /// Shared between the actor (the only writer) and the HTTP workers.
 pub type SharedRendered = Arc<RwLock<Rendered>>;
 
 /// A rendered answer for this second, if one is there.
-pub fn cached_answer(
-    shared: &SharedRendered,
-    pool: Option<&Pubkey>,
-    limit: usize,
-    now: i64,
-) -> Option<Bytes> {
+pub fn cached_answer(shared: &SharedRendered, answer: &Answer, now: i64) -> Option<Bytes> {
     let rendered = shared.read().unwrap_or_else(|e| e.into_inner());
     if rendered.second != now {
         return None;
     }
-    rendered.bodies.get(&(pool.copied(), limit)).cloned()
+    rendered.bodies.get(answer).cloned()
 }
 
 /// Keeps an answer for other readers of the same second and version.
-pub fn keep_answer(
-    shared: &SharedRendered,
-    pool: Option<Pubkey>,
-    limit: usize,
-    now: i64,
-    body: Bytes,
-) {
+pub fn keep_answer(shared: &SharedRendered, answer: Answer, now: i64, body: Bytes) {
     let mut rendered = shared.write().unwrap_or_else(|e| e.into_inner());
     if rendered.second != now || rendered.bodies.len() >= MAX_RENDERED {
         rendered.bodies.clear();
         rendered.second = now;
     }
-    rendered.bodies.insert((pool, limit), body);
+    rendered.bodies.insert(answer, body);
 }
 
 /// Drops every rendered answer (the feed changed).

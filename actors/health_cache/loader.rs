@@ -11,6 +11,7 @@ use tokio_postgres::Row;
 use super::engine::{PoolState, PositionState};
 use crate::db::queries;
 use crate::db::rows::{num, pool_pricing};
+use crate::domain::liquidation::LiquidationTerms;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::RateModel;
 use crate::domain::wad::PositionAmounts;
@@ -139,6 +140,16 @@ fn pool_state(row: &Row) -> Option<PoolState> {
             total_deposits: num(row, "total_deposits")?,
             total_borrows: num(row, "total_borrows")?,
             last_update_ts: row.get("last_update_ts"),
+            terms: LiquidationTerms {
+                close_factor_wad: num(row, "close_factor_wad")?,
+                liquidation_bonus_wad: num(row, "liquidation_bonus_wad")?,
+                protocol_liq_fee_wad: num(row, "protocol_liq_fee_wad")?,
+                oracle_conf: row
+                    .get::<_, Option<&str>>("oracle_conf")
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(|_| ApiError::Internal)?,
+            },
         })
     })();
     if parsed.is_err() {

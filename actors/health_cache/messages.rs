@@ -7,7 +7,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::actor::{Borrows, HealthCache, SUBSCRIBER_BUFFER};
 use super::engine::{PoolEntry, PositionState};
-use super::feed;
+use super::feed::{self, Answer};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
@@ -117,21 +117,17 @@ impl Handler<FlushWrites> for HealthCache {
     }
 }
 
-/// GET /api/positions/unhealthy when the rendered answer is not there yet: owners
-/// below 1 WAD, most underwater first, with all their rows (or, with `pool`, only
-/// their debt rows in that pool), as the JSON body.
+/// A feed answer (unhealthy, liquidations, at-risk) that was not rendered yet for
+/// this change and second: rendered here, then shared with every reader.
 #[derive(Message)]
 #[rtype(result = "ApiResult<Bytes>")]
-pub struct Unhealthy {
-    pub pool: Option<Pubkey>,
-    pub limit: usize,
-}
+pub struct Render(pub Answer);
 
-impl Handler<Unhealthy> for HealthCache {
+impl Handler<Render> for HealthCache {
     type Result = ApiResult<Bytes>;
 
-    fn handle(&mut self, msg: Unhealthy, _: &mut Self::Context) -> Self::Result {
-        self.render_unhealthy(msg.pool, msg.limit)
+    fn handle(&mut self, Render(answer): Render, _: &mut Self::Context) -> Self::Result {
+        self.render(answer)
     }
 }
 

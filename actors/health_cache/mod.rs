@@ -3,9 +3,11 @@
 //!
 //! - `engine`: the pure core (pools, owners, ranking, LRU; what changed). It is
 //!   the one owner of the account health factor.
+//! - `view`: what readers see of it (an owner's view, the feed events).
 //! - `loader`: PostgreSQL rows to engine inputs.
 //! - `listen`: the LISTEN connection that announces every change, whoever made it.
-//! - `feed`: rendering (unhealthy rows, the SSE frame, shared rendered answers).
+//! - `feed`: rendering (unhealthy rows, the SSE frame, shared rendered answers);
+//!   `quotes`: liquidation quotes and the at-risk list as served.
 //! - `actor` + `messages`: the thin actix shell and what others can ask of it.
 //!
 //! `positions.health_factor_wad` is written only from here (the write-back of
@@ -17,11 +19,13 @@ pub mod feed;
 mod listen;
 mod loader;
 mod messages;
+pub mod quotes;
+pub mod view;
 
 pub use actor::{Borrows, HealthCache};
 pub use messages::{
     BorrowsChanged, CacheStats, Changed, FlushWrites, KeepBorrows, LoadAll, OwnerOf,
-    OwnerPositions, OwnerRow, Stats, Subscribe, Subscription, Unhealthy,
+    OwnerPositions, OwnerRow, Render, Stats, Subscribe, Subscription,
 };
 
 use actix::Addr;

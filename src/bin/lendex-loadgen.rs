@@ -54,6 +54,14 @@ enum Command {
         #[arg(long)]
         stored: bool,
     },
+    /// The hello-world baseline: actix-web answering every GET with the bytes of
+    /// `body` (a captured Lendex answer), so a ratio compares equal work on the wire.
+    Hello {
+        #[arg(long, default_value = "127.0.0.1:18083")]
+        bind: String,
+        #[arg(long)]
+        body: std::path::PathBuf,
+    },
     /// Flip pool 0's price `rounds` times by SQL and time until the feed shows it.
     PriceLatency {
         #[arg(long, default_value = "http://127.0.0.1:18080")]
@@ -97,6 +105,7 @@ async fn main() {
         Command::SqlBaseline { bind, stored } => {
             sql_baseline(&cli.database_url, &bind, stored).await
         }
+        Command::Hello { bind, body } => hello(&bind, &body).await,
         Command::PriceLatency { api, rounds } => {
             price_latency(&cli.database_url, &api, rounds).await
         }
@@ -309,6 +318,32 @@ async fn sql_baseline(url: &str, bind: &str, stored: bool) {
     .unwrap();
 }
 
+async fn hello(bind: &str, body: &std::path::Path) {
+    let body = actix_web::web::Bytes::from(std::fs::read(body).expect("read the body file"));
+    actix_web::HttpServer::new(move || {
+        let body = body.clone();
+        actix_web::App::new().default_service(actix_web::web::to(move || {
+            let body = body.clone();
+            async move {
+                HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(body)
+            }
+        }))
+    })
+    .on_connect(|conn, _| {
+        // The same socket option as Lendex's server.
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            let _ = tcp.set_nodelay(true);
+        }
+    })
+    .bind(bind)
+    .unwrap()
+    .run()
+    .await
+    .unwrap();
+}
+
 async fn price_latency(url: &str, api: &str, rounds: usize) {
     let db = connect(url).await;
     let pool0 = key("load pool 0");
@@ -375,12 +410,15 @@ async fn price_latency(url: &str, api: &str, rounds: usize) {
     last.sort();
     if !first.is_empty() {
         let p50 = |v: &Vec<Duration>| v[v.len() / 2];
+        // Nearest rank: with fewer than 100 rounds the p99 is the slowest round.
+        let p99 = |v: &Vec<Duration>| v[(v.len() * 99).div_ceil(100) - 1];
         println!(
-            "price change -> feed: first event median {:?} (max {:?}); last event median {:?} (max {:?})",
+            "price change -> feed ({} rounds): first event median {:?} (p99 {:?}); last event median {:?} (p99 {:?})",
+            first.len(),
             p50(&first),
-            first[first.len() - 1],
+            p99(&first),
             p50(&last),
-            last[last.len() - 1]
+            p99(&last)
         );
     }
     let health: Value = http

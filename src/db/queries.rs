@@ -255,7 +255,9 @@ macro_rules! cache_pool_select {
                     slope1_wad::text AS slope1_wad, slope2_wad::text AS slope2_wad,
                     reserve_factor_wad::text AS reserve_factor_wad,
                     total_deposits::text AS total_deposits, total_borrows::text AS total_borrows,
-                    last_update_ts
+                    last_update_ts, close_factor_wad::text AS close_factor_wad,
+                    liquidation_bonus_wad::text AS liquidation_bonus_wad,
+                    protocol_liq_fee_wad::text AS protocol_liq_fee_wad, oracle_conf::text AS oracle_conf
              FROM pools WHERE cluster = $1 ",
             $where
         )

@@ -40,9 +40,30 @@ pub fn is_u64_decimal(s: &str) -> bool {
         && s.parse::<u64>().is_ok()
 }
 
+/// A u128 written in decimal digits only (WAD query parameters).
+pub fn parse_u128_decimal(s: &str) -> Option<u128> {
+    if s.is_empty() || s.len() > 39 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn u128_decimals() {
+        assert_eq!(parse_u128_decimal("0"), Some(0));
+        assert_eq!(parse_u128_decimal(&u128::MAX.to_string()), Some(u128::MAX));
+        assert_eq!(
+            parse_u128_decimal("340282366920938463463374607431768211456"),
+            None
+        );
+        for bad in ["", "-1", "+1", "1e18", " 1", "1.0", "0x10"] {
+            assert_eq!(parse_u128_decimal(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn amounts() {

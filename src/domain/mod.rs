@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod auth_message;
 pub mod enums;
 pub mod limits;
+pub mod liquidation;
 pub mod pubkey;
 pub mod rates;
 pub mod wad;

@@ -44,14 +44,30 @@ pub fn borrow_debt(borrow_principal: u64, borrow_index_wad: u128, borrow_idx_sna
 
 /// Largest |18 + expo - decimals| taken literally; beyond it a value is clamped to
 /// 0 (tiny) or saturates (huge). Real oracles use expo in -12..=4.
-const MAX_TOTAL_EXPONENT: i64 = 90;
+pub const MAX_TOTAL_EXPONENT: i64 = 90;
+
+/// The power of ten of value_wad: 18 + expo - decimals.
+pub fn total_exponent(expo: i32, decimals: u8) -> i64 {
+    18 + i64::from(expo) - i64::from(decimals)
+}
+
+/// 10^exp in 512 bits (exp at most MAX_TOTAL_EXPONENT here).
+pub fn pow10_big(exp: u32) -> Big {
+    pow10(exp)
+}
 
 /// value_wad = amount x price x 10^(18 + expo - decimals); a negative total
 /// exponent divides, flooring. `price` must be positive (callers check).
 pub fn value_wad(amount: Big, price: i64, expo: i32, decimals: u8) -> Big {
     debug_assert!(price > 0);
-    let base = amount.saturating_mul(Big::from(price.unsigned_abs()));
-    let total = 18 + i64::from(expo) - i64::from(decimals);
+    value_wad_at(amount, u128::from(price.unsigned_abs()), expo, decimals)
+}
+
+/// `value_wad` at any non-negative price, as wide as a u128 (a price plus its
+/// oracle confidence can pass i64::MAX).
+pub fn value_wad_at(amount: Big, price: u128, expo: i32, decimals: u8) -> Big {
+    let base = amount.saturating_mul(Big::from(price));
+    let total = total_exponent(expo, decimals);
     if total >= 0 {
         if total > MAX_TOTAL_EXPONENT {
             return if base == Big::ZERO {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use futures_util::future::{Ready, ready};
 
-use crate::domain::pubkey::is_pubkey;
+use crate::domain::pubkey::{Pubkey, is_pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 
@@ -48,6 +48,13 @@ impl Params {
             .get(key)
             .map(String::as_str)
             .filter(|v| !v.is_empty())
+    }
+
+    /// A parameter that must be a base58 pubkey when present, parsed (else `400 invalid`).
+    pub fn key(&self, key: &str) -> ApiResult<Option<Pubkey>> {
+        self.get(key)
+            .map(|v| parse_pubkey(v).map_err(|_| ApiError::Invalid))
+            .transpose()
     }
 
     /// A parameter that must be a base58 pubkey when present (else `400 invalid`).

@@ -8,13 +8,14 @@ pub mod handlers;
 pub mod openapi;
 pub mod rate_limit;
 pub mod registered;
+pub mod rendered;
 pub mod signed;
 pub mod state;
 
 use actix_web::{HttpResponse, web};
 
 use crate::error::ApiError;
-use handlers::{admin, auth, health, pools, positions, transactions};
+use handlers::{admin, auth, health, liquidations, pools, positions, transactions};
 
 /// Every route under /api. A known path with an unknown method is 405; an unknown
 /// path is 404 (set on the App); both with the JSON error body.
@@ -36,6 +37,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(resource("/positions/sync").route(web::post().to(positions::sync_position)))
             // Fixed paths before "/positions/{user}", which would match them too.
             .service(resource("/positions/unhealthy").route(web::get().to(positions::unhealthy)))
+            .service(resource("/positions/at-risk").route(web::get().to(liquidations::at_risk)))
+            .service(resource("/liquidations").route(web::get().to(liquidations::liquidations)))
             .service(
                 resource("/positions/unhealthy/stream")
                     .route(web::get().to(positions::unhealthy_stream)),

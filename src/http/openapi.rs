@@ -4,7 +4,7 @@
 use actix_web::HttpResponse;
 use utoipa::OpenApi;
 
-use super::handlers::{admin, auth, health, pools, positions, transactions};
+use super::handlers::{admin, auth, health, liquidations, pools, positions, transactions};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -28,6 +28,8 @@ use crate::error::ErrorBody;
         positions::unhealthy,
         positions::unhealthy_stream,
         positions::detail,
+        liquidations::liquidations,
+        liquidations::at_risk,
         transactions::list_transactions,
         transactions::record_transaction,
         health::health,

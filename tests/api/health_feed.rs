@@ -13,18 +13,18 @@ use serde_json::{Value, json};
 use crate::chain_support::*;
 use crate::common::*;
 
-const USD: i64 = 100_000_000; // $1 at expo -8
+pub(crate) const USD: i64 = 100_000_000; // $1 at expo -8
 
-struct Market {
-    t: ChainApp,
-    usdc: Pubkey,
-    usdc_data: LendingPool,
-    sol: Pubkey,
-    sol_data: LendingPool,
+pub(crate) struct Market {
+    pub t: ChainApp,
+    pub usdc: Pubkey,
+    pub usdc_data: LendingPool,
+    pub sol: Pubkey,
+    pub sol_data: LendingPool,
 }
 
 /// USDC (6 decimals, $1) and SOL (9 decimals, $20), both with threshold 0.8.
-async fn market(tweak: impl FnOnce(&mut lendex::config::Config)) -> Market {
+pub(crate) async fn market(tweak: impl FnOnce(&mut lendex::config::Config)) -> Market {
     let t = ChainApp::start_with(tweak).await;
     let (usdc, usdc_data) = t.create_and_register(6, Some(USD), Some(-8)).await;
     let (sol, sol_data) = t.create_and_register(9, Some(20 * USD), Some(-8)).await;
@@ -39,7 +39,7 @@ async fn market(tweak: impl FnOnce(&mut lendex::config::Config)) -> Market {
 
 impl Market {
     /// Puts an account on chain (deposit USDC, borrow SOL) and syncs both positions.
-    async fn account(&self, usdc_deposit: u64, sol_borrow: u64) -> String {
+    pub(crate) async fn account(&self, usdc_deposit: u64, sol_borrow: u64) -> String {
         let owner = Pubkey::new_unique();
         for (pool, shares, principal) in [(self.usdc, usdc_deposit, 0), (self.sol, 0, sol_borrow)] {
             if shares == 0 && principal == 0 {
@@ -52,7 +52,7 @@ impl Market {
         owner.to_string()
     }
 
-    async fn set_sol_price(&mut self, price: i64) {
+    pub(crate) async fn set_sol_price(&mut self, price: i64) {
         self.sol_data.oracle_price = Some(price);
         self.t
             .chain
@@ -551,7 +551,7 @@ async fn a_second_replica_writing_the_same_database_reaches_this_cache() {
 }
 
 /// Reads SSE frames until `want` events arrived or the time is up.
-async fn read_events(
+pub(crate) async fn read_events(
     res: &mut reqwest::Response,
     buffer: &mut String,
     want: usize,

@@ -9,5 +9,6 @@ mod chain_support;
 mod common;
 mod health_feed;
 mod http_errors;
+mod liquidations_api;
 mod process;
 mod transactions_api;

@@ -13,9 +13,9 @@ use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
-use crate::actors::health_cache::feed::{UnhealthyResponse, cached_answer};
+use crate::actors::health_cache::feed::{Answer, UnhealthyResponse};
 use crate::actors::health_cache::{
-    KeepBorrows, OwnerOf, OwnerPositions, Subscribe, Subscription, Unhealthy, after_write,
+    KeepBorrows, OwnerOf, OwnerPositions, Subscribe, Subscription, after_write,
 };
 use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
@@ -27,6 +27,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::registered::ensure_registered;
+use crate::http::rendered::serve_answer;
 use crate::http::state::AppState;
 use crate::model::{BorrowTx, Position};
 
@@ -145,25 +146,9 @@ pub async fn sync_position(
         (status = 400, body = ErrorBody, description = "invalid (malformed pool)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    let pool = match params.pubkey("pool")? {
-        Some(p) => Some(parse_pubkey(p).map_err(|_| ApiError::Invalid)?),
-        None => None,
-    };
+    let pool = params.key("pool")?;
     let limit = clamp_limit(params.get("limit")) as usize;
-    // The body rendered for this feed version and second, shared by every poller;
-    // the actor renders it on a miss.
-    let now = chrono::Utc::now().timestamp();
-    let body = match cached_answer(&state.rendered, pool.as_ref(), limit, now) {
-        Some(body) => body,
-        None => state
-            .cache
-            .send(Unhealthy { pool, limit })
-            .await
-            .map_err(|_| ApiError::Internal)??,
-    };
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(body))
+    serve_answer(&state, Answer::Unhealthy { pool, limit }).await
 }
 
 /// Spec 2.3.

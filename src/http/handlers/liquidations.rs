@@ -1,0 +1,57 @@
+//! What liquidators act on (decisions §8): a quote per owner under water, and the
+//! watch list of owners about to go under. Both are rendered by the health cache
+//! once per change and shared by every poller.
+
+use actix_web::{HttpResponse, web};
+
+use crate::actors::health_cache::feed::Answer;
+use crate::actors::health_cache::quotes::{AtRiskResponse, LiquidationsResponse, QuoteFilter};
+use crate::domain::enums::parse_u128_decimal;
+use crate::domain::limits::clamp_limit;
+use crate::domain::wad::WAD;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::extract::Params;
+use crate::http::rendered::serve_answer;
+use crate::http::state::AppState;
+
+/// The at-risk list's default upper bound: 1.1 WAD.
+const DEFAULT_BELOW: u128 = WAD + WAD / 10;
+
+#[utoipa::path(get, path = "/api/liquidations", tag = "liquidations",
+    params(("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
+           ("min_profit_wad" = Option<String>, Query, description = "u128 decimal: leave out quotes with a smaller profit_value_wad"),
+           ("debt_pool" = Option<String>, Query, description = "only pairs repaying debt in this pool"),
+           ("collateral_pool" = Option<String>, Query, description = "only pairs seizing collateral in this pool")),
+    responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner."),
+        (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad)"),
+        (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
+pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
+    let min_profit_wad = match params.get("min_profit_wad") {
+        None => 0,
+        Some(v) => parse_u128_decimal(v).ok_or(ApiError::Invalid)?,
+    };
+    let filter = QuoteFilter {
+        debt_pool: params.key("debt_pool")?,
+        collateral_pool: params.key("collateral_pool")?,
+        min_profit_wad,
+        limit: clamp_limit(params.get("limit")) as usize,
+    };
+    serve_answer(&state, Answer::Liquidations(filter)).await
+}
+
+#[utoipa::path(get, path = "/api/positions/at-risk", tag = "liquidations",
+    params(("below" = Option<String>, Query, description = "u128 decimal, greater than 1 WAD and at most 2 WAD; default 1100000000000000000"),
+           ("limit" = Option<i64>, Query, description = "default 50, clamped to 200")),
+    responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner."),
+        (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range)"),
+        (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
+pub async fn at_risk(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
+    let below = match params.get("below") {
+        None => DEFAULT_BELOW,
+        Some(v) => parse_u128_decimal(v)
+            .filter(|b| *b > WAD && *b <= 2 * WAD)
+            .ok_or(ApiError::Invalid)?,
+    };
+    let limit = clamp_limit(params.get("limit")) as usize;
+    serve_answer(&state, Answer::AtRisk { below, limit }).await
+}
