@@ -94,15 +94,19 @@ pub async fn start(config: Config) -> Result<Service, String> {
         App::new()
             .app_data(app_state.clone())
             .wrap_fn(|req, srv| {
-                let (method, path, started) =
-                    (req.method().clone(), req.path().to_string(), Instant::now());
+                // One line per request; nothing is captured when the level is off
+                // (the feed's pollers make this the hottest path).
+                let logged = tracing::enabled!(tracing::Level::INFO)
+                    .then(|| (req.method().clone(), req.path().to_string(), Instant::now()));
                 let response = srv.call(req);
                 async move {
                     let response = response.await?;
-                    tracing::info!(
-                        %method, %path, status = response.status().as_u16(),
-                        latency_ms = started.elapsed().as_secs_f64() * 1000.0, "request"
-                    );
+                    if let Some((method, path, started)) = logged {
+                        tracing::info!(
+                            %method, %path, status = response.status().as_u16(),
+                            latency_ms = started.elapsed().as_secs_f64() * 1000.0, "request"
+                        );
+                    }
                     Ok(response)
                 }
             })

@@ -18,7 +18,7 @@ use lru::LruCache;
 use tokio::sync::{mpsc, oneshot};
 
 use super::engine::Engine;
-use super::feed::{self, Answer, SharedRendered};
+use super::feed::{self, Answer, OwnerBody, SharedRendered};
 use super::listen::listen_forever;
 use super::loader::{self, ChangedRows, Everything};
 use super::messages::WrittenBack;
@@ -33,6 +33,7 @@ use crate::model::BorrowTx;
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
 /// Live events a slow SSE subscriber may fall behind before it is dropped.
 pub(super) const SUBSCRIBER_BUFFER: usize = 4096;
+const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Wallets whose recent borrows are kept in memory.
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
 /// How often subscribers whose connection closed are let go.
@@ -168,6 +169,7 @@ impl HealthCache {
     }
 
     fn apply_everything(&mut self, everything: Everything) {
+        feed::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
         self.engine.clear();
         for pool in everything.pools {
             self.engine.upsert_pool(pool);
@@ -184,6 +186,12 @@ impl HealthCache {
     }
 
     fn apply_changes(&mut self, rows: ChangedRows) {
+        // A pool's change shows in every member's answers (values, APYs, symbol).
+        if rows.pools.is_empty() && rows.removed_pools.is_empty() {
+            feed::forget_owner_bodies(&self.rendered, Some(rows.owners.keys()), &ALL_BODIES);
+        } else {
+            feed::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+        }
         // Pools first: owners re-scored below must see the new prices.
         for pool in rows.pools {
             let address = pool.address;

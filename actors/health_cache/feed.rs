@@ -199,7 +199,23 @@ pub fn render(engine: &Engine, answer: &Answer, now: i64, max_oracle_age: i64) -
 pub struct Rendered {
     second: i64,
     bodies: HashMap<Answer, Bytes, foldhash::fast::RandomState>,
+    /// Per-owner answers (GET /api/positions/{user} and /detail). They do not
+    /// move with time, only with the owner's rows, its pools or its borrows.
+    owner_bodies: HashMap<(Pubkey, OwnerBody), Bytes, foldhash::fast::RandomState>,
+    /// Bumped by every forgetting of owner bodies: a body made from data read
+    /// before that is not kept.
+    owner_generation: u64,
 }
+
+/// Which per-owner answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OwnerBody {
+    Positions,
+    Detail,
+}
+
+/// Per-owner answers kept at once (about 1.5 KB each); past it they start over.
+const MAX_OWNER_BODIES: usize = 10_000;
 
 /// Shared between the actor (the only writer) and the HTTP workers.
 pub type SharedRendered = Arc<RwLock<Rendered>>;
@@ -227,4 +243,64 @@ pub fn keep_answer(shared: &SharedRendered, answer: Answer, now: i64, body: Byte
 pub fn forget_answers(shared: &SharedRendered) {
     let mut rendered = shared.write().unwrap_or_else(|e| e.into_inner());
     rendered.bodies.clear();
+}
+
+/// A rendered per-owner answer, if one is there.
+pub fn cached_owner_body(
+    shared: &SharedRendered,
+    owner: &Pubkey,
+    kind: OwnerBody,
+) -> Option<Bytes> {
+    let rendered = shared.read().unwrap_or_else(|e| e.into_inner());
+    rendered.owner_bodies.get(&(*owner, kind)).cloned()
+}
+
+/// The generation to quote when handing out data a body will be made from.
+pub fn owner_generation(shared: &SharedRendered) -> u64 {
+    shared
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .owner_generation
+}
+
+/// Keeps a per-owner answer made from data read at `generation`, unless owner
+/// bodies were forgotten since (the data may be stale).
+pub fn keep_owner_body(
+    shared: &SharedRendered,
+    owner: Pubkey,
+    kind: OwnerBody,
+    generation: u64,
+    body: Bytes,
+) {
+    let mut rendered = shared.write().unwrap_or_else(|e| e.into_inner());
+    if rendered.owner_generation != generation {
+        return;
+    }
+    if rendered.owner_bodies.len() >= MAX_OWNER_BODIES {
+        rendered.owner_bodies.clear();
+    }
+    rendered.owner_bodies.insert((owner, kind), body);
+}
+
+/// Forgets the given owners' answers (of `kinds`), or with `None` every owner's.
+pub fn forget_owner_bodies<'a>(
+    shared: &SharedRendered,
+    owners: Option<impl Iterator<Item = &'a Pubkey>>,
+    kinds: &[OwnerBody],
+) {
+    let mut rendered = shared.write().unwrap_or_else(|e| e.into_inner());
+    rendered.owner_generation += 1;
+    match owners {
+        None => rendered.owner_bodies.clear(),
+        Some(owners) => {
+            if rendered.owner_bodies.is_empty() {
+                return;
+            }
+            for owner in owners {
+                for kind in kinds {
+                    rendered.owner_bodies.remove(&(*owner, *kind));
+                }
+            }
+        }
+    }
 }

@@ -37,22 +37,27 @@ pub struct ChangedRows {
     pub owners: Owners,
 }
 
-/// Pools, then every position streamed (a million rows never sit in memory twice).
+/// Pools, then every position streamed (a million rows never sit in memory
+/// twice), in two halves read at once on two connections.
 pub async fn load_everything(db: &Pool, cluster: &'static str) -> ApiResult<Everything> {
-    let client = db.get().await?;
-    let pools = client
+    let (first, second) = (db.get().await?, db.get().await?);
+    let pools = first
         .query(queries::CACHE_ALL_POOLS, &[&cluster])
         .await?
         .iter()
         .filter_map(pool_state)
         .collect();
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&cluster];
-    let stream = client
-        .query_raw(queries::CACHE_ALL_POSITIONS, params)
-        .await?;
-    pin_mut!(stream);
+    let (zero, one) = (0i32, 1i32);
+    let first_half: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cluster, &zero];
+    let second_half: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cluster, &one];
+    let (a, b) = futures_util::try_join!(
+        first.query_raw(queries::CACHE_POSITIONS_HALF, first_half),
+        second.query_raw(queries::CACHE_POSITIONS_HALF, second_half),
+    )?;
+    let rows = futures_util::stream::select(a, b);
+    pin_mut!(rows);
     let mut owners = Owners::default();
-    while let Some(row) = stream.next().await {
+    while let Some(row) = rows.next().await {
         group(&mut owners, &row?);
     }
     Ok(Everything { pools, owners })
@@ -175,7 +180,9 @@ fn position_state(row: &Row) -> Option<(Pubkey, PositionState, u128)> {
             },
             deposit_idx_snap: num(row, "deposit_idx_snap")?,
             original_deposit: num(row, "original_deposit")?,
-            synced_us: row.get("synced_us"),
+            synced_us: row
+                .get::<_, chrono::DateTime<chrono::Utc>>("last_synced_at")
+                .timestamp_micros(),
         };
         Ok((
             key(row.get("owner"))?,

@@ -7,7 +7,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::actor::{Borrows, HealthCache, SUBSCRIBER_BUFFER};
 use super::engine::{PoolEntry, PositionState};
-use super::feed::{self, Answer};
+use super::feed::{self, Answer, OwnerBody};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
@@ -145,6 +145,8 @@ pub struct OwnerPositions {
     /// them and hands them back with `KeepBorrows` and this generation.
     pub borrows: Option<Borrows>,
     pub borrow_generation: u64,
+    /// The generation of rendered owner bodies this was read at (`keep_owner_body`).
+    pub body_generation: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +190,7 @@ impl HealthCache {
             rows,
             borrows,
             borrow_generation: self.borrow_generation,
+            body_generation: feed::owner_generation(&self.rendered),
         }
     }
 }
@@ -254,6 +257,7 @@ impl Handler<BorrowsChanged> for HealthCache {
 
     fn handle(&mut self, msg: BorrowsChanged, _: &mut Self::Context) {
         self.borrow_generation += 1;
+        feed::forget_owner_bodies(&self.rendered, Some(msg.0.iter()), &[OwnerBody::Detail]);
         for owner in msg.0 {
             self.borrows.pop(&owner);
         }

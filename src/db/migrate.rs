@@ -17,6 +17,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0003_borrow_notify",
         include_str!("../../sql/0003_borrow_notify.sql"),
     ),
+    (
+        "0004_hot_health_factor_writes",
+        include_str!("../../sql/0004_hot_health_factor_writes.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

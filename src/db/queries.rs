@@ -272,14 +272,15 @@ macro_rules! cache_position_select {
             "SELECT position_address, pool_address, owner, deposit_shares::text AS deposit_shares,
                     borrow_principal::text AS borrow_principal, deposit_idx_snap::text AS deposit_idx_snap,
                     borrow_idx_snap::text AS borrow_idx_snap, original_deposit::text AS original_deposit,
-                    health_factor_wad::text AS health_factor_wad,
-                    (extract(epoch FROM last_synced_at) * 1000000)::bigint AS synced_us
+                    health_factor_wad::text AS health_factor_wad, last_synced_at
              FROM positions WHERE cluster = $1 ",
             $where
         )
     };
 }
-pub const CACHE_ALL_POSITIONS: &str = cache_position_select!("");
+/// One of two halves of every position, by owner (the cold load reads both at
+/// once, so PostgreSQL spends two cores on it); owners never span halves.
+pub const CACHE_POSITIONS_HALF: &str = cache_position_select!("AND (hashtext(owner) & 1) = $2");
 pub const CACHE_OWNERS_POSITIONS: &str = cache_position_select!("AND owner = ANY($2::text[])");
 /// Every position of every owner who has one in pool $2 (the eviction fallback).
 pub const CACHE_POOL_OWNERS_POSITIONS: &str = cache_position_select!(

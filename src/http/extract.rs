@@ -1,7 +1,5 @@
 //! Small extractors shared by the handlers.
 
-use std::collections::HashMap;
-
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use futures_util::future::{Ready, ready};
 
@@ -26,15 +24,16 @@ impl FromRequest for PublicWrite {
     }
 }
 
-/// Query-string parameters. A malformed query string is `400 invalid`.
-pub struct Params(HashMap<String, String>);
+/// Query-string parameters. A malformed query string is `400 invalid`. Kept as
+/// a short list (queries carry a handful of keys; no hashing per request).
+pub struct Params(Vec<(String, String)>);
 
 impl FromRequest for Params {
     type Error = ApiError;
     type Future = Ready<Result<Params, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let parsed = web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        let parsed = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
             .map(|q| Params(q.into_inner()))
             .map_err(|_| ApiError::Invalid);
         ready(parsed)
@@ -42,11 +41,13 @@ impl FromRequest for Params {
 }
 
 impl Params {
-    /// A parameter; an empty value counts as absent.
+    /// A parameter (the last one when repeated); an empty value counts as absent.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0
-            .get(key)
-            .map(String::as_str)
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
             .filter(|v| !v.is_empty())
     }
 

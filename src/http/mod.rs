@@ -22,6 +22,18 @@ use handlers::{admin, auth, health, liquidations, pools, positions, transactions
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api")
+            // The liquidators' hot paths first: resources are matched in order.
+            .service(resource("/positions/unhealthy").route(web::get().to(positions::unhealthy)))
+            .service(resource("/liquidations").route(web::get().to(liquidations::liquidations)))
+            .service(resource("/positions/at-risk").route(web::get().to(liquidations::at_risk)))
+            .service(
+                resource("/positions/unhealthy/stream")
+                    .route(web::get().to(positions::unhealthy_stream)),
+            )
+            .service(resource("/positions/sync").route(web::post().to(positions::sync_position)))
+            // Fixed paths before "/positions/{user}", which would match them too.
+            .service(resource("/positions/{user}/detail").route(web::get().to(positions::detail)))
+            .service(resource("/positions/{user}").route(web::get().to(positions::list_positions)))
             .service(resource("/auth/nonce").route(web::post().to(auth::issue_nonce)))
             .service(resource("/admin/me").route(web::get().to(admin::me)))
             .service(
@@ -34,17 +46,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(resource("/pools").route(web::get().to(pools::list_pools)))
             .service(resource("/pools/init").route(web::post().to(pools::init_pool)))
             .service(resource("/pools/sync").route(web::post().to(pools::sync_pool)))
-            .service(resource("/positions/sync").route(web::post().to(positions::sync_position)))
-            // Fixed paths before "/positions/{user}", which would match them too.
-            .service(resource("/positions/unhealthy").route(web::get().to(positions::unhealthy)))
-            .service(resource("/positions/at-risk").route(web::get().to(liquidations::at_risk)))
-            .service(resource("/liquidations").route(web::get().to(liquidations::liquidations)))
-            .service(
-                resource("/positions/unhealthy/stream")
-                    .route(web::get().to(positions::unhealthy_stream)),
-            )
-            .service(resource("/positions/{user}/detail").route(web::get().to(positions::detail)))
-            .service(resource("/positions/{user}").route(web::get().to(positions::list_positions)))
             .service(
                 resource("/transactions")
                     .route(web::get().to(transactions::list_transactions))

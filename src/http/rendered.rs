@@ -18,7 +18,12 @@ pub async fn serve_answer(state: &AppState, answer: Answer) -> ApiResult<HttpRes
             .await
             .map_err(|_| ApiError::Internal)??,
     };
-    Ok(HttpResponse::Ok()
+    Ok(json_bytes(body))
+}
+
+/// A 200 with an already rendered JSON body.
+pub fn json_bytes(body: actix_web::web::Bytes) -> HttpResponse {
+    HttpResponse::Ok()
         .content_type("application/json")
-        .body(body))
+        .body(body)
 }

@@ -157,8 +157,19 @@ async fn rate_limit_holds_at_the_chain_and_duplicate_reads_coalesce() {
         "identical reads were not coalesced: {} chain requests for 500 syncs",
         hits.len()
     );
-    // In every 1-second window the chain saw at most max_rps requests (+1 for the
-    // window edge): the limiter spreads requests evenly.
+    // The limiter holds over the run: from the first request to the last, no more
+    // than max_rps per second (one request of slack for the edges).
+    let span = hits[hits.len() - 1] - hits[0];
+    let allowed = (span.as_secs_f64() * f64::from(max_rps) * 1.02).floor() as usize + 1;
+    assert!(
+        hits.len() <= allowed,
+        "{} requests in {span:?}: above {max_rps}/s",
+        hits.len()
+    );
+    // And it spreads them evenly: any 1-second window holds at most max_rps (+1
+    // for the window edge), give or take 150 ms of scheduling. The proxy stamps
+    // arrivals after the OS has run it, and with the suite running tests in
+    // parallel on two cores arrivals can bunch by that much.
     let mut worst = 0;
     for (i, start) in hits.iter().enumerate() {
         let in_window = hits[i..]
@@ -167,9 +178,10 @@ async fn rate_limit_holds_at_the_chain_and_duplicate_reads_coalesce() {
             .count();
         worst = worst.max(in_window);
     }
+    let jitter = (f64::from(max_rps) * 0.15).ceil() as usize;
     assert!(
-        worst <= max_rps as usize + 1,
-        "{worst} requests in one second, limit {max_rps}"
+        worst <= max_rps as usize + 1 + jitter,
+        "{worst} requests in one second, limit {max_rps} (+{jitter} for scheduling)"
     );
     println!(
         "500 syncs: {} chain requests in {took:?}, busiest second {worst} (limit {max_rps})",

@@ -13,7 +13,9 @@ use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
-use crate::actors::health_cache::feed::{Answer, UnhealthyResponse};
+use crate::actors::health_cache::feed::{
+    Answer, OwnerBody, UnhealthyResponse, cached_owner_body, keep_owner_body,
+};
 use crate::actors::health_cache::{
     KeepBorrows, OwnerOf, OwnerPositions, Subscribe, Subscription, after_write,
 };
@@ -27,7 +29,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::registered::ensure_registered;
-use crate::http::rendered::serve_answer;
+use crate::http::rendered::{json_bytes, serve_answer};
 use crate::http::state::AppState;
 use crate::model::{BorrowTx, Position};
 
@@ -60,13 +62,30 @@ pub async fn list_positions(
     user: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let owner = parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
+    if let Some(body) = cached_owner_body(&state.rendered, &owner, OwnerBody::Positions) {
+        return Ok(json_bytes(body));
+    }
     let held = owner_positions(&state, owner).await?;
     let positions = held
         .rows
         .iter()
         .map(|r| Position::new(&owner, held.health_factor, r))
         .collect();
-    Ok(HttpResponse::Ok().json(PositionsResponse { positions }))
+    let body = render(&PositionsResponse { positions })?;
+    keep_owner_body(
+        &state.rendered,
+        owner,
+        OwnerBody::Positions,
+        held.body_generation,
+        body.clone(),
+    );
+    Ok(json_bytes(body))
+}
+
+fn render(value: &impl Serialize) -> ApiResult<Bytes> {
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .map_err(|_| ApiError::Internal)
 }
 
 /// An owner's positions as the health cache holds them (the same health factor
@@ -190,6 +209,9 @@ pub async fn detail(
     user: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let owner = parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
+    if let Some(body) = cached_owner_body(&state.rendered, &owner, OwnerBody::Detail) {
+        return Ok(json_bytes(body));
+    }
     let held = owner_positions(&state, owner).await?;
     let mut borrows: HashMap<String, Vec<BorrowTx>> = HashMap::new();
     if !held.rows.is_empty() {
@@ -239,7 +261,15 @@ pub async fn detail(
             }
         })
         .collect();
-    Ok(HttpResponse::Ok().json(DetailResponse { positions }))
+    let body = render(&DetailResponse { positions })?;
+    keep_owner_body(
+        &state.rendered,
+        owner,
+        OwnerBody::Detail,
+        held.body_generation,
+        body.clone(),
+    );
+    Ok(json_bytes(body))
 }
 
 /// A wallet's borrows, at most 10 per pool, newest first, not failed (decisions §6).
