@@ -31,6 +31,8 @@ use crate::model::BorrowTx;
 
 /// How long health factors from price moves are gathered before one bulk UPDATE.
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
+/// Owners written per statement.
+const WRITE_BACK_CHUNK: usize = 10_000;
 /// Live events a slow SSE subscriber may fall behind before it is dropped.
 pub(super) const SUBSCRIBER_BUFFER: usize = 4096;
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
@@ -320,28 +322,23 @@ impl HealthCache {
         let writer = self.writer.clone();
         let cluster = self.cluster;
         async move {
-            if batch.is_empty() {
-                return;
-            }
-            let (owners, health_factors) = batch
-                .iter()
-                .map(|(owner, hf)| (owner.to_string(), hf.to_string()))
-                .unzip();
-            let result = write(
-                &writer,
-                SetHealthFactors {
+            // In chunks: a first start (every owner to write) or a move of a pool
+            // held by everyone never builds one huge statement or transaction.
+            let entries: Vec<(Pubkey, u128)> = batch.into_iter().collect();
+            for chunk in entries.chunks(WRITE_BACK_CHUNK) {
+                let (owners, health_factors) = chunk
+                    .iter()
+                    .map(|(owner, hf)| (owner.to_string(), hf.to_string()))
+                    .unzip();
+                let command = SetHealthFactors {
                     cluster,
                     owners,
                     health_factors,
-                },
-            )
-            .await;
-            let _ = me
-                .send(WrittenBack {
-                    batch,
-                    ok: result.is_ok(),
-                })
-                .await;
+                };
+                let ok = write(&writer, command).await.is_ok();
+                let batch = chunk.iter().copied().collect();
+                let _ = me.send(WrittenBack { batch, ok }).await;
+            }
         }
     }
 

@@ -23,11 +23,14 @@ impl JsonBody {
         }
     }
 
-    /// A string field; absent, null and "" all count as missing (`None`).
+    /// A string field; absent, null and "" all count as missing (`None`). A NUL
+    /// character is `invalid` (PostgreSQL text cannot hold it), found here, before
+    /// any nonce is spent.
     pub fn str(&self, key: &str) -> ApiResult<Option<&str>> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) if s.contains('\0') => Err(ApiError::Invalid),
             Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(ApiError::Invalid),
         }
@@ -115,5 +118,7 @@ mod tests {
         assert_eq!(body.u8("big"), Err(ApiError::Invalid));
         assert_eq!(body.u8("a"), Err(ApiError::Invalid));
         assert_eq!(body.pubkey("a"), Err(ApiError::Invalid));
+        let nul = JsonBody::parse(br#"{"s":"a\u0000b"}"#).unwrap();
+        assert_eq!(nul.str("s"), Err(ApiError::Invalid));
     }
 }

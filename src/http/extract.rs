@@ -33,9 +33,17 @@ impl FromRequest for Params {
     type Future = Ready<Result<Params, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        // A NUL anywhere is `invalid`: PostgreSQL text cannot hold it.
         let parsed = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
-            .map(|q| Params(q.into_inner()))
-            .map_err(|_| ApiError::Invalid);
+            .ok()
+            .map(|q| q.into_inner())
+            .filter(|pairs| {
+                !pairs
+                    .iter()
+                    .any(|(k, v)| k.contains('\0') || v.contains('\0'))
+            })
+            .map(Params)
+            .ok_or(ApiError::Invalid);
         ready(parsed)
     }
 }

@@ -7,6 +7,7 @@ mod chain_api;
 mod chain_faults;
 mod chain_support;
 mod common;
+mod hardening;
 mod health_feed;
 mod http_errors;
 mod liquidations_api;

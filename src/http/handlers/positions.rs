@@ -292,12 +292,14 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
         .collect())
 }
 
-/// A comment line every 15 s keeps proxies from closing an idle feed.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// A comment frame every second. It keeps proxies from closing an idle feed, and
+/// it is how a hung-up subscriber is noticed: the server learns of a closed
+/// connection only when it writes, and only then drops the subscriber's queue.
+const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 #[utoipa::path(get, path = "/api/positions/unhealthy/stream", tag = "positions",
     responses((status = 200, content_type = "text/event-stream",
-        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows]}.")))]
+        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null}. A comment line every second keeps the connection alive.")))]
 pub async fn unhealthy_stream(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let Subscription { snapshot, live: rx } = state
         .cache
@@ -327,7 +329,7 @@ pub async fn unhealthy_stream(state: web::Data<AppState>) -> ApiResult<HttpRespo
                     }
                 }
             }
-            _ = ticks.tick() => Bytes::from_static(b": keep-alive\n\n"),
+            _ = ticks.tick() => Bytes::from_static(b":\n\n"),
         };
         Some((Ok(frame), (rx, ticks)))
     });
