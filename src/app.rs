@@ -12,7 +12,7 @@ use deadpool_postgres::Pool;
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::{DbWriter, Drain};
-use crate::actors::health_cache::{FlushWrites, HealthCache, LoadAll};
+use crate::actors::health_cache::{CloseStreams, FlushWrites, HealthCache, LoadAll};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
 use crate::db;
@@ -119,7 +119,10 @@ pub async fn start(config: Config) -> Result<Service, String> {
             let _ = tcp.set_nodelay(true);
         }
     })
-    .shutdown_timeout(config.server.shutdown_timeout_seconds);
+    .shutdown_timeout(config.server.shutdown_timeout_seconds)
+    .client_request_timeout(Duration::from_millis(config.server.request_timeout_ms))
+    // `serve` handles SIGINT/SIGTERM itself: the feed's streams must end first.
+    .disable_signals();
     if config.server.workers > 0 {
         server = server.workers(config.server.workers);
     }
@@ -140,12 +143,43 @@ pub async fn start(config: Config) -> Result<Service, String> {
 /// in-flight requests, then every queued write is flushed before returning.
 pub async fn serve(config: Config) -> Result<(), String> {
     let service = start(config).await?;
+    let (handle, cache) = (service.server.handle(), service.cache.clone());
+    actix_rt::spawn(async move {
+        stop_signal().await;
+        tracing::info!("stopping: no new connections; ending feed streams; finishing requests");
+        // Stop accepting first, then end the SSE streams (they never finish on
+        // their own, so a graceful stop would wait its whole timeout for them);
+        // requests in flight finish normally.
+        let stopped = handle.stop(true);
+        let _ = cache.send(CloseStreams).await;
+        stopped.await;
+    });
     let result = service.server.await.map_err(|e| e.to_string());
     // Queued writes: the cache's pending health factors, then everything the writer holds.
     let _ = service.cache.send(FlushWrites).await;
     let _ = service.writer.send(Drain).await;
     tracing::info!("lendex stopped; all acknowledged writes are committed");
     result
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            tracing::error!("cannot listen for stop signals; stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 /// Migrates now if the database answers; otherwise keeps retrying in the background

@@ -33,6 +33,8 @@ pub struct ServerConfig {
     pub bind: String,
     pub workers: usize,
     pub shutdown_timeout_seconds: u64,
+    /// Time to receive a request's headers, and again its body; past it, 408.
+    pub request_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

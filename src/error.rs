@@ -27,8 +27,9 @@ pub enum ApiError {
     // 404
     PoolAccountNotFound,
     NotFound,
-    // 405, 413, 429
+    // 405, 408, 413, 429
     MethodNotAllowed,
+    RequestTimeout,
     PayloadTooLarge,
     RateLimited {
         retry_after_secs: u64,
@@ -65,6 +66,7 @@ impl ApiError {
             ApiError::PoolAccountNotFound => "pool account not found".into(),
             ApiError::NotFound => "not found".into(),
             ApiError::MethodNotAllowed => "method not allowed".into(),
+            ApiError::RequestTimeout => "request timeout".into(),
             ApiError::PayloadTooLarge => "payload too large".into(),
             ApiError::RateLimited { .. } => "rate limited".into(),
             ApiError::Internal => "internal error".into(),
@@ -90,6 +92,7 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::PoolAccountNotFound | ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -112,8 +115,15 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status());
-        if let ApiError::RateLimited { retry_after_secs } = self {
-            response.insert_header(("Retry-After", retry_after_secs.to_string()));
+        match self {
+            ApiError::RateLimited { retry_after_secs } => {
+                response.insert_header(("Retry-After", retry_after_secs.to_string()));
+            }
+            // The rest of a late body may never come: do not keep the socket.
+            ApiError::RequestTimeout => {
+                response.force_close();
+            }
+            _ => {}
         }
         response.json(ErrorBody {
             error: self.message(),

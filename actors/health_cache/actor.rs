@@ -82,6 +82,8 @@ pub struct HealthCache {
     write_scheduled: bool,
     pub(super) subscribers: Vec<mpsc::Sender<Bytes>>,
     pub(super) dropped_subscribers: u64,
+    /// The service is stopping: no stream stays open.
+    pub(super) streams_closed: bool,
     /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
     /// forgotten when a borrow of the wallet is written (here or by NOTIFY).
     pub(super) borrows: LruCache<Pubkey, Borrows>,
@@ -117,6 +119,7 @@ impl HealthCache {
             write_scheduled: false,
             subscribers: Vec::new(),
             dropped_subscribers: 0,
+            streams_closed: false,
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
         }

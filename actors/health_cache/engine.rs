@@ -399,6 +399,9 @@ impl Engine {
     }
 
     /// The outcome of writing what `take_dirty` gave: stored, or to be written again.
+    /// Keeps the invariant: `dirty` holds exactly the owners whose value differs
+    /// from what is stored, also when values moved while the write was in flight
+    /// (a value that moved back to the old stored one must be written again).
     pub fn written(&mut self, batch: FastMap<Pubkey, u128>, ok: bool) {
         for (key, hf) in batch {
             let Some(id) = self.index.get(&key) else {
@@ -407,8 +410,11 @@ impl Engine {
             let owner = &mut self.owners[*id as usize];
             if ok {
                 owner.stored_hf = Some(hf);
-            } else if owner.hf == hf {
-                self.dirty.entry(key).or_insert(hf);
+            }
+            if owner.stored_hf == Some(owner.hf) {
+                self.dirty.remove(&key);
+            } else {
+                self.dirty.insert(key, owner.hf);
             }
         }
     }

@@ -283,11 +283,33 @@ impl Handler<Subscribe> for HealthCache {
             return Err(ApiError::DatabaseUnavailable);
         }
         let (tx, live) = mpsc::channel(SUBSCRIBER_BUFFER);
+        if self.streams_closed {
+            // Stopping: the snapshot, then the stream ends at once.
+            let now = chrono::Utc::now().timestamp();
+            let snapshot = feed::snapshot_frames(&self.engine, now, self.max_oracle_age);
+            return Ok(Subscription { snapshot, live });
+        }
         let now = chrono::Utc::now().timestamp();
         let snapshot = feed::snapshot_frames(&self.engine, now, self.max_oracle_age);
         self.subscribers.push(tx);
         self.engine.record_events(true);
         Ok(Subscription { snapshot, live })
+    }
+}
+
+/// The service is stopping: every feed stream ends (their queues are dropped),
+/// so a graceful stop does not wait its whole timeout for them.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CloseStreams;
+
+impl Handler<CloseStreams> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, _: CloseStreams, _: &mut Self::Context) {
+        self.streams_closed = true;
+        self.subscribers.clear();
+        self.engine.record_events(false);
     }
 }
 

@@ -24,7 +24,7 @@ pub mod view;
 
 pub use actor::{Borrows, HealthCache};
 pub use messages::{
-    BorrowsChanged, CacheStats, Changed, FlushWrites, KeepBorrows, LoadAll, OwnerOf,
+    BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites, KeepBorrows, LoadAll, OwnerOf,
     OwnerPositions, OwnerRow, Render, Stats, Subscribe, Subscription,
 };
 

@@ -3,15 +3,20 @@
 //! read one by one, so each endpoint can give the spec's own error for a missing
 //! field (its "required" message) and `invalid` for a field of the wrong type.
 
+use std::time::Duration;
+
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web::BytesMut};
 use futures_util::{StreamExt, future::LocalBoxFuture};
 use serde_json::{Map, Value};
 
 use crate::domain::pubkey::is_pubkey;
 use crate::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 
 /// Largest accepted body (decisions §4: 413 beyond 64 KiB).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Time to receive a body when no settings are reachable (`server.request_timeout_ms`).
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct JsonBody(Map<String, Value>);
 
@@ -68,19 +73,30 @@ impl FromRequest for JsonBody {
             .get(actix_web::http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
+        let limit = req
+            .app_data::<actix_web::web::Data<AppState>>()
+            .map(|s| Duration::from_millis(s.config.server.request_timeout_ms))
+            .unwrap_or(DEFAULT_BODY_TIMEOUT);
         let mut payload = payload.take();
         Box::pin(async move {
             if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
                 return Err(ApiError::PayloadTooLarge);
             }
-            let mut buf = BytesMut::new();
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|_| ApiError::BadJson)?;
-                if buf.len() + chunk.len() > MAX_BODY_BYTES {
-                    return Err(ApiError::PayloadTooLarge);
+            let read = async {
+                let mut buf = BytesMut::new();
+                while let Some(chunk) = payload.next().await {
+                    let chunk = chunk.map_err(|_| ApiError::BadJson)?;
+                    if buf.len() + chunk.len() > MAX_BODY_BYTES {
+                        return Err(ApiError::PayloadTooLarge);
+                    }
+                    buf.extend_from_slice(&chunk);
                 }
-                buf.extend_from_slice(&chunk);
-            }
+                Ok(buf)
+            };
+            // A body that never arrives must not hold the socket and the handler.
+            let buf = tokio::time::timeout(limit, read)
+                .await
+                .map_err(|_| ApiError::RequestTimeout)??;
             JsonBody::parse(&buf)
         })
     }

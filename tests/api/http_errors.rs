@@ -204,3 +204,56 @@ async fn pools_list_is_empty_index_at_first() {
     let app = spawn_app().await;
     assert_eq!(app.get("/api/pools").await, (200, json!({ "pools": [] })));
 }
+
+/// Reads what the server sends until it closes, or `limit` passes.
+async fn read_for(
+    stream: &mut tokio::net::TcpStream,
+    limit: std::time::Duration,
+) -> (String, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&out).into(), true),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&out).into(), false),
+        }
+    }
+}
+
+/// A request whose body (or head) never finishes gets 408 and the socket back
+/// within `server.request_timeout_ms`; it used to hang for as long as the client.
+#[actix_rt::test]
+async fn a_request_that_never_finishes_gets_408_and_is_closed() {
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_app_with(|c| c.server.request_timeout_ms = 500).await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+
+    let mut body_never = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    body_never
+        .write_all(b"POST /api/transactions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (text, closed) = read_for(&mut body_never, std::time::Duration::from_secs(5)).await;
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains(r#"{"error":"request timeout"}"#), "{text}");
+    assert!(closed, "the connection is closed after the 408");
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+
+    let mut head_never = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    head_never
+        .write_all(b"POST /api/transactions HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let (text, closed) = read_for(&mut head_never, std::time::Duration::from_secs(5)).await;
+    assert!(closed, "a head that never ends is cut off: {text:?}");
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "{text}"
+    );
+    // And the server still answers.
+    assert_eq!(app.get("/api/health").await.0, 200);
+}

@@ -45,6 +45,62 @@ async fn wait_until_up(http: &reqwest::Client, base: &str) {
     panic!("server did not start");
 }
 
+/// A graceful stop with feed subscribers connected is prompt: their streams end
+/// (they never finish on their own; the stop used to wait its whole 30 s timeout).
+#[actix_rt::test]
+async fn sigterm_with_feed_subscribers_stops_promptly() {
+    let db = TestDb::create().await;
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("RPC_URL", "http://127.0.0.1:9")
+        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+        .env("LENDEX_SERVER__SHUTDOWN_TIMEOUT_SECONDS", "30")
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    wait_until_up(&http, &base).await;
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        let mut res = http
+            .get(format!("{base}/api/positions/unhealthy/stream"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        streams.push(tokio::spawn(async move {
+            // Read until the server ends the stream.
+            while let Ok(Some(_)) = res.chunk().await {}
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(status.success(), "exit 0 after SIGTERM, got {status:?}");
+    assert!(took < Duration::from_secs(10), "the stop took {took:?}");
+    for s in streams {
+        tokio::time::timeout(Duration::from_secs(5), s)
+            .await
+            .expect("every stream ended")
+            .unwrap();
+    }
+}
+
 #[actix_rt::test]
 async fn sigterm_during_a_burst_loses_no_acknowledged_write() {
     let db = TestDb::create().await;
