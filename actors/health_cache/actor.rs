@@ -164,11 +164,21 @@ impl HealthCache {
             let owners: Vec<Pubkey> = batch.owners.iter().copied().collect();
             let pools: Vec<Pubkey> = batch.pools.iter().copied().collect();
             let fallback: Vec<Pubkey> = batch.fallback_pools.iter().copied().collect();
+            let started = std::time::Instant::now();
             let read =
                 async move { loader::load_changes(&db, cluster, &owners, &pools, &fallback).await };
             ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
+                let fetched = started.elapsed();
                 let result = result.map(|rows| act.apply_changes(rows));
+                let applied = started.elapsed();
                 act.finish(ctx, batch, result);
+                let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                tracing::debug!(
+                    fetch_ms = ms(fetched),
+                    apply_ms = ms(applied - fetched),
+                    publish_ms = ms(started.elapsed() - applied),
+                    "cache applied changes"
+                );
             }));
         }
     }

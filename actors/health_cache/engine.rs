@@ -25,8 +25,8 @@ use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::{RateModel, pool_apys};
 use crate::domain::wad::{PoolPricing, PositionAmounts, WAD, account_health_factor};
 
-/// Owners at or above 1 WAD and below this are watched (the at-risk list): kept
-/// ranked and never evicted, like the owners under water.
+/// Owners at or above 1 WAD and below this are watched (the at-risk list): never
+/// evicted, like the owners under water.
 pub const WATCH_BELOW: u128 = 2 * WAD;
 
 /// Where an owner stands: under water, watched, or healthy (evictable).
@@ -122,8 +122,10 @@ pub struct Engine {
     lru: LruCache<Slot, (), Hasher>,
     /// Unhealthy owners, most underwater first.
     ranking: BTreeSet<(u128, Pubkey)>,
-    /// Watched owners (1 WAD <= hf < WATCH_BELOW), lowest first.
-    watch: BTreeSet<(u128, Pubkey)>,
+    /// How many owners are watched (1 WAD <= hf < WATCH_BELOW). They are not kept
+    /// sorted: a price move shifts thousands of them, and the at-risk list is read
+    /// far less often than prices move, so it is sorted when rendered.
+    watched: usize,
     evictions: u64,
     /// Health factors not yet known to be stored.
     dirty: FastMap<Pubkey, u128>,
@@ -148,7 +150,7 @@ impl Engine {
                 Hasher::default(),
             ),
             ranking: BTreeSet::new(),
-            watch: BTreeSet::new(),
+            watched: 0,
             evictions: 0,
             dirty: FastMap::default(),
             events: Vec::new(),
@@ -325,9 +327,18 @@ impl Engine {
         self.index.get(key).map(|id| self.view_of(*id))
     }
 
-    /// Watched owners (1 WAD <= hf < WATCH_BELOW), lowest first.
-    pub fn watched(&self) -> impl Iterator<Item = (u128, Pubkey)> + '_ {
-        self.watch.iter().copied()
+    /// Watched owners with a health factor below `below` (at most WATCH_BELOW),
+    /// lowest first (ties by key; callers order ties as they need).
+    pub fn watched_below(&self, below: u128) -> Vec<(u128, Pubkey)> {
+        let mut out: Vec<(u128, Pubkey)> = self
+            .index
+            .values()
+            .map(|id| &self.owners[*id as usize])
+            .filter(|o| (WAD..below.min(WATCH_BELOW)).contains(&o.hf))
+            .map(|o| (o.hf, o.key))
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     fn view_of(&self, id: Slot) -> OwnerView<'_> {
@@ -364,7 +375,7 @@ impl Engine {
     }
 
     pub fn watched_count(&self) -> usize {
-        self.watch.len()
+        self.watched
     }
 
     pub fn evictions(&self) -> u64 {
@@ -464,7 +475,8 @@ impl Engine {
                 self.ranking.remove(&(hf, key));
             }
             Standing::Watched => {
-                self.watch.remove(&(hf, key));
+                self.watched -= 1;
+                self.version += 1;
             }
             Standing::Healthy => {}
         }
@@ -493,8 +505,9 @@ impl Engine {
                 self.version += 1;
                 self.ranking.remove(&(h, key));
             }
-            (Some(Standing::Watched), Some(h)) => {
-                self.watch.remove(&(h, key));
+            (Some(Standing::Watched), Some(_)) => {
+                self.watched -= 1;
+                self.version += 1;
             }
             _ => {}
         }
@@ -512,7 +525,8 @@ impl Engine {
                 return;
             }
             Standing::Watched => {
-                self.watch.insert((hf, key));
+                self.watched += 1;
+                self.version += 1;
                 self.lru.pop(&id);
             }
             Standing::Healthy => {
@@ -578,9 +592,9 @@ impl Engine {
         self.release(id);
     }
 
-    /// Re-scores every resident member of a repriced pool. A healthy owner that
-    /// stays healthy (above the watch band) is updated in place, without touching
-    /// the LRU order or the rankings (the common case of a price move).
+    /// Re-scores every resident member of a repriced pool. An owner that stays
+    /// healthy, or stays in the watch band, is updated in place, without touching
+    /// the LRU order or the ranking (the common case of a price move).
     fn rescore_pool(&mut self, id: PoolId) {
         let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
         self.dirty.reserve(members.len());
@@ -591,7 +605,12 @@ impl Engine {
             }
             let owner = &mut self.owners[member as usize];
             let hf = score(&self.pools, &owner.positions);
-            if standing(owner.hf) == Standing::Healthy && standing(hf) == Standing::Healthy {
+            let (was, now) = (standing(owner.hf), standing(hf));
+            // Same standing above water: in place (no LRU move, no ranking).
+            if was == now && now != Standing::Unhealthy {
+                if now == Standing::Watched && owner.hf != hf {
+                    self.version += 1; // the at-risk list moved
+                }
                 owner.hf = hf;
                 if owner.stored_hf != Some(hf) {
                     self.dirty.insert(owner.key, hf);

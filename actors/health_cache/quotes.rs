@@ -135,7 +135,7 @@ pub fn liquidations_body(engine: &Engine, f: &QuoteFilter, now: i64, max_oracle_
 pub fn at_risk_body(engine: &Engine, below: u128, limit: usize) -> Bytes {
     // The first `limit`, and any owner tied with the last of them.
     let mut listed: Vec<(u128, Pubkey)> = Vec::new();
-    for (hf, owner) in engine.watched().take_while(|(hf, _)| *hf < below) {
+    for (hf, owner) in engine.watched_below(below) {
         if listed.len() >= limit && listed.last().is_some_and(|(last, _)| *last != hf) {
             break;
         }

@@ -191,6 +191,55 @@ fn position_terms_256(
     Some((collateral, value(debt_tokens)?))
 }
 
+/// 10^n for n in 0..=38 (every power of ten below 2^128).
+const POW10_128: [u128; 39] = {
+    let mut table = [1u128; 39];
+    let mut i = 1;
+    while i < 39 {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
+
+/// floor(a x b / WAD) in u128, exact: with a = q WAD + r it is q b + floor(r b / WAD),
+/// which stays within 128 bits for realistic values; `None` if it would not.
+fn mul_div_wad_128(a: u128, b: u128) -> Option<u128> {
+    let (q, r) = (a / WAD, a % WAD);
+    q.checked_mul(b)?.checked_add(r.checked_mul(b)? / WAD)
+}
+
+/// `position_terms` in u128 (hardware arithmetic, the common case of a price
+/// move); the same integer steps, so the same result; `None` on any overflow.
+fn position_terms_128(
+    pool: &PoolPricing,
+    position: &PositionAmounts,
+    price: i64,
+    expo: i32,
+) -> Option<(u128, u128)> {
+    let total = 18 + i64::from(expo) - i64::from(pool.decimals);
+    let scale = *POW10_128.get(total.unsigned_abs() as usize)?;
+    let price = u128::from(price.unsigned_abs());
+    let value = |amount: u128| -> Option<u128> {
+        let base = amount.checked_mul(price)?;
+        if total >= 0 {
+            base.checked_mul(scale)
+        } else {
+            Some(base / scale)
+        }
+    };
+    let tokens = u128::from(position.deposit_shares).checked_mul(pool.deposit_index_wad)? / WAD;
+    let collateral = mul_div_wad_128(value(tokens)?, pool.liquidation_threshold_wad)?;
+    let principal = u128::from(position.borrow_principal);
+    let debt_tokens = if position.borrow_idx_snap == 0 {
+        principal
+    } else {
+        let num = principal.checked_mul(pool.borrow_index_wad)?;
+        num.div_ceil(position.borrow_idx_snap)
+    };
+    Some((collateral, value(debt_tokens)?))
+}
+
 /// floor(sum collateral x WAD / sum debt), clamped to u128 max; u128 max with no debt.
 pub fn health_factor_from_sums(collateral: Big, debt: Big) -> u128 {
     if debt == Big::ZERO {
@@ -233,7 +282,10 @@ fn health_factor_256<'a>(
         let Some((price, expo)) = pool.price() else {
             continue;
         };
-        let (c, d) = position_terms_256(pool, position, price, expo)?;
+        let (c, d) = match position_terms_128(pool, position, price, expo) {
+            Some((c, d)) => (U256::from(c), U256::from(d)),
+            None => position_terms_256(pool, position, price, expo)?,
+        };
         collateral = collateral.checked_add(c)?;
         debt = debt.checked_add(d)?;
     }
@@ -253,6 +305,25 @@ mod tests {
     use super::*;
     use num_bigint::BigUint;
     use proptest::prelude::*;
+
+    #[test]
+    fn typical_positions_take_the_u128_path() {
+        // 10,000 tokens of 9 decimals at $150 (expo -8), indexes a little above 1.
+        let pool = PoolPricing {
+            oracle_price: Some(15_000_000_000),
+            oracle_expo: Some(-8),
+            decimals: 9,
+            liquidation_threshold_wad: 8 * WAD / 10,
+            deposit_index_wad: 102 * WAD / 100,
+            borrow_index_wad: 105 * WAD / 100,
+        };
+        let position = PositionAmounts {
+            deposit_shares: 10_000_000_000_000,
+            borrow_principal: 4_000_000_000_000,
+            borrow_idx_snap: WAD,
+        };
+        assert!(position_terms_128(&pool, &position, 15_000_000_000, -8).is_some());
+    }
 
     // ---- an independent reference in arbitrary precision ----
 
@@ -342,6 +413,24 @@ mod tests {
         fn health_factor_matches_reference(items in proptest::collection::vec((pool(), position()), 0..6)) {
             let ours = account_health_factor(items.iter().map(|(p, q)| (p, q)));
             prop_assert_eq!(ours, r_hf(&items));
+        }
+
+        #[test]
+        fn u128_path_equals_the_256_bit_path(
+            shares in prop_oneof![0..10_000_000_000_000u64, any::<u64>()],
+            principal in prop_oneof![0..10_000_000_000_000u64, any::<u64>()],
+            di in WAD..3 * WAD, bi in WAD..3 * WAD, snap in prop_oneof![Just(0u128), WAD..2 * WAD],
+            price in prop_oneof![1..1_000_000_000_000i64, 1..i64::MAX],
+            expo in -12i32..=4, decimals in 0u8..=12, lt in 0..=WAD,
+        ) {
+            let pool = PoolPricing { oracle_price: Some(price), oracle_expo: Some(expo), decimals,
+                liquidation_threshold_wad: lt, deposit_index_wad: di, borrow_index_wad: bi };
+            let position = PositionAmounts { deposit_shares: shares, borrow_principal: principal, borrow_idx_snap: snap };
+            if let Some((c, d)) = position_terms_128(&pool, &position, price, expo) {
+                let (wc, wd) = position_terms_256(&pool, &position, price, expo).unwrap();
+                prop_assert_eq!(U256::from(c), wc);
+                prop_assert_eq!(U256::from(d), wd);
+            }
         }
 
         #[test]
