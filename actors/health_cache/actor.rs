@@ -338,18 +338,35 @@ impl HealthCache {
             // In chunks: a first start (every owner to write) or a move of a pool
             // held by everyone never builds one huge statement or transaction.
             let entries: Vec<(Pubkey, u128)> = batch.into_iter().collect();
-            for chunk in entries.chunks(WRITE_BACK_CHUNK) {
-                let (owners, health_factors) = chunk
-                    .iter()
-                    .map(|(owner, hf)| (owner.to_string(), hf.to_string()))
-                    .unzip();
+            // Text encoding of 25k keys costs milliseconds: not on the actor's thread,
+            // where the next price move is being applied.
+            let encoded = tokio::task::spawn_blocking(move || {
+                entries
+                    .chunks(WRITE_BACK_CHUNK)
+                    .map(|chunk| {
+                        let (owners, health_factors): (Vec<String>, Vec<String>) = chunk
+                            .iter()
+                            .map(|(owner, hf)| (owner.to_string(), hf.to_string()))
+                            .unzip();
+                        (chunk.to_vec(), owners, health_factors)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_else(|e| {
+                // Only a panic or a runtime shutting down gets here; the values
+                // stay unstored and the next reload writes them.
+                tracing::error!(error = %e, "health factor write-back not encoded");
+                Vec::new()
+            });
+            for (chunk, owners, health_factors) in encoded {
                 let command = SetHealthFactors {
                     cluster,
                     owners,
                     health_factors,
                 };
                 let ok = write(&writer, command).await.is_ok();
-                let batch = chunk.iter().copied().collect();
+                let batch = chunk.into_iter().collect();
                 let _ = me.send(WrittenBack { batch, ok }).await;
             }
         }

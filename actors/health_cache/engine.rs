@@ -15,7 +15,6 @@
 //! eviction says so, and its caller re-loads those owners from the database.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::num::NonZeroUsize;
 
 use lru::LruCache;
 
@@ -118,8 +117,11 @@ pub struct Engine {
     owners: Vec<Owner>,
     index: FastMap<Pubkey, Slot>,
     free: Vec<Slot>,
-    /// Healthy resident owners by recency; unhealthy and watched owners are not in it.
+    /// Resident owners above water by recency (owners under water are not in it).
+    /// Past `max_owners` the least recent healthy one is evicted; watched owners
+    /// are passed over, so crossing 2 WAD costs no LRU work.
     lru: LruCache<Slot, (), Hasher>,
+    max_owners: usize,
     /// Unhealthy owners, most underwater first.
     ranking: BTreeSet<(u128, Pubkey)>,
     /// How many owners are watched (1 WAD <= hf < WATCH_BELOW). They are not kept
@@ -145,10 +147,8 @@ impl Engine {
             owners: Vec::new(),
             index: FastMap::default(),
             free: Vec::new(),
-            lru: LruCache::with_hasher(
-                NonZeroUsize::new(max_owners.max(1)).expect("max(1) is non-zero"),
-                Hasher::default(),
-            ),
+            lru: LruCache::unbounded_with_hasher(Hasher::default()),
+            max_owners: max_owners.max(1),
             ranking: BTreeSet::new(),
             watched: 0,
             evictions: 0,
@@ -162,7 +162,7 @@ impl Engine {
     /// Forgets everything (before a full reload).
     pub fn clear(&mut self) {
         let (record, version) = (self.record_events, self.version);
-        *self = Engine::new(self.lru.cap().get());
+        *self = Engine::new(self.max_owners);
         self.record_events = record;
         // Monotonic across reloads: answers rendered before must not match again.
         self.version = version + 1;
@@ -527,15 +527,9 @@ impl Engine {
             Standing::Watched => {
                 self.watched += 1;
                 self.version += 1;
-                self.lru.pop(&id);
+                self.keep(id);
             }
-            Standing::Healthy => {
-                if let Some((evicted, ())) = self.lru.push(id, ())
-                    && evicted != id
-                {
-                    self.evict(evicted);
-                }
-            }
+            Standing::Healthy => self.keep(id),
         }
         if was == Some(Standing::Unhealthy) {
             self.emit(FeedEvent::Stop(key, hf));
@@ -581,6 +575,34 @@ impl Engine {
         }
     }
 
+    /// Puts an owner above water first in the LRU, then evicts past `max_owners`:
+    /// the least recent healthy owners go; watched ones are moved to the front
+    /// (each at most once per call, so this ends even if all are watched).
+    fn keep(&mut self, id: Slot) {
+        self.lru.put(id, ());
+        self.enforce_cap(Some(id));
+    }
+
+    /// Evicts least recent healthy owners while more than `max_owners` are above
+    /// water; `spare` (just filed) is passed over like the watched ones.
+    fn enforce_cap(&mut self, spare: Option<Slot>) {
+        let mut passes = self.lru.len();
+        while self.lru.len() > self.max_owners && passes > 0 {
+            passes -= 1;
+            let Some((&oldest, _)) = self.lru.peek_lru() else {
+                break;
+            };
+            if Some(oldest) == spare
+                || standing(self.owners[oldest as usize].hf) != Standing::Healthy
+            {
+                self.lru.promote(&oldest);
+                continue;
+            }
+            self.lru.pop(&oldest);
+            self.evict(oldest);
+        }
+    }
+
     /// An owner pushed out of the LRU: its pools remember that a member is missing.
     fn evict(&mut self, id: Slot) {
         self.evictions += 1;
@@ -606,10 +628,16 @@ impl Engine {
             let owner = &mut self.owners[member as usize];
             let hf = score(&self.pools, &owner.positions);
             let (was, now) = (standing(owner.hf), standing(hf));
-            // Same standing above water: in place (no LRU move, no ranking).
-            if was == now && now != Standing::Unhealthy {
-                if now == Standing::Watched && owner.hf != hf {
+            // Above water before and after: in place (no LRU move, no ranking);
+            // only the watch band's count and version follow.
+            if was != Standing::Unhealthy && now != Standing::Unhealthy {
+                if (was == Standing::Watched || now == Standing::Watched) && owner.hf != hf {
                     self.version += 1; // the at-risk list moved
+                }
+                match (was, now) {
+                    (Standing::Healthy, Standing::Watched) => self.watched += 1,
+                    (Standing::Watched, Standing::Healthy) => self.watched -= 1,
+                    _ => {}
                 }
                 owner.hf = hf;
                 if owner.stored_hf != Some(hf) {
@@ -622,6 +650,8 @@ impl Engine {
             let old = owner.hf;
             self.refile(member, hf, Some(old), false);
         }
+        // Owners that left the watch band upwards are evictable again.
+        self.enforce_cap(None);
     }
 }
 
