@@ -34,6 +34,22 @@ fn lendex(db: &TestDb, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// `lendex serve` on `port` against `db`, no chain, no background sync, plus `env`.
+fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("RPC_URL", "http://127.0.0.1:9")
+        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+        .envs(env.iter().copied())
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 async fn wait_until_up(http: &reqwest::Client, base: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
@@ -51,18 +67,11 @@ async fn wait_until_up(http: &reqwest::Client, base: &str) {
 async fn sigterm_with_feed_subscribers_stops_promptly() {
     let db = TestDb::create().await;
     let port = free_port();
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("RPC_URL", "http://127.0.0.1:9")
-        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-        .env("LENDEX_SERVER__SHUTDOWN_TIMEOUT_SECONDS", "30")
-        .env_remove("SUPER_ADMIN_PUBKEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = serve(
+        &db,
+        port,
+        &[("LENDEX_SERVER__SHUTDOWN_TIMEOUT_SECONDS", "30")],
+    );
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     wait_until_up(&http, &base).await;
@@ -105,18 +114,11 @@ async fn sigterm_with_feed_subscribers_stops_promptly() {
 async fn sigterm_during_a_burst_loses_no_acknowledged_write() {
     let db = TestDb::create().await;
     let port = free_port();
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("RPC_URL", "http://127.0.0.1:9")
-        .env("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0")
-        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-        .env_remove("SUPER_ADMIN_PUBKEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = serve(
+        &db,
+        port,
+        &[("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0")],
+    );
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     wait_until_up(&http, &base).await;
