@@ -12,56 +12,97 @@ pub mod rendered;
 pub mod signed;
 pub mod state;
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpResponse, ResponseError, web};
 
 use crate::error::ApiError;
 use handlers::{admin, auth, health, liquidations, pools, positions, transactions};
 
-/// Every route under /api. A known path with an unknown method is 405; an unknown
-/// path is 404 (set on the App); both with the JSON error body.
+/// Every route under /api. A known path with an unknown method is 405 with the
+/// JSON error body and an `Allow` header; an unknown path is 404 (set on the
+/// App). GET routes answer HEAD too (same handler, no body).
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api")
             // The liquidators' hot paths first: resources are matched in order.
-            .service(resource("/positions/unhealthy").route(web::get().to(positions::unhealthy)))
-            .service(resource("/liquidations").route(web::get().to(liquidations::liquidations)))
-            .service(resource("/positions/at-risk").route(web::get().to(liquidations::at_risk)))
+            .service(read(
+                resource("/positions/unhealthy", GET),
+                positions::unhealthy,
+            ))
+            .service(read(
+                resource("/liquidations", GET),
+                liquidations::liquidations,
+            ))
+            .service(read(
+                resource("/positions/at-risk", GET),
+                liquidations::at_risk,
+            ))
             .service(
-                resource("/positions/unhealthy/stream")
+                // An endless stream: no HEAD.
+                resource("/positions/unhealthy/stream", "GET")
                     .route(web::get().to(positions::unhealthy_stream)),
             )
-            .service(resource("/positions/sync").route(web::post().to(positions::sync_position)))
+            .service(
+                resource("/positions/sync", "POST").route(web::post().to(positions::sync_position)),
+            )
             // Fixed paths before "/positions/{user}", which would match them too.
-            .service(resource("/positions/{user}/detail").route(web::get().to(positions::detail)))
-            .service(resource("/positions/{user}").route(web::get().to(positions::list_positions)))
-            .service(resource("/auth/nonce").route(web::post().to(auth::issue_nonce)))
-            .service(resource("/admin/me").route(web::get().to(admin::me)))
+            .service(read(
+                resource("/positions/{user}/detail", GET),
+                positions::detail,
+            ))
+            .service(read(
+                resource("/positions/{user}", GET),
+                positions::list_positions,
+            ))
+            .service(resource("/auth/nonce", "POST").route(web::post().to(auth::issue_nonce)))
+            .service(read(resource("/admin/me", GET), admin::me))
             .service(
-                resource("/admin/allowlist")
-                    .route(web::get().to(admin::list_admins))
-                    .route(web::post().to(admin::add_admin))
-                    .route(web::delete().to(admin::revoke_admin)),
+                read(
+                    resource("/admin/allowlist", "GET, HEAD, POST, DELETE"),
+                    admin::list_admins,
+                )
+                .route(web::post().to(admin::add_admin))
+                .route(web::delete().to(admin::revoke_admin)),
             )
-            .service(resource("/admin/audit").route(web::get().to(admin::audit)))
-            .service(resource("/pools").route(web::get().to(pools::list_pools)))
-            .service(resource("/pools/init").route(web::post().to(pools::init_pool)))
-            .service(resource("/pools/sync").route(web::post().to(pools::sync_pool)))
+            .service(read(resource("/admin/audit", GET), admin::audit))
+            .service(read(resource("/pools", GET), pools::list_pools))
+            .service(resource("/pools/init", "POST").route(web::post().to(pools::init_pool)))
+            .service(resource("/pools/sync", "POST").route(web::post().to(pools::sync_pool)))
             .service(
-                resource("/transactions")
-                    .route(web::get().to(transactions::list_transactions))
-                    .route(web::post().to(transactions::record_transaction)),
+                read(
+                    resource("/transactions", "GET, HEAD, POST"),
+                    transactions::list_transactions,
+                )
+                .route(web::post().to(transactions::record_transaction)),
             )
-            .service(resource("/health").route(web::get().to(health::health)))
-            .service(resource("/openapi.json").route(web::get().to(openapi::openapi_json))),
+            .service(read(resource("/health", GET), health::health))
+            .service(read(resource("/openapi.json", GET), openapi::openapi_json)),
     );
 }
 
-fn resource(path: &str) -> actix_web::Resource {
-    web::resource(path).default_service(web::to(method_not_allowed))
+const GET: &str = "GET, HEAD";
+
+/// A resource that answers `allow`; any other method is 405 with that `Allow`.
+fn resource(path: &str, allow: &'static str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(move || async move {
+        let mut response = ApiError::MethodNotAllowed.error_response();
+        response.headers_mut().insert(
+            actix_web::http::header::ALLOW,
+            actix_web::http::header::HeaderValue::from_static(allow),
+        );
+        response
+    }))
 }
 
-async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// GET with `handler`, and HEAD with the same handler (actix sends no body).
+fn read<F, Args>(resource: actix_web::Resource, handler: F) -> actix_web::Resource
+where
+    F: actix_web::Handler<Args> + Clone,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    resource
+        .route(web::get().to(handler.clone()))
+        .route(web::head().to(handler))
 }
 
 pub async fn not_found() -> Result<HttpResponse, ApiError> {

@@ -10,20 +10,64 @@ async fn unknown_route_and_method_are_json() {
     let app = spawn_app().await;
     assert_eq!(app.get("/api/nope").await, (404, error("not found")));
     assert_eq!(app.get("/").await, (404, error("not found")));
-    let res = app
-        .http
-        .put(app.url("/api/transactions"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(decode(res).await, (405, error("method not allowed")));
-    let res = app
-        .http
-        .get(app.url("/api/auth/nonce"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(decode(res).await, (405, error("method not allowed")));
+    // 405 says which methods the path answers.
+    for (method, path, allow) in [
+        (reqwest::Method::PUT, "/api/transactions", "GET, HEAD, POST"),
+        (reqwest::Method::GET, "/api/auth/nonce", "POST"),
+        (reqwest::Method::POST, "/api/health", "GET, HEAD"),
+        (
+            reqwest::Method::PATCH,
+            "/api/admin/allowlist",
+            "GET, HEAD, POST, DELETE",
+        ),
+        (
+            reqwest::Method::HEAD,
+            "/api/positions/unhealthy/stream",
+            "GET",
+        ),
+    ] {
+        let res = app
+            .http
+            .request(method.clone(), app.url(path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.headers().get("allow").and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {path}"
+        );
+        if method != reqwest::Method::HEAD {
+            assert_eq!(
+                decode(res).await,
+                (405, error("method not allowed")),
+                "{method} {path}"
+            );
+        } else {
+            assert_eq!(res.status().as_u16(), 405);
+        }
+    }
+    // HEAD on a GET route: the GET's status and headers, no body.
+    for path in [
+        "/api/health",
+        "/api/pools",
+        "/api/transactions",
+        "/api/openapi.json",
+    ] {
+        let res = app.http.head(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200, "HEAD {path}");
+        assert_eq!(
+            res.headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "HEAD {path}"
+        );
+        assert!(
+            res.bytes().await.unwrap().is_empty(),
+            "HEAD {path} has no body"
+        );
+    }
 }
 
 #[actix_rt::test]
