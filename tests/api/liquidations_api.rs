@@ -184,6 +184,9 @@ async fn the_at_risk_list_watches_owners_above_one() {
             .0,
         200
     );
+    // Health counts the band (1.0 <= hf < 2.0): `close` and `safer`.
+    let health = get(&m, "/api/health").await.1;
+    assert_eq!(health["checks"]["cache"]["watchedOwners"], 2);
 }
 
 #[actix_rt::test]

@@ -46,9 +46,18 @@ pub struct CacheCheck {
     pub owners: usize,
     #[serde(rename = "unhealthyOwners")]
     pub unhealthy_owners: usize,
+    /// Owners at or above 1.0 and below 2.0 WAD (the at-risk band).
+    #[serde(rename = "watchedOwners")]
+    pub watched_owners: usize,
     pub pools: usize,
     pub evictions: u64,
     pub subscribers: usize,
+    /// Subscribers dropped because they fell too far behind.
+    #[serde(rename = "droppedSubscribers")]
+    pub dropped_subscribers: u64,
+    /// Bumped by every change to the feed.
+    #[serde(rename = "feedVersion")]
+    pub feed_version: u64,
 }
 
 /// The background refresh: the slot and time of the last complete refresh.
@@ -198,18 +207,24 @@ async fn cache_check(state: &AppState) -> CacheCheck {
             listening: s.listening,
             owners: s.owners,
             unhealthy_owners: s.unhealthy_owners,
+            watched_owners: s.watched_owners,
             pools: s.pools,
             evictions: s.evictions,
             subscribers: s.subscribers,
+            dropped_subscribers: s.dropped_subscribers,
+            feed_version: s.feed_version,
         },
         _ => CacheCheck {
             ok: false,
             listening: false,
             owners: 0,
             unhealthy_owners: 0,
+            watched_owners: 0,
             pools: 0,
             evictions: 0,
             subscribers: 0,
+            dropped_subscribers: 0,
+            feed_version: 0,
         },
     }
 }
