@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio_postgres::Row;
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{I64Text,PubkeyText,RoleName,TxActionName,TxSignature,TxStatusName,U64Text,WadText};
 
 use crate::actors::health_cache::OwnerRow;
 use crate::domain::pubkey::Pubkey;
@@ -12,36 +13,58 @@ use crate::domain::pubkey::Pubkey;
 /// Spec 2.1, as GET /api/pools returns it (the `decimals` column is internal).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Pool {
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
     pub token_mint: String,
     pub symbol: Option<String>,
+    #[schema(value_type = PubkeyText)]
     pub authority: String,
+    #[schema(value_type = PubkeyText)]
     pub vault: String,
     pub pool_bump: i16,
     pub authority_bump: i16,
     pub vault_bump: i16,
     pub paused: bool,
+    #[schema(value_type = U64Text)]
     pub total_deposits: String,
+    #[schema(value_type = U64Text)]
     pub total_borrows: String,
+    #[schema(value_type = U64Text)]
     pub accumulated_fees: String,
+    #[schema(value_type = WadText)]
     pub ltv_wad: String,
+    #[schema(value_type = WadText)]
     pub liquidation_threshold_wad: String,
+    #[schema(value_type = WadText)]
     pub liquidation_bonus_wad: String,
+    #[schema(value_type = WadText)]
     pub protocol_liq_fee_wad: String,
+    #[schema(value_type = WadText)]
     pub reserve_factor_wad: String,
+    #[schema(value_type = WadText)]
     pub close_factor_wad: String,
+    #[schema(value_type = WadText)]
     pub base_rate_wad: String,
+    #[schema(value_type = WadText)]
     pub optimal_util_wad: String,
+    #[schema(value_type = WadText)]
     pub slope1_wad: String,
+    #[schema(value_type = WadText)]
     pub slope2_wad: String,
     pub flash_fee_bps: i32,
     /// i64 as a decimal string; null until the oracle is set.
+    #[schema(value_type = Option<I64Text>)]
     pub oracle_price: Option<String>,
     /// u64 as a decimal string; null until the oracle is set.
+    #[schema(value_type = Option<U64Text>)]
     pub oracle_conf: Option<String>,
     pub oracle_expo: Option<i32>,
+    #[schema(value_type = Option<PubkeyText>)]
     pub pyth_price_feed: Option<String>,
+    #[schema(value_type = PubkeyText)]
     pub created_by: String,
+    #[schema(value_type = TxSignature)]
     pub init_signature: String,
     pub last_synced_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
@@ -91,12 +114,18 @@ impl Pool {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Transaction {
     pub id: i64,
+    #[schema(value_type = TxSignature)]
     pub signature: String,
+    #[schema(value_type = Option<PubkeyText>)]
     pub pool_address: Option<String>,
+    #[schema(value_type = PubkeyText)]
     pub wallet: String,
+    #[schema(value_type = TxActionName)]
     pub action: String,
     /// u64 as a decimal string; null when the caller gave none.
+    #[schema(value_type = Option<U64Text>)]
     pub amount: Option<String>,
+    #[schema(value_type = TxStatusName)]
     pub status: String,
     pub error_msg: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -121,7 +150,9 @@ impl Transaction {
 /// Spec 2.6.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Admin {
+    #[schema(value_type = PubkeyText)]
     pub pubkey: String,
+    #[schema(value_type = RoleName)]
     pub role: String,
     pub label: Option<String>,
     pub added_by: String,
@@ -171,7 +202,9 @@ impl AuditEntry {
 /// the pool, from the transaction log.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct BorrowTx {
+    #[schema(value_type = TxSignature)]
     pub signature: String,
+    #[schema(value_type = Option<U64Text>)]
     pub amount: Option<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -179,14 +212,22 @@ pub struct BorrowTx {
 /// Spec 2.2.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Position {
+    #[schema(value_type = PubkeyText)]
     pub position_address: String,
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
     pub owner: String,
+    #[schema(value_type = U64Text)]
     pub deposit_shares: String,
+    #[schema(value_type = U64Text)]
     pub borrow_principal: String,
+    #[schema(value_type = WadText)]
     pub deposit_idx_snap: String,
+    #[schema(value_type = WadText)]
     pub borrow_idx_snap: String,
     /// The owner's account-level health factor (u128 max with no debt).
+    #[schema(value_type = WadText)]
     pub health_factor_wad: String,
     pub last_synced_at: DateTime<Utc>,
 }

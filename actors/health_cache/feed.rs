@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 use actix_web::web::Bytes;
 use serde::Serialize;
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{PubkeyText,U64Text,WadText};
 
 use super::engine::Engine;
 use super::quotes::{LiquidationQuote, QuoteFilter, at_risk_body, liquidations_body, quote_wire};
@@ -20,12 +21,19 @@ use crate::domain::pubkey::Pubkey;
 /// Spec 2.4, plus oracle freshness for liquidators.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UnhealthyRow {
+    #[schema(value_type = PubkeyText)]
     pub position_address: String,
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
     pub owner: String,
+    #[schema(value_type = U64Text)]
     pub deposit_shares: String,
+    #[schema(value_type = U64Text)]
     pub borrow_principal: String,
+    #[schema(value_type = WadText)]
     pub health_factor_wad: String,
+    #[schema(value_type = WadText)]
     pub account_health_factor_wad: String,
     /// True when any pool of the account has an oracle price older than
     /// `health.max_oracle_age_seconds` (by the pool's on-chain last_update_ts).

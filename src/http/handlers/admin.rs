@@ -3,6 +3,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{NonceText,PubkeyText,RoleName,WalletSignature};
 
 use crate::actors::db_writer::write;
 use crate::config::Cluster;
@@ -24,6 +25,7 @@ const MAX_LABEL_CHARS: usize = 256;
 #[derive(Serialize, ToSchema)]
 pub struct MeResponse {
     /// `super_admin`, `pool_admin`, or null when the wallet is not an active admin.
+    #[schema(value_type = Option<RoleName>)]
     pub role: Option<String>,
 }
 
@@ -44,28 +46,38 @@ pub struct AuditResponse {
 
 #[derive(Deserialize, ToSchema)]
 pub struct AddAdminRequest {
+    #[schema(value_type = PubkeyText)]
     pub actor: String,
+    #[schema(value_type = NonceText)]
     pub nonce: String,
     /// Base58 ed25519 signature of the message for `add_admin:<pubkey>:<role>`.
+    #[schema(value_type = WalletSignature)]
     pub signature: String,
+    #[schema(value_type = PubkeyText)]
     pub pubkey: String,
     /// `pool_admin` or `super_admin`.
+    #[schema(value_type = RoleName)]
     pub role: String,
+    #[schema(max_length = 256)]
     pub label: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct RevokeAdminRequest {
+    #[schema(value_type = PubkeyText)]
     pub actor: String,
+    #[schema(value_type = NonceText)]
     pub nonce: String,
     /// Base58 ed25519 signature of the message for `revoke_admin:<pubkey>`.
+    #[schema(value_type = WalletSignature)]
     pub signature: String,
+    #[schema(value_type = PubkeyText)]
     pub pubkey: String,
 }
 
 #[utoipa::path(get, path = "/api/admin/me", tag = "admin",
-    params(("pubkey" = String, Query, description = "wallet")),
-    responses((status = 200, body = MeResponse),
+    params(("pubkey" = PubkeyText, Query, description = "wallet")),
+    responses((status = 200, body = MeResponse, description = "the wallet's active role, or null"),
         (status = 400, body = ErrorBody, description = "missing fields | invalid")))]
 pub async fn me(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let pubkey = params.pubkey("pubkey")?.ok_or(ApiError::MissingFields)?;
@@ -77,7 +89,7 @@ pub async fn me(state: web::Data<AppState>, params: Params) -> ApiResult<HttpRes
 }
 
 #[utoipa::path(get, path = "/api/admin/allowlist", tag = "admin",
-    responses((status = 200, body = AllowlistResponse)))]
+    responses((status = 200, body = AllowlistResponse, description = "active admins")))]
 pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let client = state.db.get().await?;
     let stmt = client.prepare_cached(queries::LIST_ACTIVE_ADMINS).await?;
@@ -91,7 +103,7 @@ pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> 
 }
 
 #[utoipa::path(post, path = "/api/admin/allowlist", tag = "admin", request_body = AddAdminRequest,
-    responses((status = 200, body = OkResponse),
+    responses((status = 200, body = OkResponse, description = "committed, with its audit entry"),
         (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid role | invalid"),
         (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized | super_admin required")))]
 pub async fn add_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
@@ -129,7 +141,7 @@ pub async fn add_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
 }
 
 #[utoipa::path(delete, path = "/api/admin/allowlist", tag = "admin", request_body = RevokeAdminRequest,
-    responses((status = 200, body = OkResponse),
+    responses((status = 200, body = OkResponse, description = "committed, with its audit entry"),
         (status = 400, body = ErrorBody, description = "bad json | missing fields | cannot revoke yourself | invalid"),
         (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized | super_admin required"),
         (status = 404, body = ErrorBody, description = "not found: no active entry for pubkey")))]
@@ -167,10 +179,10 @@ pub async fn revoke_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResu
         ("actor" = Option<String>, Query, description = "exact actor filter"),
         ("action" = Option<String>, Query, description = "exact action filter"),
         ("limit" = Option<i64>, Query, description = "default 50, at most 200"),
-        ("x-actor" = Option<String>, Header, description = "mainnet only: signer pubkey"),
-        ("x-nonce" = Option<String>, Header, description = "mainnet only: nonce issued for `read_audit`"),
-        ("x-signature" = Option<String>, Header, description = "mainnet only: signature of the read_audit message")),
-    responses((status = 200, body = AuditResponse),
+        ("x-actor" = Option<PubkeyText>, Header, description = "mainnet only: signer pubkey"),
+        ("x-nonce" = Option<NonceText>, Header, description = "mainnet only: nonce issued for `read_audit`"),
+        ("x-signature" = Option<WalletSignature>, Header, description = "mainnet only: signature of the read_audit message")),
+    responses((status = 200, body = AuditResponse, description = "audit entries, newest first"),
         (status = 403, body = ErrorBody, description = "forbidden (mainnet, without a valid signed nonce)")))]
 pub async fn audit(
     req: HttpRequest,

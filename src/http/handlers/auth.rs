@@ -4,6 +4,7 @@ use actix_web::{HttpResponse, web};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{ActionText,PubkeyText};
 
 use crate::actors::nonce_registry::IssueNonce;
 use crate::domain::auth_message::{canonical_message, is_valid_action};
@@ -16,8 +17,10 @@ use crate::http::state::AppState;
 #[derive(Deserialize, ToSchema)]
 pub struct NonceRequest {
     /// Base58 wallet the nonce is issued to.
+    #[schema(value_type = PubkeyText)]
     pub pubkey: String,
     /// The operation it is for, e.g. `add_admin:<pubkey>:<role>` (1-256 printable ASCII).
+    #[schema(value_type = ActionText)]
     pub action: String,
 }
 
@@ -33,7 +36,7 @@ pub struct NonceResponse {
 
 #[utoipa::path(post, path = "/api/auth/nonce", tag = "auth", request_body = NonceRequest,
     responses(
-        (status = 200, body = NonceResponse),
+        (status = 200, body = NonceResponse, description = "a fresh nonce and the exact message to sign"),
         (status = 400, body = ErrorBody, description = "bad json | pubkey and action required | invalid pubkey | invalid"),
         (status = 413, body = ErrorBody, description = "payload too large"),
         (status = 429, body = ErrorBody, description = "rate limited"),

@@ -100,7 +100,7 @@ pub struct Counts {
 }
 
 #[utoipa::path(get, path = "/api/health", tag = "health",
-    responses((status = 200, body = HealthResponse)))]
+    responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency")))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let (db, rpc, sync, cache) = futures_util::join!(
         database_check(&state),

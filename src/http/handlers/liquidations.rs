@@ -9,6 +9,7 @@ use crate::actors::health_cache::quotes::{AtRiskResponse, LiquidationsResponse, 
 use crate::domain::enums::parse_u128_decimal;
 use crate::domain::limits::clamp_limit;
 use crate::domain::wad::WAD;
+use crate::http::openapi::schemas::{PubkeyText, WadText};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::Params;
 use crate::http::rendered::serve_answer;
@@ -19,9 +20,9 @@ const DEFAULT_BELOW: u128 = WAD + WAD / 10;
 
 #[utoipa::path(get, path = "/api/liquidations", tag = "liquidations",
     params(("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
-           ("min_profit_wad" = Option<String>, Query, description = "u128 decimal: leave out quotes with a smaller profit_value_wad"),
-           ("debt_pool" = Option<String>, Query, description = "only pairs repaying debt in this pool"),
-           ("collateral_pool" = Option<String>, Query, description = "only pairs seizing collateral in this pool")),
+           ("min_profit_wad" = Option<WadText>, Query, description = "u128 decimal: leave out quotes with a smaller profit_value_wad"),
+           ("debt_pool" = Option<PubkeyText>, Query, description = "only pairs repaying debt in this pool"),
+           ("collateral_pool" = Option<PubkeyText>, Query, description = "only pairs seizing collateral in this pool")),
     responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner."),
         (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
@@ -40,7 +41,7 @@ pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResu
 }
 
 #[utoipa::path(get, path = "/api/positions/at-risk", tag = "liquidations",
-    params(("below" = Option<String>, Query, description = "u128 decimal, greater than 1 WAD and at most 2 WAD; default 1100000000000000000"),
+    params(("below" = Option<WadText>, Query, description = "u128 decimal, greater than 1 WAD and at most 2 WAD; default 1100000000000000000"),
            ("limit" = Option<i64>, Query, description = "default 50, clamped to 200")),
     responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner."),
         (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range)"),

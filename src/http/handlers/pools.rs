@@ -4,6 +4,7 @@
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{NonceText,PubkeyText,TxSignature,WalletSignature};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
@@ -32,27 +33,37 @@ pub struct PoolsResponse {
 
 #[derive(Deserialize, ToSchema)]
 pub struct InitPoolRequest {
+    #[schema(value_type = PubkeyText)]
     pub actor: String,
+    #[schema(value_type = NonceText)]
     pub nonce: String,
     /// Base58 ed25519 signature of the message for `init_pool:<token_mint>`.
+    #[schema(value_type = WalletSignature)]
     pub signature: String,
     /// PDA(["pool", token_mint]).
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
     pub token_mint: String,
+    #[schema(max_length = 32)]
     pub symbol: Option<String>,
     /// Equals the actor and the on-chain authority.
+    #[schema(value_type = PubkeyText)]
     pub authority: String,
+    #[schema(value_type = PubkeyText)]
     pub vault: String,
     pub pool_bump: u8,
     pub authority_bump: u8,
     pub vault_bump: u8,
     /// Signature of the on-chain initialisation transaction.
+    #[schema(value_type = TxSignature)]
     pub init_signature: String,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct InitPoolResponse {
     pub ok: bool,
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
     /// False when the pool was already registered (nothing changed).
     pub created: bool,
@@ -60,19 +71,22 @@ pub struct InitPoolResponse {
 
 #[derive(Deserialize, ToSchema)]
 pub struct SyncPoolRequest {
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
     /// Fills the symbol only while the stored one is null.
+    #[schema(max_length = 32)]
     pub symbol: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct SyncPoolResponse {
     pub ok: bool,
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
 }
 
 #[utoipa::path(get, path = "/api/pools", tag = "pools",
-    responses((status = 200, body = PoolsResponse)))]
+    responses((status = 200, body = PoolsResponse, description = "registered pools of the cluster")))]
 pub async fn list_pools(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let client = state.db.get().await?;
     let stmt = client.prepare_cached(queries::LIST_POOLS).await?;
@@ -91,7 +105,7 @@ fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
 }
 
 #[utoipa::path(post, path = "/api/pools/init", tag = "pools", request_body = InitPoolRequest,
-    responses((status = 200, body = InitPoolResponse),
+    responses((status = 200, body = InitPoolResponse, description = "registered (or already registered)"),
         (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid (the body does not match the on-chain pool, or the mint is not a mint)"),
         (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized (not an admin, or not the pool's on-chain authority)"),
         (status = 404, body = ErrorBody, description = "pool account not found"),
@@ -189,7 +203,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
 }
 
 #[utoipa::path(post, path = "/api/pools/sync", tag = "pools", request_body = SyncPoolRequest,
-    responses((status = 200, body = SyncPoolResponse),
+    responses((status = 200, body = SyncPoolResponse, description = "the pool was read from chain and committed"),
         (status = 400, body = ErrorBody, description = "bad json | pool_address required | bad pubkey: <reason> | invalid"),
         (status = 404, body = ErrorBody, description = "pool account not found (absent on chain, or not registered)"),
         (status = 429, body = ErrorBody, description = "rate limited"),

@@ -10,6 +10,7 @@ use actix_web::{HttpResponse, web, web::Bytes};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{PubkeyText,U128Text,U64Text,WadText};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
@@ -40,8 +41,10 @@ pub struct PositionsResponse {
 
 #[derive(Deserialize, ToSchema)]
 pub struct SyncPositionRequest {
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
     /// The wallet; the position address is derived from pool and wallet.
+    #[schema(value_type = PubkeyText)]
     pub user: String,
 }
 
@@ -50,12 +53,13 @@ pub struct SyncPositionResponse {
     pub ok: bool,
     /// False when the position no longer exists on chain (the row was removed).
     pub exists: bool,
+    #[schema(value_type = PubkeyText)]
     pub position_address: String,
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}", tag = "positions",
-    params(("user" = String, Path, description = "wallet")),
-    responses((status = 200, body = PositionsResponse),
+    params(("user" = PubkeyText, Path, description = "wallet")),
+    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)"),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet)")))]
 pub async fn list_positions(
     state: web::Data<AppState>,
@@ -99,7 +103,7 @@ async fn owner_positions(state: &AppState, owner: Pubkey) -> ApiResult<OwnerPosi
 }
 
 #[utoipa::path(post, path = "/api/positions/sync", tag = "positions", request_body = SyncPositionRequest,
-    responses((status = 200, body = SyncPositionResponse),
+    responses((status = 200, body = SyncPositionResponse, description = "the position was read from chain and committed"),
         (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid (an account is not the lending program's, or does not match)"),
         (status = 404, body = ErrorBody, description = "pool account not found (absent on chain, or not registered)"),
         (status = 429, body = ErrorBody, description = "rate limited"),
@@ -159,9 +163,9 @@ pub async fn sync_position(
 }
 
 #[utoipa::path(get, path = "/api/positions/unhealthy", tag = "positions",
-    params(("pool" = Option<String>, Query, description = "keep only debt rows in this pool"),
+    params(("pool" = Option<PubkeyText>, Query, description = "keep only debt rows in this pool"),
            ("limit" = Option<i64>, Query, description = "default 50, clamped to 200")),
-    responses((status = 200, body = UnhealthyResponse),
+    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first"),
         (status = 400, body = ErrorBody, description = "invalid (malformed pool)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
@@ -173,18 +177,26 @@ pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<
 /// Spec 2.3.
 #[derive(Serialize, ToSchema)]
 pub struct PositionDetail {
+    #[schema(value_type = PubkeyText)]
     pub pool_address: String,
     /// The pool's symbol, or "" when it has none.
     pub symbol: String,
+    #[schema(value_type = U64Text)]
     pub deposit_shares: String,
+    #[schema(value_type = U64Text)]
     pub borrow_principal: String,
     /// floor(deposit_shares x deposit_index / WAD)
+    #[schema(value_type = U128Text)]
     pub deposit_tokens: String,
     /// ceil(borrow_principal x borrow_index / borrow_idx_snap): principal plus interest.
+    #[schema(value_type = U128Text)]
     pub borrow_debt: String,
+    #[schema(value_type = U64Text)]
     pub original_deposit: String,
+    #[schema(value_type = U128Text)]
     pub principal: String,
     /// borrow_debt - principal.
+    #[schema(value_type = U128Text)]
     pub interest: String,
     /// Fraction (0.05 is 5%).
     pub supply_apy: f64,
@@ -192,6 +204,7 @@ pub struct PositionDetail {
     /// Borrows of this wallet in this pool, not failed, newest first, at most 10.
     pub borrow_txs: Vec<BorrowTx>,
     /// The account-level health factor, the same on every row.
+    #[schema(value_type = WadText)]
     pub health_factor_wad: String,
 }
 
@@ -201,8 +214,8 @@ pub struct DetailResponse {
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",
-    params(("user" = String, Path, description = "wallet")),
-    responses((status = 200, body = DetailResponse),
+    params(("user" = PubkeyText, Path, description = "wallet")),
+    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs"),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet)")))]
 pub async fn detail(
     state: web::Data<AppState>,

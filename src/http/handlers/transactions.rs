@@ -3,6 +3,7 @@
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use crate::http::openapi::schemas::{PubkeyText,TxActionName,TxSignature,TxStatusName,U64Text};
 
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::BorrowsChanged;
@@ -29,16 +30,23 @@ pub struct TransactionsResponse {
 #[derive(Deserialize, ToSchema)]
 pub struct RecordTransactionRequest {
     /// Chain transaction signature; the idempotency key.
+    #[schema(value_type = TxSignature)]
     pub signature: String,
+    #[schema(value_type = PubkeyText)]
     pub wallet: String,
     /// deposit, withdraw, borrow, repay, liquidate, flash, init, update_pool, pause,
     /// resume, collect_fees or update_oracle.
+    #[schema(value_type = TxActionName)]
     pub action: String,
+    #[schema(value_type = Option<PubkeyText>)]
     pub pool_address: Option<String>,
     /// u64 as a decimal string.
+    #[schema(value_type = Option<U64Text>)]
     pub amount: Option<String>,
     /// pending, confirmed (the default) or failed.
+    #[schema(value_type = Option<TxStatusName>)]
     pub status: Option<String>,
+    #[schema(max_length = 4096)]
     pub error_msg: Option<String>,
 }
 
@@ -49,9 +57,9 @@ pub struct RecordTransactionResponse {
 }
 
 #[utoipa::path(get, path = "/api/transactions", tag = "transactions",
-    params(("wallet" = Option<String>, Query), ("pool" = Option<String>, Query),
+    params(("wallet" = Option<PubkeyText>, Query), ("pool" = Option<PubkeyText>, Query),
            ("limit" = Option<i64>, Query, description = "default 50, at most 200")),
-    responses((status = 200, body = TransactionsResponse),
+    responses((status = 200, body = TransactionsResponse, description = "newest first, at most `limit`"),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet or pool)")))]
 pub async fn list_transactions(
     state: web::Data<AppState>,
@@ -90,7 +98,7 @@ pub async fn list_transactions(
 
 #[utoipa::path(post, path = "/api/transactions", tag = "transactions",
     request_body = RecordTransactionRequest,
-    responses((status = 200, body = RecordTransactionResponse),
+    responses((status = 200, body = RecordTransactionResponse, description = "committed (an existing signature is updated and keeps its id)"),
         (status = 400, body = ErrorBody, description = "bad json | signature, wallet, action required | invalid"),
         (status = 429, body = ErrorBody, description = "rate limited")))]
 pub async fn record_transaction(

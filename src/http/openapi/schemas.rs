@@ -1,0 +1,130 @@
+//! The text formats of the API, as named schemas of the OpenAPI document: wire
+//! fields say `#[schema(value_type = Pubkey)]` and the document gets one
+//! `components.schemas.Pubkey` with its pattern, instead of a bare string. The
+//! patterns are what the handlers accept (domain::pubkey, domain::enums,
+//! domain::auth_message); the Rust values stay plain strings.
+
+use std::borrow::Cow;
+
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::domain::enums::{ROLES, TX_ACTIONS, TX_STATUSES};
+
+/// Base58 of 32 bytes: 32 to 44 characters of the bitcoin alphabet.
+pub const PUBKEY_PATTERN: &str = "^[1-9A-HJ-NP-Za-km-z]{32,44}$";
+
+fn text(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(description))
+}
+
+/// Declares a marker type whose schema is a named string format.
+macro_rules! text_schema {
+    ($marker:ident, $name:literal, $build:expr) => {
+        #[doc = concat!("The `", $name, "` string format of the OpenAPI document.")]
+        pub struct $marker;
+        impl PartialSchema for $marker {
+            fn schema() -> RefOr<Schema> {
+                let build: ObjectBuilder = $build;
+                RefOr::T(Schema::Object(build.build()))
+            }
+        }
+        impl ToSchema for $marker {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed($name)
+            }
+        }
+    };
+}
+
+text_schema!(
+    PubkeyText,
+    "Pubkey",
+    text("Base58 public key (32 bytes).").pattern(Some(PUBKEY_PATTERN))
+);
+text_schema!(
+    U64Text,
+    "U64",
+    text("Unsigned 64-bit integer as a decimal string.").pattern(Some("^[0-9]{1,20}$"))
+);
+text_schema!(
+    U128Text,
+    "U128",
+    text("Unsigned 128-bit integer as a decimal string.").pattern(Some("^[0-9]{1,39}$"))
+);
+text_schema!(
+    WadText,
+    "Wad",
+    text("Fixed-point u128 as a decimal string; 1000000000000000000 is 1.0.")
+        .pattern(Some("^[0-9]{1,39}$"))
+);
+text_schema!(
+    I64Text,
+    "I64",
+    text("Signed 64-bit integer as a decimal string.").pattern(Some("^-?[0-9]{1,19}$"))
+);
+text_schema!(
+    NonceText,
+    "Nonce",
+    text("32 lowercase hexadecimal characters, issued by POST /api/auth/nonce.")
+        .pattern(Some("^[0-9a-f]{32}$"))
+);
+text_schema!(
+    WalletSignature,
+    "WalletSignature",
+    text("Base58 ed25519 signature (64 bytes) of the nonce's message.")
+        .pattern(Some("^[1-9A-HJ-NP-Za-km-z]{64,88}$"))
+);
+text_schema!(
+    TxSignature,
+    "TxSignature",
+    text("Chain transaction signature: 1 to 128 printable ASCII characters.")
+        .pattern(Some("^[!-~]{1,128}$"))
+);
+text_schema!(
+    ActionText,
+    "AuthAction",
+    text("The operation a nonce is for, e.g. `add_admin:<pubkey>:<role>`: 1 to 256 printable ASCII characters.")
+        .pattern(Some("^[ -~]{1,256}$"))
+);
+text_schema!(
+    RoleName,
+    "Role",
+    text("Admin role.").enum_values(Some(ROLES.iter().copied()))
+);
+text_schema!(
+    TxActionName,
+    "TxAction",
+    text("What a logged transaction did.").enum_values(Some(TX_ACTIONS.iter().copied()))
+);
+text_schema!(
+    TxStatusName,
+    "TxStatus",
+    text("Status of a logged transaction.").enum_values(Some(TX_STATUSES.iter().copied()))
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::pubkey::is_pubkey;
+
+    /// Every valid pubkey matches the documented pattern (a superset check:
+    /// the pattern cannot tell 32-byte from 31-byte base58).
+    #[test]
+    fn pubkeys_match_the_pattern() {
+        let chars = |s: &str| {
+            (32..=44).contains(&s.len())
+                && s.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l')
+                })
+        };
+        for bytes in [[0u8; 32], [255u8; 32], [7u8; 32]] {
+            let key = bs58::encode(bytes).into_string();
+            assert!(is_pubkey(&key));
+            assert!(chars(&key), "{key}");
+        }
+    }
+}
