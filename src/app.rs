@@ -65,6 +65,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
         config.chain.cluster.as_str(),
         config.cache.max_owners,
         config.health.max_oracle_age_seconds,
+        config.cache.subscriber_max_lag_bytes,
     );
     let rendered = cache.rendered();
     let cache = cache.start();
@@ -113,12 +114,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
             .configure(http::routes)
             .default_service(web::to(http::not_found))
     })
-    // Small answers and SSE frames go out at once, not after Nagle's delay.
-    .on_connect(|conn, _| {
-        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-            let _ = tcp.set_nodelay(true);
-        }
-    })
+    .on_connect(http::socket::on_connect)
     .shutdown_timeout(config.server.shutdown_timeout_seconds)
     .client_request_timeout(Duration::from_millis(config.server.request_timeout_ms))
     // `serve` handles SIGINT/SIGTERM itself: the feed's streams must end first.

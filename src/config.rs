@@ -80,6 +80,8 @@ pub struct SyncConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CacheConfig {
     pub max_owners: usize,
+    /// Unread feed bytes one SSE subscriber may hold beyond its snapshot.
+    pub subscriber_max_lag_bytes: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,11 +1,13 @@
 //! The resources of spec §2 as the API returns them, and how each is read from a
 //! row of its named query. u64/u128 values are decimal strings (spec §1.3).
 
+use crate::http::openapi::schemas::{
+    I64Text, PubkeyText, RoleName, TxActionName, TxSignature, TxStatusName, U64Text, WadText,
+};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio_postgres::Row;
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{I64Text,PubkeyText,RoleName,TxActionName,TxSignature,TxStatusName,U64Text,WadText};
 
 use crate::actors::health_cache::OwnerRow;
 use crate::domain::pubkey::Pubkey;

@@ -15,13 +15,14 @@ use actix::prelude::*;
 use actix_web::web::Bytes;
 use deadpool_postgres::Pool;
 use lru::LruCache;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::engine::Engine;
 use super::feed::{self, Answer, OwnerBody, SharedRendered};
 use super::listen::listen_forever;
 use super::loader::{self, ChangedRows, Everything};
 use super::messages::WrittenBack;
+use super::subscriber::Subscriber;
 use super::view::FeedEvent;
 use crate::actors::db_writer::{DbWriter, write};
 use crate::db::chain_writes::SetHealthFactors;
@@ -33,8 +34,6 @@ use crate::model::BorrowTx;
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
 /// Owners written per statement.
 const WRITE_BACK_CHUNK: usize = 10_000;
-/// Live events a slow SSE subscriber may fall behind before it is dropped.
-pub(super) const SUBSCRIBER_BUFFER: usize = 4096;
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Wallets whose recent borrows are kept in memory.
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
@@ -80,8 +79,13 @@ pub struct HealthCache {
     pending: Pending,
     fetching: bool,
     write_scheduled: bool,
-    pub(super) subscribers: Vec<mpsc::Sender<Bytes>>,
+    pub(super) subscribers: Vec<Subscriber>,
     pub(super) dropped_subscribers: u64,
+    /// Unread bytes one subscriber may hold beyond its snapshot before it is dropped.
+    pub(super) subscriber_max_lag: usize,
+    /// The last snapshot, shared by subscribers that connect before the feed
+    /// changes: (engine version, second it was rendered at, frames).
+    pub(super) snapshot: Option<(u64, i64, Bytes)>,
     /// The service is stopping: no stream stays open.
     pub(super) streams_closed: bool,
     /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
@@ -102,6 +106,7 @@ impl HealthCache {
         cluster: &'static str,
         max_owners: usize,
         max_oracle_age_seconds: u64,
+        subscriber_max_lag: usize,
     ) -> Self {
         HealthCache {
             db,
@@ -119,6 +124,8 @@ impl HealthCache {
             write_scheduled: false,
             subscribers: Vec::new(),
             dropped_subscribers: 0,
+            subscriber_max_lag,
+            snapshot: None,
             streams_closed: false,
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
@@ -306,8 +313,7 @@ impl HealthCache {
         }
         let frames = Bytes::from(frames);
         let before = self.subscribers.len();
-        self.subscribers
-            .retain(|s| s.try_send(frames.clone()).is_ok());
+        self.subscribers.retain(|s| s.offer(&frames));
         self.dropped_subscribers += (before - self.subscribers.len()) as u64;
         self.engine.record_events(!self.subscribers.is_empty());
     }

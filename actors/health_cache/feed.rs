@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use crate::http::openapi::schemas::{PubkeyText, U64Text, WadText};
 use actix_web::web::Bytes;
 use serde::Serialize;
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{PubkeyText,U64Text,WadText};
 
 use super::engine::Engine;
 use super::quotes::{LiquidationQuote, QuoteFilter, at_risk_body, liquidations_body, quote_wire};

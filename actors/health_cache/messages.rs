@@ -3,11 +3,12 @@
 use actix::prelude::*;
 use actix_web::web::Bytes;
 use serde::Serialize;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-use super::actor::{Borrows, HealthCache, SUBSCRIBER_BUFFER};
+use super::actor::{Borrows, HealthCache};
 use super::engine::{PoolEntry, PositionState};
 use super::feed::{self, Answer, OwnerBody};
+use super::subscriber::{FeedStream, Subscriber};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
@@ -265,35 +266,36 @@ impl Handler<BorrowsChanged> for HealthCache {
 }
 
 /// Subscribe to the liquidation feed: a candidate_start for every owner already
-/// under water (all of them, whatever their number), then live events.
+/// under water (all of them, whatever their number), then live events; the
+/// answer is the response body.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Subscription>")]
+#[rtype(result = "ApiResult<FeedStream>")]
 pub struct Subscribe;
 
-pub struct Subscription {
-    pub snapshot: Bytes,
-    pub live: mpsc::Receiver<Bytes>,
-}
-
 impl Handler<Subscribe> for HealthCache {
-    type Result = ApiResult<Subscription>;
+    type Result = ApiResult<FeedStream>;
 
     fn handle(&mut self, _: Subscribe, _: &mut Self::Context) -> Self::Result {
         if !self.ready {
             return Err(ApiError::DatabaseUnavailable);
         }
-        let (tx, live) = mpsc::channel(SUBSCRIBER_BUFFER);
-        if self.streams_closed {
-            // Stopping: the snapshot, then the stream ends at once.
-            let now = chrono::Utc::now().timestamp();
-            let snapshot = feed::snapshot_frames(&self.engine, now, self.max_oracle_age);
-            return Ok(Subscription { snapshot, live });
-        }
         let now = chrono::Utc::now().timestamp();
-        let snapshot = feed::snapshot_frames(&self.engine, now, self.max_oracle_age);
-        self.subscribers.push(tx);
-        self.engine.record_events(true);
-        Ok(Subscription { snapshot, live })
+        let version = self.engine.version();
+        let snapshot = match &self.snapshot {
+            Some((v, at, frames)) if *v == version && *at == now => frames.clone(),
+            _ => {
+                let frames = feed::snapshot_frames(&self.engine, now, self.max_oracle_age);
+                self.snapshot = Some((version, now, frames.clone()));
+                frames
+            }
+        };
+        let (subscriber, stream) = Subscriber::new(snapshot, self.subscriber_max_lag);
+        // Stopping: the snapshot, then the stream ends at once (its sender is dropped).
+        if !self.streams_closed {
+            self.subscribers.push(subscriber);
+            self.engine.record_events(true);
+        }
+        Ok(stream)
     }
 }
 

@@ -20,12 +20,13 @@ mod listen;
 mod loader;
 mod messages;
 pub mod quotes;
+pub mod subscriber;
 pub mod view;
 
 pub use actor::{Borrows, HealthCache};
 pub use messages::{
     BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites, KeepBorrows, LoadAll, OwnerOf,
-    OwnerPositions, OwnerRow, Render, Stats, Subscribe, Subscription,
+    OwnerPositions, OwnerRow, Render, Stats, Subscribe,
 };
 
 use actix::Addr;

@@ -2,10 +2,10 @@
 //! (GET /api/liquidations, decisions §8) and the at-risk watch list
 //! (GET /api/positions/at-risk).
 
+use crate::http::openapi::schemas::{PubkeyText, U64Text, WadText};
 use actix_web::web::Bytes;
 use serde::Serialize;
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{PubkeyText,U64Text,WadText};
 
 use super::engine::Engine;
 use super::view::OwnerView;

@@ -10,6 +10,7 @@ pub mod rate_limit;
 pub mod registered;
 pub mod rendered;
 pub mod signed;
+pub mod socket;
 pub mod state;
 
 use actix_web::{HttpResponse, ResponseError, web};

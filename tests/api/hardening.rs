@@ -1,6 +1,7 @@
 //! Defects an outside probe found (issue 11), each reproduced: NUL bytes in text
 //! fields, an SSE snapshot cut at the subscriber buffer, closed subscribers that
-//! lingered, and a cache health that hid a lost LISTEN connection.
+//! lingered, slow subscribers without bound, and a cache health that hid a lost
+//! LISTEN connection.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use lendex::domain::pubkey::Pubkey;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::health_feed::{market, read_events};
+use crate::health_feed::{USD, market, read_events};
 
 /// PostgreSQL text cannot hold 0x00: such input is 400 `invalid`, never a 500,
 /// and a signed call is refused before its nonce is spent.
@@ -163,4 +164,188 @@ async fn health_reports_a_lost_listen_connection() {
         .await,
         "the connection comes back"
     );
+}
+
+/// Bytes the kernel holds unsent on each server-side socket of `port`
+/// (/proc/net/tcp's tx_queue, IPv4 loopback).
+fn server_send_queues(port: u16) -> Vec<usize> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // Established sockets whose local end is the server's port.
+            (cols.get(1)?.ends_with(&local) && cols.get(3)? == &"01").then_some(())?;
+            let tx = cols.get(4)?.split(':').next()?;
+            usize::from_str_radix(tx, 16).ok()
+        })
+        .collect()
+}
+
+/// 3,000 owners under water and subscribers that never read (the probe had 200
+/// of them push kernel TCP memory to 553 MB and stall the polling path): each
+/// one's socket holds a bounded send queue, the polling path and health answer
+/// meanwhile, a subscriber that falls further behind than
+/// cache.subscriber_max_lag_bytes is dropped and, when it reads on, gets one
+/// `resync` event and the end of its stream, and a subscriber that keeps up is
+/// never dropped, however large each price move's batch.
+#[actix_rt::test]
+async fn slow_subscribers_are_bounded_and_told_to_resync() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncWriteExt;
+
+    const OWNERS: usize = 3_000;
+    let mut m = market(|c| c.cache.subscriber_max_lag_bytes = 256 * 1024).await;
+    let owners: Vec<String> = (0..OWNERS)
+        .map(|_| Pubkey::new_unique().to_string())
+        .collect();
+    let deposits: Vec<String> = (0..OWNERS)
+        .map(|_| Pubkey::new_unique().to_string())
+        .collect();
+    let borrows: Vec<String> = (0..OWNERS)
+        .map(|_| Pubkey::new_unique().to_string())
+        .collect();
+    // 500 USDC against 40 SOL at $20: health factor 0.5, under water at any price below.
+    let db = m.t.app.db.connect().await;
+    db.execute(
+        "INSERT INTO positions (cluster, position_address, pool_address, owner, deposit_shares,
+             borrow_principal, deposit_idx_snap, borrow_idx_snap)
+         SELECT 'localnet', d, $1, o, 500000000, 0, 1000000000000000000, 1000000000000000000
+         FROM unnest($3::text[], $4::text[]) AS t(d, o)
+         UNION ALL
+         SELECT 'localnet', b, $2, o, 0, 40000000000, 1000000000000000000, 1000000000000000000
+         FROM unnest($5::text[], $4::text[]) AS t(b, o)",
+        &[
+            &m.usdc.to_string(),
+            &m.sol.to_string(),
+            &deposits,
+            &owners,
+            &borrows,
+        ],
+    )
+    .await
+    .unwrap();
+    let app = &m.t.app;
+    assert!(
+        eventually(Duration::from_secs(30), async || {
+            app.get("/api/health").await.1["checks"]["cache"]["unhealthyOwners"] == OWNERS
+        })
+        .await,
+        "the cache took in every owner"
+    );
+
+    // 20 subscribers that send their request and never read a byte.
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let mut silent = Vec::new();
+    for _ in 0..20 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /api/positions/unhealthy/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        silent.push(s);
+    }
+    // One that stops reading after the first chunk, and resumes at the end.
+    let mut paused = app
+        .http
+        .get(app.url("/api/positions/unhealthy/stream"))
+        .send()
+        .await
+        .unwrap();
+    paused.chunk().await.unwrap();
+    // One that reads everything as it comes, counting events.
+    let updates = Arc::new(AtomicUsize::new(0));
+    let resyncs = Arc::new(AtomicUsize::new(0));
+    let mut reader = app
+        .http
+        .get(app.url("/api/positions/unhealthy/stream"))
+        .send()
+        .await
+        .unwrap();
+    let (u, r) = (updates.clone(), resyncs.clone());
+    let reading = tokio::spawn(async move {
+        let mut tail = String::new();
+        while let Ok(Some(chunk)) = reader.chunk().await {
+            tail.push_str(&String::from_utf8_lossy(&chunk));
+            let cut = tail.rfind("\n\n").map_or(0, |i| i + 2);
+            let frames: String = tail.drain(..cut).collect();
+            u.fetch_add(
+                frames.matches("event: candidate_update\n").count(),
+                Ordering::SeqCst,
+            );
+            r.fetch_add(frames.matches("event: resync\n").count(), Ordering::SeqCst);
+        }
+    });
+    let cache = async || app.get("/api/health").await.1["checks"]["cache"].clone();
+    assert!(
+        eventually(
+            Duration::from_secs(10),
+            async || cache().await["subscribers"] == 22
+        )
+        .await
+    );
+
+    // Price moves: every owner changes, about 2.5 MB of events per move.
+    for (i, price) in [21, 22, 23, 24].into_iter().enumerate() {
+        m.set_sol_price(price * USD).await;
+        let app = &m.t.app;
+        let started = std::time::Instant::now();
+        let (status, body) = app.get("/api/positions/unhealthy?limit=1").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(app.get("/api/health").await.0, 200);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the polling path stalled {:?}",
+            started.elapsed()
+        );
+        let want = OWNERS * (i + 1);
+        assert!(
+            eventually(Duration::from_secs(30), async || updates
+                .load(Ordering::SeqCst)
+                >= want)
+            .await,
+            "the reader got {} of {want} updates",
+            updates.load(Ordering::SeqCst)
+        );
+    }
+    let app = &m.t.app;
+    let health = app.get("/api/health").await.1["checks"]["cache"].clone();
+    assert_eq!(
+        health["subscribers"], 1,
+        "only the reader is left: {health}"
+    );
+    assert!(
+        health["droppedSubscribers"].as_u64().unwrap() >= 21,
+        "{health}"
+    );
+    assert_eq!(resyncs.load(Ordering::SeqCst), 0, "the reader kept up");
+
+    // What the kernel holds for each silent subscriber is its fixed send buffer,
+    // not megabytes of autotuned queue.
+    let queues = server_send_queues(port);
+    assert!(
+        queues.len() >= 20 && queues.iter().all(|&q| q <= 512 * 1024),
+        "send queues: {queues:?}"
+    );
+
+    // The paused subscriber reads on: its backlog was discarded; it is told to
+    // resync, and its stream ends.
+    let mut rest = String::new();
+    while let Ok(Ok(Some(chunk))) =
+        tokio::time::timeout(Duration::from_secs(10), paused.chunk()).await
+    {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        rest.trim_end()
+            .ends_with(r#""resync":"/api/positions/unhealthy"}"#),
+        "{}",
+        &rest[rest.len().saturating_sub(300)..]
+    );
+    assert!(rest.contains("event: resync\n"));
+    drop(silent);
+    reading.abort();
 }

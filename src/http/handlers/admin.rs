@@ -1,9 +1,9 @@
 //! The admin allowlist and the audit log (spec 4.2 to 4.6).
 
+use crate::http::openapi::schemas::{NonceText, PubkeyText, RoleName, WalletSignature};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{NonceText,PubkeyText,RoleName,WalletSignature};
 
 use crate::actors::db_writer::write;
 use crate::config::Cluster;

@@ -1,10 +1,10 @@
 //! POST /api/auth/nonce: step 1 of the handshake (spec 4.1, 5.2).
 
+use crate::http::openapi::schemas::{ActionText, PubkeyText};
 use actix_web::{HttpResponse, web};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{ActionText,PubkeyText};
 
 use crate::actors::nonce_registry::IssueNonce;
 use crate::domain::auth_message::{canonical_message, is_valid_action};

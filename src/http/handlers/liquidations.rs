@@ -9,9 +9,9 @@ use crate::actors::health_cache::quotes::{AtRiskResponse, LiquidationsResponse, 
 use crate::domain::enums::parse_u128_decimal;
 use crate::domain::limits::clamp_limit;
 use crate::domain::wad::WAD;
-use crate::http::openapi::schemas::{PubkeyText, WadText};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::Params;
+use crate::http::openapi::schemas::{PubkeyText, WadText};
 use crate::http::rendered::serve_answer;
 use crate::http::state::AppState;
 

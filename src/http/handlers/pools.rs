@@ -1,10 +1,10 @@
 //! Pools: the cached index (spec 4.7), registration by an allowlisted admin
 //! (4.8, decisions §5) and the refresh of a registered pool from chain (4.9).
 
+use crate::http::openapi::schemas::{NonceText, PubkeyText, TxSignature, WalletSignature};
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{NonceText,PubkeyText,TxSignature,WalletSignature};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;

@@ -4,22 +4,18 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use actix_web::{HttpResponse, web, web::Bytes};
-use futures_util::StreamExt;
+use crate::http::openapi::schemas::{PubkeyText, U64Text, U128Text, WadText};
+use actix_web::{HttpRequest, HttpResponse, web, web::Bytes};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{PubkeyText,U128Text,U64Text,WadText};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::feed::{
     Answer, OwnerBody, UnhealthyResponse, cached_owner_body, keep_owner_body,
 };
-use crate::actors::health_cache::{
-    KeepBorrows, OwnerOf, OwnerPositions, Subscribe, Subscription, after_write,
-};
+use crate::actors::health_cache::{KeepBorrows, OwnerOf, OwnerPositions, Subscribe, after_write};
 use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
 use crate::domain::accounts::{AccountCheck, check_pool, check_position, position_address};
@@ -31,6 +27,7 @@ use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::registered::ensure_registered;
 use crate::http::rendered::{json_bytes, serve_answer};
+use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
 use crate::model::{BorrowTx, Position};
 
@@ -305,50 +302,22 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
         .collect())
 }
 
-/// A comment frame every second. It keeps proxies from closing an idle feed, and
-/// it is how a hung-up subscriber is noticed: the server learns of a closed
-/// connection only when it writes, and only then drops the subscriber's queue.
-const KEEP_ALIVE: Duration = Duration::from_secs(1);
-
 #[utoipa::path(get, path = "/api/positions/unhealthy/stream", tag = "positions",
     responses((status = 200, content_type = "text/event-stream",
-        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null}. A comment line every second keeps the connection alive.")))]
-pub async fn unhealthy_stream(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let Subscription { snapshot, live: rx } = state
+        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null}. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: re-read the list and reconnect.")))]
+pub async fn unhealthy_stream(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let stream = state
         .cache
         .send(Subscribe)
         .await
         .map_err(|_| ApiError::Internal)??;
-    let ticks = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-    // The hello line, then every owner already under water, then live events.
-    let hello = futures_util::stream::iter([
-        Ok::<_, std::convert::Infallible>(Bytes::from_static(b": lendex liquidation feed\n\n")),
-        Ok(snapshot),
-    ]);
-    let events = futures_util::stream::unfold((rx, ticks), |(mut rx, mut ticks)| async move {
-        let frame = tokio::select! {
-            event = rx.recv() => {
-                // Everything already queued goes out in one write.
-                let first = event?;
-                match rx.try_recv() {
-                    Err(_) => first,
-                    Ok(second) => {
-                        let mut batch = web::BytesMut::from(&first[..]);
-                        batch.extend_from_slice(&second);
-                        while let Ok(more) = rx.try_recv() {
-                            batch.extend_from_slice(&more);
-                        }
-                        batch.freeze()
-                    }
-                }
-            }
-            _ = ticks.tick() => Bytes::from_static(b":\n\n"),
-        };
-        Some((Ok(frame), (rx, ticks)))
-    });
+    bound_feed_socket(&req);
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"))
-        .streaming(hello.chain(events)))
+        .streaming(stream))
 }

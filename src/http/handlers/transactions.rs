@@ -1,9 +1,9 @@
 //! The append-only transaction log (spec 4.14, 4.15).
 
+use crate::http::openapi::schemas::{PubkeyText, TxActionName, TxSignature, TxStatusName, U64Text};
 use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use crate::http::openapi::schemas::{PubkeyText,TxActionName,TxSignature,TxStatusName,U64Text};
 
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::BorrowsChanged;

@@ -68,7 +68,11 @@ fn add_shared_errors(op: &mut Operation) {
         error(op, "400", "invalid: a malformed parameter or field");
     }
     if has_body {
-        error(op, "408", "request timeout: the body did not arrive in time");
+        error(
+            op,
+            "408",
+            "request timeout: the body did not arrive in time",
+        );
         error(op, "413", "payload too large: a body over 64 KiB");
     }
     error(op, "500", "internal error");
@@ -114,12 +118,17 @@ mod tests {
                 let responses = op["responses"].as_object().unwrap();
                 for (status, response) in responses {
                     assert!(
-                        response["description"].as_str().is_some_and(|d| !d.is_empty()),
+                        response["description"]
+                            .as_str()
+                            .is_some_and(|d| !d.is_empty()),
                         "{method} {path} {status} has no description"
                     );
                 }
                 for status in ["500", "503"] {
-                    assert!(responses.contains_key(status), "{method} {path} lacks {status}");
+                    assert!(
+                        responses.contains_key(status),
+                        "{method} {path} lacks {status}"
+                    );
                 }
             }
         }

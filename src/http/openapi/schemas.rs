@@ -6,8 +6,8 @@
 
 use std::borrow::Cow;
 
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::domain::enums::{ROLES, TX_ACTIONS, TX_STATUSES};
@@ -108,7 +108,6 @@ text_schema!(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::domain::pubkey::is_pubkey;
 
     /// Every valid pubkey matches the documented pattern (a superset check:
@@ -117,9 +116,8 @@ mod tests {
     fn pubkeys_match_the_pattern() {
         let chars = |s: &str| {
             (32..=44).contains(&s.len())
-                && s.bytes().all(|b| {
-                    b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l')
-                })
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l'))
         };
         for bytes in [[0u8; 32], [255u8; 32], [7u8; 32]] {
             let key = bs58::encode(bytes).into_string();
