@@ -3,10 +3,10 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::prelude::*;
-use actix_web::{App, HttpServer, dev::Service as _, web};
+use actix_web::web;
 use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
@@ -90,45 +90,10 @@ pub async fn start(config: Config) -> Result<Service, String> {
     });
     forget_idle_clients(state.clone());
 
-    let app_state = state.clone();
-    let mut server = HttpServer::new(move || {
-        App::new()
-            .app_data(app_state.clone())
-            .wrap_fn(|req, srv| {
-                // One line per request; nothing is captured when the level is off
-                // (the feed's pollers make this the hottest path).
-                let logged = tracing::enabled!(tracing::Level::INFO)
-                    .then(|| (req.method().clone(), req.path().to_string(), Instant::now()));
-                let response = srv.call(req);
-                async move {
-                    let response = response.await?;
-                    if let Some((method, path, started)) = logged {
-                        tracing::info!(
-                            %method, %path, status = response.status().as_u16(),
-                            latency_ms = started.elapsed().as_secs_f64() * 1000.0, "request"
-                        );
-                    }
-                    Ok(response)
-                }
-            })
-            .configure(http::routes)
-            .default_service(web::to(http::not_found))
-    })
-    .on_connect(http::socket::on_connect)
-    .shutdown_timeout(config.server.shutdown_timeout_seconds)
-    .client_request_timeout(Duration::from_millis(config.server.request_timeout_ms))
-    // `serve` handles SIGINT/SIGTERM itself: the feed's streams must end first.
-    .disable_signals();
-    if config.server.workers > 0 {
-        server = server.workers(config.server.workers);
-    }
-    let server = server
-        .bind(&config.server.bind)
-        .map_err(|e| format!("cannot listen on {}: {e}", config.server.bind))?;
-    let addrs = server.addrs();
+    let http::server::Listening { server, addrs } = http::server::start(state, &config.server)?;
     tracing::info!(?addrs, cluster = config.chain.cluster.as_str(), rpc = %config.rpc.url, "lendex listening");
     Ok(Service {
-        server: server.run(),
+        server,
         addrs,
         writer,
         cache,

@@ -27,13 +27,16 @@ pub enum ApiError {
     // 404
     PoolAccountNotFound,
     NotFound,
-    // 405, 408, 413, 429
+    // 405, 408, 413, 429, 431
     MethodNotAllowed,
     RequestTimeout,
     PayloadTooLarge,
     RateLimited {
         retry_after_secs: u64,
     },
+    /// The request line and headers are over the server's buffer (answered by
+    /// the HTTP layer; see http::json_errors).
+    HeadersTooLarge,
     // 5xx
     Internal,
     RpcUnavailable,
@@ -69,6 +72,7 @@ impl ApiError {
             ApiError::RequestTimeout => "request timeout".into(),
             ApiError::PayloadTooLarge => "payload too large".into(),
             ApiError::RateLimited { .. } => "rate limited".into(),
+            ApiError::HeadersTooLarge => "headers too large".into(),
             ApiError::Internal => "internal error".into(),
             ApiError::RpcUnavailable => "rpc unavailable".into(),
             ApiError::DatabaseUnavailable => "database unavailable".into(),
@@ -95,10 +99,21 @@ impl ApiError {
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::RpcUnavailable => StatusCode::BAD_GATEWAY,
             ApiError::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
+    }
+}
+
+impl ApiError {
+    /// The JSON body `{"error": "<message>"}`.
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(&ErrorBody {
+            error: self.message(),
+        })
+        .expect("a string field serializes")
     }
 }
 
@@ -125,9 +140,7 @@ impl ResponseError for ApiError {
             }
             _ => {}
         }
-        response.json(ErrorBody {
-            error: self.message(),
-        })
+        response.content_type("application/json").body(self.body())
     }
 }
 

@@ -5,10 +5,12 @@
 pub mod body;
 pub mod extract;
 pub mod handlers;
+pub mod json_errors;
 pub mod openapi;
 pub mod rate_limit;
 pub mod registered;
 pub mod rendered;
+pub mod server;
 pub mod signed;
 pub mod socket;
 pub mod state;

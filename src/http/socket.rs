@@ -4,7 +4,6 @@
 //! megabytes for a client that does not read, and a user timeout, so a peer that
 //! acknowledges nothing for that long is cut and its socket released.
 
-use std::any::Any;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
@@ -21,13 +20,10 @@ const FEED_USER_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Copy)]
 struct ConnectionSocket(RawFd);
 
-/// `HttpServer::on_connect`: options of every connection, and its socket kept
-/// for the routes.
-pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
-    if let Some(tcp) = conn.downcast_ref::<TcpStream>() {
-        let _ = tcp.set_nodelay(true);
-        ext.insert(ConnectionSocket(tcp.as_raw_fd()));
-    }
+/// Options of every connection, and its socket kept for the routes.
+pub fn on_connect(tcp: &TcpStream, ext: &mut Extensions) {
+    let _ = tcp.set_nodelay(true);
+    ext.insert(ConnectionSocket(tcp.as_raw_fd()));
 }
 
 /// Bounds the socket of a feed subscriber. Best effort: a socket that refuses an

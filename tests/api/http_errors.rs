@@ -295,9 +295,75 @@ async fn a_request_that_never_finishes_gets_408_and_is_closed() {
     let (text, closed) = read_for(&mut head_never, std::time::Duration::from_secs(5)).await;
     assert!(closed, "a head that never ends is cut off: {text:?}");
     assert!(
-        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        text.is_empty()
+            || (text.starts_with("HTTP/1.1 408")
+                && text.ends_with(r#"{"error":"request timeout"}"#)),
         "{text}"
     );
     // And the server still answers.
     assert_eq!(app.get("/api/health").await.0, 200);
+}
+
+/// What actix-http refuses before any handler runs (a request it cannot parse, a
+/// head over its buffer) is answered in the spec's JSON shape too, and the
+/// connection is closed; it used to be an empty body.
+#[actix_rt::test]
+async fn unparsable_requests_get_json_errors() {
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_app().await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let long_url = format!(
+        "GET /api/pools?{} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(200_000)
+    );
+    let many_headers = format!(
+        "GET /api/pools HTTP/1.1\r\nHost: x\r\n{}\r\n",
+        (0..200)
+            .map(|i| format!("X-H{i}: v\r\n"))
+            .collect::<String>()
+    );
+    let cases: Vec<(Vec<u8>, &str, &str)> = vec![
+        (b"GARBAGE\r\n\r\n".to_vec(), "400", r#"{"error":"invalid"}"#),
+        (
+            b"POST /api/transactions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n".to_vec(),
+            "400",
+            r#"{"error":"invalid"}"#,
+        ),
+        (
+            b"POST /api/transactions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+            "400",
+            r#"{"error":"invalid"}"#,
+        ),
+        (long_url.into_bytes(), "431", r#"{"error":"headers too large"}"#),
+        (many_headers.into_bytes(), "431", r#"{"error":"headers too large"}"#),
+    ];
+    for (request, status, body) in cases {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let _ = stream.write_all(&request).await;
+        let (text, closed) = read_for(&mut stream, std::time::Duration::from_secs(5)).await;
+        let what = String::from_utf8_lossy(&request[..request.len().min(60)]).to_string();
+        assert!(
+            text.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains("content-type: application/json\r\n"),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains(&format!("content-length: {}\r\n", body.len())),
+            "{what}: {text}"
+        );
+        assert!(text.ends_with(&format!("\r\n\r\n{body}")), "{what}: {text}");
+        assert!(closed, "{what}: the connection is closed");
+    }
+    // A good request before a bad one on the same connection: both answered.
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream
+        .write_all(b"GET /api/pools HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n")
+        .await
+        .unwrap();
+    let (text, _) = read_for(&mut stream, std::time::Duration::from_secs(5)).await;
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.ends_with(r#"{"error":"invalid"}"#), "{text}");
 }
