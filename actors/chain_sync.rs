@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
-use crate::actors::db_writer::{DbWriter, write};
+use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
 use crate::db::queries;
 use crate::domain::accounts::{check_pool, check_position};
@@ -61,7 +61,7 @@ impl SyncStatus {
 struct Refresher {
     db: Pool,
     chain: Addr<ChainReader>,
-    writer: Addr<DbWriter>,
+    writer: Writers,
     cluster: &'static str,
     program: Pubkey,
     rpc_timeout: Duration,
@@ -78,7 +78,7 @@ impl ChainSync {
     pub fn new(
         db: Pool,
         chain: Addr<ChainReader>,
-        writer: Addr<DbWriter>,
+        writer: Writers,
         cluster: &'static str,
         program: Pubkey,
         interval: Duration,

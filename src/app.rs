@@ -11,7 +11,7 @@ use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
-use crate::actors::db_writer::{DbWriter, Drain};
+use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{CloseStreams, FlushWrites, HealthCache, LoadAll};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
@@ -26,7 +26,7 @@ use crate::http::state::AppState;
 pub struct Service {
     pub server: actix_web::dev::Server,
     pub addrs: Vec<SocketAddr>,
-    pub writer: Addr<DbWriter>,
+    pub writer: Writers,
     pub cache: Addr<HealthCache>,
 }
 
@@ -37,7 +37,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
     let pool = db::connect_pool(&config.database)?;
     migrate_until_done(pool.clone(), config.auth.super_admin_pubkey.clone()).await?;
 
-    let writer = DbWriter::new(pool.clone()).start();
+    let writer = Writers::start(&config.database)?;
     let nonces = NonceRegistry::new(
         pool.clone(),
         Duration::from_secs(config.auth.nonce_ttl_seconds),
@@ -118,7 +118,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let result = service.server.await.map_err(|e| e.to_string());
     // Queued writes: the cache's pending health factors, then everything the writer holds.
     let _ = service.cache.send(FlushWrites).await;
-    let _ = service.writer.send(Drain).await;
+    service.writer.drain().await;
     tracing::info!("lendex stopped; all acknowledged writes are committed");
     result
 }

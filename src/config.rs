@@ -42,6 +42,8 @@ pub struct DatabaseConfig {
     pub url: String,
     pub pool_size: usize,
     pub acquire_timeout_ms: u64,
+    /// Bound on a write's answer when the database is stalled (503 past it).
+    pub write_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

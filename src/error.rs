@@ -164,8 +164,9 @@ fn classify_db_error(err: &tokio_postgres::Error) -> ApiError {
         Some(code) => {
             let class = &code.code()[..2];
             // 08: connection exception, 53: insufficient resources, 57: operator
-            // intervention (shutdown, cancel), 40: serialization/deadlock.
-            if matches!(class, "08" | "53" | "57" | "40") {
+            // intervention (shutdown, cancel, statement_timeout), 40:
+            // serialization/deadlock, 55P03: lock_timeout (a table held elsewhere).
+            if matches!(class, "08" | "53" | "57" | "40") || code.code() == "55P03" {
                 tracing::warn!(error = %err, "database unavailable");
                 ApiError::DatabaseUnavailable
             } else {

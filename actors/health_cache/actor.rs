@@ -24,7 +24,7 @@ use super::loader::{self, ChangedRows, Everything};
 use super::messages::WrittenBack;
 use super::subscriber::Subscriber;
 use super::view::FeedEvent;
-use crate::actors::db_writer::{DbWriter, write};
+use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::SetHealthFactors;
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
@@ -66,7 +66,7 @@ impl Pending {
 
 pub struct HealthCache {
     db: Pool,
-    writer: Addr<DbWriter>,
+    writer: Writers,
     database_url: String,
     pub(super) cluster: &'static str,
     pub(super) max_oracle_age: i64,
@@ -101,7 +101,7 @@ pub type Borrows = Arc<Vec<(String, BorrowTx)>>;
 impl HealthCache {
     pub fn new(
         db: Pool,
-        writer: Addr<DbWriter>,
+        writer: Writers,
         database_url: String,
         cluster: &'static str,
         max_owners: usize,

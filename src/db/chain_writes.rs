@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio_postgres::types::ToSql;
 
 use super::queries;
-use super::writes::{WriteCommand, insert_audit};
+use super::writes::{Lane, WriteCommand, insert_audit};
 use crate::domain::accounts::{LendingPool, UserPosition};
 use crate::error::ApiResult;
 
@@ -111,6 +111,7 @@ pub struct RegisterPool {
 
 impl WriteCommand for RegisterPool {
     type Output = bool;
+    const LANE: Lane = Lane::Admin;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
         Box::pin(async move {
             let state = PoolStateParams::new(
@@ -178,6 +179,7 @@ pub struct SyncPool {
 
 impl WriteCommand for SyncPool {
     type Output = bool;
+    const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
         Box::pin(update_pool_state(
             tx,
@@ -219,6 +221,7 @@ pub struct SyncPosition {
 
 impl WriteCommand for SyncPosition {
     type Output = ();
+    const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
             update_pool_state(
@@ -274,6 +277,7 @@ pub struct RefreshPoolPositions {
 
 impl WriteCommand for RefreshPoolPositions {
     type Output = (u64, u64);
+    const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<(u64, u64)>> {
         Box::pin(async move {
             let n = self.positions.len();
@@ -328,6 +332,7 @@ pub struct SetPoolDecimals {
 
 impl WriteCommand for SetPoolDecimals {
     type Output = ();
+    const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
             let decimals = i16::from(self.decimals);
@@ -352,6 +357,7 @@ pub struct SetHealthFactors {
 
 impl WriteCommand for SetHealthFactors {
     type Output = u64;
+    const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u64>> {
         Box::pin(async move {
             Ok(tx

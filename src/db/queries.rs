@@ -93,6 +93,16 @@ pub const UPSERT_TX: &str = "INSERT INTO tx_log
     ON CONFLICT (signature) DO UPDATE SET status = EXCLUDED.status, error_msg = EXCLUDED.error_msg
     RETURNING id";
 
+/// UPSERT_TX for many rows at once (the writer's batch form); signatures are
+/// distinct. `amount` travels as text, like UPSERT_TX's.
+pub const UPSERT_TX_MANY: &str = "INSERT INTO tx_log
+        (cluster, signature, pool_address, wallet, action, amount, status, error_msg)
+    SELECT $1, t.signature, t.pool_address, t.wallet, t.action, t.amount::numeric, t.status, t.error_msg
+    FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+        AS t(signature, pool_address, wallet, action, amount, status, error_msg)
+    ON CONFLICT (signature) DO UPDATE SET status = EXCLUDED.status, error_msg = EXCLUDED.error_msg
+    RETURNING id, signature";
+
 macro_rules! tx_select {
     ($where:literal) => {
         concat!(

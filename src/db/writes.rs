@@ -10,10 +10,56 @@ use serde_json::{Value, json};
 use super::queries;
 use crate::error::{ApiError, ApiResult};
 
+/// The writer lanes: each concern has its own queue and connection, so a stall
+/// on one table (a lock held elsewhere) never holds up writes to the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Pools, positions and health factors: chain syncs and the health engine.
+    Index,
+    /// The allowlist, the audit log and pool registration: signed operator calls.
+    Admin,
+    /// The transaction log: dApp traffic.
+    TxLog,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 3] = [Lane::Index, Lane::Admin, Lane::TxLog];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Lane::Index => "index",
+            Lane::Admin => "admin",
+            Lane::TxLog => "tx_log",
+        }
+    }
+}
+
 /// One write. `apply` runs its statements; the caller commits.
-pub trait WriteCommand: Send + 'static {
+pub trait WriteCommand: Send + Sync + 'static {
     type Output: Send + 'static;
+    /// The lane that applies it.
+    const LANE: Lane;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Self::Output>>;
+
+    /// True when `apply_all` writes a whole run in one statement; the writer
+    /// then uses it for consecutive writes of this command in a batch.
+    const MULTI_ROW: bool = false;
+
+    /// Several of this command, outputs in order, as if applied one after the
+    /// other. An error aborts the transaction: the writer then applies them one
+    /// by one, each in its own savepoint.
+    fn apply_all<'a>(
+        cmds: Vec<&'a Self>,
+        tx: &'a Transaction<'a>,
+    ) -> BoxFuture<'a, ApiResult<Vec<Self::Output>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(cmds.len());
+            for cmd in cmds {
+                out.push(cmd.apply(tx).await?);
+            }
+            Ok(out)
+        })
+    }
 }
 
 /// POST /api/transactions: insert, or update status and error_msg of the same signature.
@@ -31,6 +77,65 @@ pub struct RecordTransaction {
 
 impl WriteCommand for RecordTransaction {
     type Output = i64;
+    const LANE: Lane = Lane::TxLog;
+    const MULTI_ROW: bool = true;
+
+    /// One `INSERT ... SELECT FROM UNNEST ... ON CONFLICT` for the whole run.
+    /// Writes of one signature are merged first (a statement cannot touch a row
+    /// twice): the first one's fields with the last one's status and error_msg,
+    /// which is what applying them in arrival order leaves; all get its id.
+    fn apply_all<'a>(
+        cmds: Vec<&'a Self>,
+        tx: &'a Transaction<'a>,
+    ) -> BoxFuture<'a, ApiResult<Vec<i64>>> {
+        Box::pin(async move {
+            let cluster = cmds.first().map_or("", |c| c.cluster);
+            let merged = merge_by_signature(&cmds);
+            // The inserted fields are the first write's; the updated ones the last's.
+            let first = |f: fn(&'a RecordTransaction) -> Option<&'a str>| -> Vec<Option<&'a str>> {
+                merged.rows.iter().map(|&(first, _)| f(first)).collect()
+            };
+            let signatures = first(|c| Some(&c.signature));
+            let pools = first(|c| c.pool_address.as_deref());
+            let wallets = first(|c| Some(&c.wallet));
+            let actions = first(|c| Some(&c.action));
+            let amounts = first(|c| c.amount.as_deref());
+            let statuses: Vec<&str> = merged
+                .rows
+                .iter()
+                .map(|(_, last)| last.status.as_str())
+                .collect();
+            let errors: Vec<Option<&str>> = merged
+                .rows
+                .iter()
+                .map(|(_, last)| last.error_msg.as_deref())
+                .collect();
+            let stmt = tx.prepare_cached(queries::UPSERT_TX_MANY).await?;
+            let rows = tx
+                .query(
+                    &stmt,
+                    &[
+                        &cluster,
+                        &signatures,
+                        &pools,
+                        &wallets,
+                        &actions,
+                        &amounts,
+                        &statuses,
+                        &errors,
+                    ],
+                )
+                .await?;
+            let mut ids = std::collections::HashMap::with_capacity(rows.len());
+            for row in &rows {
+                ids.insert(row.get::<_, String>(1), row.get::<_, i64>(0));
+            }
+            cmds.iter()
+                .map(|c| ids.get(&c.signature).copied().ok_or(ApiError::Internal))
+                .collect()
+        })
+    }
+
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<i64>> {
         Box::pin(async move {
             let stmt = tx.prepare_cached(queries::UPSERT_TX).await?;
@@ -54,6 +159,27 @@ impl WriteCommand for RecordTransaction {
     }
 }
 
+/// Writes of one run grouped by signature, in order of first arrival:
+/// (first write, last write) of each.
+struct Merged<'a> {
+    rows: Vec<(&'a RecordTransaction, &'a RecordTransaction)>,
+}
+
+fn merge_by_signature<'a>(cmds: &[&'a RecordTransaction]) -> Merged<'a> {
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut rows: Vec<(&RecordTransaction, &RecordTransaction)> = Vec::with_capacity(cmds.len());
+    for &cmd in cmds {
+        match at.get(cmd.signature.as_str()) {
+            Some(&i) => rows[i].1 = cmd,
+            None => {
+                at.insert(&cmd.signature, rows.len());
+                rows.push((cmd, cmd));
+            }
+        }
+    }
+    Merged { rows }
+}
+
 /// Adds an admin, or re-activates and updates an existing row; audited as add_admin.
 #[derive(Debug, Clone)]
 pub struct AddAdmin {
@@ -66,6 +192,7 @@ pub struct AddAdmin {
 
 impl WriteCommand for AddAdmin {
     type Output = ();
+    const LANE: Lane = Lane::Admin;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
             tx.execute(
@@ -89,6 +216,7 @@ pub struct RevokeAdmin {
 
 impl WriteCommand for RevokeAdmin {
     type Output = bool;
+    const LANE: Lane = Lane::Admin;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
         Box::pin(async move {
             let revoked = tx
@@ -114,6 +242,7 @@ pub struct WriteAudit {
 
 impl WriteCommand for WriteAudit {
     type Output = ();
+    const LANE: Lane = Lane::Admin;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(insert_audit(
             tx,

@@ -8,7 +8,7 @@ use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
-use crate::actors::db_writer::DbWriter;
+use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::HealthCache;
 use crate::actors::health_cache::feed::SharedRendered;
 use crate::actors::nonce_registry::NonceRegistry;
@@ -23,7 +23,7 @@ pub struct AppState {
     /// The lending program whose accounts are indexed.
     pub program_id: Pubkey,
     pub db: Pool,
-    pub writer: Addr<DbWriter>,
+    pub writer: Writers,
     pub nonces: Addr<NonceRegistry>,
     pub chain: Addr<ChainReader>,
     pub sync: Addr<ChainSync>,

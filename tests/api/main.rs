@@ -13,3 +13,4 @@ mod http_errors;
 mod liquidations_api;
 mod process;
 mod transactions_api;
+mod writer_lanes;

@@ -34,6 +34,35 @@ pub struct HealthChecks {
     pub counts: Counts,
     pub sync: SyncCheck,
     pub cache: CacheCheck,
+    pub writer: WriterCheck,
+}
+
+/// The database writer's lanes (index, admin, tx_log), each with its own queue
+/// and connection.
+#[derive(Serialize, ToSchema)]
+pub struct WriterCheck {
+    pub lanes: Vec<LaneCheck>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LaneCheck {
+    /// index, admin or tx_log.
+    pub lane: String,
+    /// Writes waiting for the next batch.
+    pub queued: usize,
+    pub batches: u64,
+    pub writes: u64,
+    #[serde(rename = "largestBatch")]
+    pub largest_batch: usize,
+    /// Batches that failed as a whole (database down or stalled).
+    #[serde(rename = "failedBatches")]
+    pub failed_batches: u64,
+    /// Writes answered 503 unapplied after waiting past their share of database.write_timeout_ms.
+    #[serde(rename = "expiredWrites")]
+    pub expired_writes: u64,
+    /// Duration of the last batch, commit included.
+    #[serde(rename = "lastBatchMs")]
+    pub last_batch_ms: Option<f64>,
 }
 
 /// The health-factor cache: loaded (the feed answers), listening for changes
@@ -102,12 +131,29 @@ pub struct Counts {
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency")))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let (db, rpc, sync, cache) = futures_util::join!(
+    let (db, rpc, sync, cache, lanes) = futures_util::join!(
         database_check(&state),
         rpc_check(&state),
         sync_check(&state),
-        cache_check(&state)
+        cache_check(&state),
+        tokio::time::timeout(CHECK_DEADLINE, state.writer.stats())
     );
+    let writer = WriterCheck {
+        lanes: lanes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| LaneCheck {
+                lane: l.lane.to_string(),
+                queued: l.queued,
+                batches: l.batches,
+                writes: l.writes,
+                largest_batch: l.largest_batch,
+                failed_batches: l.failed_batches,
+                expired_writes: l.expired_writes,
+                last_batch_ms: l.last_commit_ms,
+            })
+            .collect(),
+    };
     let (database, counts) = db;
     let ok = database.ok && rpc.ok && sync.ok && cache.ok;
     Ok(HttpResponse::Ok().json(HealthResponse {
@@ -119,6 +165,7 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             counts,
             sync,
             cache,
+            writer,
         },
     }))
 }

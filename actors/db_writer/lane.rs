@@ -1,0 +1,204 @@
+//! One writer lane: an actor with its own queue and its own connection. While
+//! one batch commits, new writes queue up; the next batch takes the whole queue
+//! (up to MAX_BATCH) in one transaction (group commit). A caller's reply is sent
+//! only after COMMIT returned, so a 2xx always means the row is durable.
+//!
+//! Time is bounded: a stalled database answers 503 `database unavailable`
+//! within `database.write_timeout_ms` (5 s by default). Of that bound, a write
+//! may wait in the queue 40% (past it, it is answered 503 and never applied),
+//! its batch may wait 10% for a connection and run 50%; the connection's own
+//! lock_timeout and statement_timeout (`db::writer_pool`) end a stalled
+//! statement inside that, and a batch that still overruns is abandoned with its
+//! connection, so PostgreSQL rolls it back.
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use deadpool_postgres::Pool;
+use tokio::sync::oneshot;
+
+use super::batch::{Pending, QueuedWrite, apply_batch};
+use crate::db::writes::{Lane, WriteCommand};
+use crate::error::{ApiError, ApiResult};
+
+/// Most writes applied in one transaction.
+const MAX_BATCH: usize = 512;
+
+/// Ask a lane to apply `C` and answer with its output once committed.
+pub struct Write<C: WriteCommand>(pub C);
+
+impl<C: WriteCommand> Message for Write<C> {
+    type Result = ApiResult<C::Output>;
+}
+
+/// Resolves once every write queued before it has been committed (or failed).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain;
+
+/// What a lane has done, for /api/health.
+#[derive(Message)]
+#[rtype(result = "LaneStats")]
+pub struct GetLaneStats;
+
+#[derive(Debug, Clone, Default)]
+pub struct LaneStats {
+    pub lane: &'static str,
+    /// Writes waiting for the next batch.
+    pub queued: usize,
+    pub batches: u64,
+    pub writes: u64,
+    pub largest_batch: usize,
+    /// Batches that failed as a whole (database down, stalled, or a failed COMMIT).
+    pub failed_batches: u64,
+    /// Writes answered 503 unapplied because they waited past half the bound.
+    pub expired_writes: u64,
+    /// Duration of the last batch, commit included.
+    pub last_commit_ms: Option<f64>,
+}
+
+struct Queued {
+    write: Box<dyn QueuedWrite>,
+    since: Instant,
+}
+
+pub struct LaneWriter {
+    pool: Pool,
+    /// A write queued longer than this is answered 503 unapplied.
+    max_wait: Duration,
+    /// A batch running longer than this is abandoned (503 to its writes).
+    max_batch_time: Duration,
+    queue: Vec<Queued>,
+    flushing: bool,
+    drain_waiters: Vec<oneshot::Sender<()>>,
+    stats: LaneStats,
+}
+
+impl LaneWriter {
+    /// `pool` is the lane's own (see `db::writer_pool`); `write_timeout` the bound.
+    pub fn new(lane: Lane, pool: Pool, write_timeout: Duration) -> LaneWriter {
+        LaneWriter {
+            pool,
+            max_wait: write_timeout * 2 / 5,
+            max_batch_time: write_timeout / 2,
+            queue: Vec::new(),
+            flushing: false,
+            drain_waiters: Vec::new(),
+            stats: LaneStats {
+                lane: lane.name(),
+                ..LaneStats::default()
+            },
+        }
+    }
+
+    fn start_flush(&mut self, ctx: &mut Context<Self>) {
+        if self.flushing {
+            return;
+        }
+        if self.queue.is_empty() {
+            for waiter in self.drain_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+            return;
+        }
+        let take = self.queue.len().min(MAX_BATCH);
+        let mut batch = Vec::with_capacity(take);
+        for queued in self.queue.drain(..take) {
+            if queued.since.elapsed() > self.max_wait {
+                let mut write = queued.write;
+                write.finish(Some(ApiError::DatabaseUnavailable));
+                self.stats.expired_writes += 1;
+            } else {
+                batch.push(queued.write);
+            }
+        }
+        if batch.is_empty() {
+            return self.start_flush(ctx);
+        }
+        self.flushing = true;
+        self.stats.batches += 1;
+        self.stats.writes += batch.len() as u64;
+        self.stats.largest_batch = self.stats.largest_batch.max(batch.len());
+        let (pool, limit) = (self.pool.clone(), self.max_batch_time);
+        let lane = self.stats.lane;
+        let flush = async move {
+            let started = Instant::now();
+            let failure = match pool.get().await {
+                Err(e) => Some(ApiError::from(e)),
+                Ok(mut client) => {
+                    match tokio::time::timeout(limit, apply_batch(&mut client, &mut batch)).await {
+                        Ok(result) => result.err(),
+                        Err(_) => {
+                            // Abandoned: out of the pool and closed, with its transaction.
+                            drop(deadpool_postgres::Object::take(client));
+                            Some(ApiError::DatabaseUnavailable)
+                        }
+                    }
+                }
+            };
+            if let Some(err) = &failure {
+                tracing::warn!(lane, error = %err, writes = batch.len(), "write batch not committed");
+            }
+            for write in batch.iter_mut() {
+                write.finish(failure.clone());
+            }
+            (failure.is_some(), started.elapsed())
+        };
+        ctx.spawn(flush.into_actor(self).map(|(failed, took), act, ctx| {
+            act.flushing = false;
+            act.stats.failed_batches += u64::from(failed);
+            act.stats.last_commit_ms = Some(took.as_secs_f64() * 1000.0);
+            act.start_flush(ctx);
+        }));
+    }
+}
+
+impl Actor for LaneWriter {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(16_384);
+    }
+}
+
+impl<C: WriteCommand> Handler<Write<C>> for LaneWriter {
+    type Result = ResponseFuture<ApiResult<C::Output>>;
+
+    fn handle(&mut self, msg: Write<C>, ctx: &mut Self::Context) -> Self::Result {
+        let (reply, answer) = oneshot::channel();
+        self.queue.push(Queued {
+            write: Box::new(Pending {
+                cmd: msg.0,
+                result: None,
+                reply: Some(reply),
+            }),
+            since: Instant::now(),
+        });
+        self.start_flush(ctx);
+        Box::pin(async move { answer.await.unwrap_or(Err(ApiError::Internal)) })
+    }
+}
+
+impl Handler<Drain> for LaneWriter {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Drain, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.drain_waiters.push(tx);
+        self.start_flush(ctx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}
+
+impl Handler<GetLaneStats> for LaneWriter {
+    type Result = MessageResult<GetLaneStats>;
+
+    fn handle(&mut self, _: GetLaneStats, _: &mut Self::Context) -> Self::Result {
+        MessageResult(LaneStats {
+            queued: self.queue.len(),
+            ..self.stats.clone()
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! The batched writer (issue 9): a run of transaction records is one multi-row
+//! statement, a bad write still fails alone, writes of one signature in one
+//! batch end as if applied in arrival order, and a stalled table answers 503
+//! within database.write_timeout_ms without holding up the other lanes.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn record(signature: &str, wallet: &str) -> Value {
+    json!({ "signature": signature, "wallet": wallet, "action": "deposit", "amount": "5" })
+}
+
+async fn tx_log_lane(app: &TestApp) -> Value {
+    let lanes = app.get("/api/health").await.1["checks"]["writer"]["lanes"].clone();
+    lanes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lane"] == "tx_log")
+        .cloned()
+        .unwrap()
+}
+
+/// Holds the tx_log lane in its current batch: another session inserts
+/// `signature` uncommitted, and a POST of the same signature waits for it.
+/// Returns that session and the waiting POST; rolling the session back lets
+/// the lane go on, with everything queued meanwhile in its next batch.
+async fn hold_tx_log_lane<'a>(
+    app: &'a TestApp,
+    signature: &str,
+    wallet: &str,
+) -> (
+    tokio_postgres::Client,
+    tokio::task::JoinHandle<(u16, Value)>,
+) {
+    let other = app.db.connect().await;
+    other.batch_execute("BEGIN").await.unwrap();
+    other
+        .execute(
+            "INSERT INTO tx_log (cluster, signature, wallet, action, status) VALUES ('localnet', $1, $2, 'deposit', 'confirmed')",
+            &[&signature, &wallet],
+        )
+        .await
+        .unwrap();
+    let (http, url, body) = (
+        app.http.clone(),
+        app.url("/api/transactions"),
+        record(signature, wallet),
+    );
+    let held = tokio::spawn(async move {
+        let res = http.post(url).json(&body).send().await.unwrap();
+        (res.status().as_u16(), res.json::<Value>().await.unwrap())
+    });
+    // The lane is inside that write once its batch has started.
+    assert!(
+        eventually(
+            Duration::from_secs(5),
+            async || tx_log_lane(app).await["batches"] == 1
+        )
+        .await
+    );
+    (other, held)
+}
+
+#[actix_rt::test]
+async fn a_batch_with_one_bad_write_fails_it_alone() {
+    let app = spawn_app().await;
+    let wallet = Wallet::new().pubkey();
+    // A constraint the API does not check: only the database refuses this row.
+    let db = app.db.connect().await;
+    db.batch_execute(
+        "ALTER TABLE tx_log ADD CONSTRAINT no_boom CHECK (error_msg IS DISTINCT FROM 'boom')",
+    )
+    .await
+    .unwrap();
+    let (other, held) = hold_tx_log_lane(&app, "held", &wallet).await;
+    let mut bodies: Vec<Value> = (0..40).map(|i| record(&format!("s{i}"), &wallet)).collect();
+    bodies[17]["error_msg"] = json!("boom");
+    let sending = join_all(bodies.iter().map(|b| app.post("/api/transactions", b)));
+    let release = async {
+        // Everything queues behind the held write, then the lane goes on.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        other.batch_execute("ROLLBACK").await.unwrap();
+    };
+    let (answers, ()) = futures_util::join!(sending, release);
+    assert_eq!(held.await.unwrap().0, 200);
+    for (i, (status, body)) in answers.iter().enumerate() {
+        if i == 17 {
+            assert_eq!(*status, 500, "its own error: {body}");
+            assert_eq!(body["error"], "internal error");
+        } else {
+            assert_eq!(*status, 200, "s{i}: {body}");
+        }
+    }
+    let rows: i64 = db
+        .query_one("SELECT count(*) FROM tx_log WHERE signature LIKE 's%'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 39, "every other write committed");
+    let lane = tx_log_lane(&app).await;
+    assert!(
+        lane["largestBatch"].as_u64().unwrap() >= 40,
+        "one batch: {lane}"
+    );
+}
+
+#[actix_rt::test]
+async fn two_writes_of_one_signature_in_one_batch_keep_the_later() {
+    let app = spawn_app().await;
+    let wallet = Wallet::new().pubkey();
+    let (other, held) = hold_tx_log_lane(&app, "held", &wallet).await;
+    let mut first = record("twice", &wallet);
+    first["status"] = json!("pending");
+    let mut later = record("twice", &wallet);
+    later["status"] = json!("failed");
+    later["error_msg"] = json!("slippage");
+    later["amount"] = json!("999");
+    let (a, b, ()) = futures_util::join!(
+        app.post("/api/transactions", &first),
+        async {
+            // Arrives second.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.post("/api/transactions", &later).await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            other.batch_execute("ROLLBACK").await.unwrap();
+        }
+    );
+    assert_eq!(held.await.unwrap().0, 200);
+    assert_eq!(a.0, 200, "{}", a.1);
+    assert_eq!(b.0, 200, "{}", b.1);
+    assert_eq!(a.1["id"], b.1["id"], "one row");
+    let (_, list) = app.get(&format!("/api/transactions?wallet={wallet}")).await;
+    let row = list["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["signature"] == "twice")
+        .cloned()
+        .unwrap();
+    // The first write inserted (its amount stays), the later one updated.
+    assert_eq!(row["status"], "failed");
+    assert_eq!(row["error_msg"], "slippage");
+    assert_eq!(row["amount"], "5");
+    assert!(tx_log_lane(&app).await["largestBatch"].as_u64().unwrap() >= 2);
+}
+
+#[actix_rt::test]
+async fn a_locked_table_answers_503_in_time_and_other_lanes_go_on() {
+    let app = spawn_app_with(|c| c.database.write_timeout_ms = 2_000).await;
+    let wallet = Wallet::new().pubkey();
+    let other = app.db.connect().await;
+    other
+        .batch_execute("BEGIN; LOCK TABLE tx_log IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let (stalled, admin) = futures_util::join!(
+        async {
+            let answer = app
+                .post("/api/transactions", &record("stalled", &wallet))
+                .await;
+            (answer, started.elapsed())
+        },
+        async {
+            // A signed add_admin writes the allowlist and the audit log meanwhile.
+            let new_admin = Wallet::new();
+            let action = format!("add_admin:{}:pool_admin", new_admin.pubkey());
+            let (nonce, signature) = app.signed(&app.root, &action).await;
+            let body = json!({ "actor": app.root.pubkey(), "nonce": nonce, "signature": signature,
+                               "pubkey": new_admin.pubkey(), "role": "pool_admin" });
+            let answer = app.post("/api/admin/allowlist", &body).await;
+            (answer, started.elapsed())
+        }
+    );
+    assert_eq!(stalled.0, (503, error("database unavailable")));
+    assert!(
+        stalled.1 < Duration::from_millis(2_000 + 1_500),
+        "answered after {:?}",
+        stalled.1
+    );
+    assert_eq!(admin.0, (200, json!({ "ok": true })));
+    assert!(
+        admin.1 < stalled.1,
+        "the admin lane did not wait for tx_log"
+    );
+
+    other.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        app.post("/api/transactions", &record("after", &wallet))
+            .await
+            .0,
+        200,
+        "recovers by itself once the lock is gone"
+    );
+}
