@@ -6,11 +6,11 @@
 //! `DELETE ... RETURNING` bound to wallet, nonce, action and expiry; of any number
 //! of concurrent uses, exactly one gets the row. The actor also purges expired rows.
 //!
-//! Why its statements do not go through the database writer: spending a nonce is
-//! the authentication step, whose answer decides whether the request's own write
-//! may be queued at all, so it must run first and on its own connection, never
-//! batched behind the writes it gates. Issuing and purging only touch
-//! `auth_nonces`, short-lived rows that no other write reads.
+//! Issuing and spending go through the database writer's auth lane (see
+//! `db::nonces`): its own queue and connection, so spending a nonce runs first,
+//! never behind the writes it gates, and concurrent handshakes share one
+//! INSERT or DELETE and one commit per batch. A reply comes after COMMIT: an
+//! issued nonce is durable, and a nonce reported spent is spent for every replica.
 
 use std::time::Duration;
 
@@ -19,20 +19,31 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use rand::RngCore;
 
+use crate::actors::db_writer::{Writers, write};
+use crate::db::nonces;
 use crate::db::queries;
 use crate::error::ApiResult;
 
 pub struct NonceRegistry {
+    /// For the purge.
     pool: Pool,
+    writers: Writers,
     ttl: Duration,
     max_per_wallet: i64,
     purge_every: Duration,
 }
 
 impl NonceRegistry {
-    pub fn new(pool: Pool, ttl: Duration, max_per_wallet: u32, purge_every: Duration) -> Self {
+    pub fn new(
+        pool: Pool,
+        writers: Writers,
+        ttl: Duration,
+        max_per_wallet: u32,
+        purge_every: Duration,
+    ) -> Self {
         NonceRegistry {
             pool,
+            writers,
             ttl,
             max_per_wallet: i64::from(max_per_wallet.max(1)),
             purge_every,
@@ -88,28 +99,18 @@ impl Handler<IssueNonce> for NonceRegistry {
     type Result = ResponseFuture<ApiResult<IssuedNonce>>;
 
     fn handle(&mut self, msg: IssueNonce, _: &mut Self::Context) -> Self::Result {
-        let pool = self.pool.clone();
-        let ttl_ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
-        let keep = self.max_per_wallet;
+        let writers = self.writers.clone();
+        let cmd = nonces::IssueNonce {
+            pubkey: msg.pubkey,
+            nonce: new_nonce(),
+            action: msg.action,
+            ttl_ms: i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX),
+            keep: self.max_per_wallet,
+        };
         Box::pin(async move {
-            let nonce = new_nonce();
-            let mut client = pool.get().await?;
-            let tx = client.transaction().await?;
-            tx.execute(queries::LOCK_WALLET_NONCES, &[&msg.pubkey])
-                .await?;
-            let row = tx
-                .query_one(
-                    queries::ISSUE_NONCE,
-                    &[&msg.pubkey, &nonce, &msg.action, &ttl_ms],
-                )
-                .await?;
-            tx.execute(queries::TRIM_WALLET_NONCES, &[&msg.pubkey, &keep])
-                .await?;
-            tx.commit().await?;
-            Ok(IssuedNonce {
-                nonce,
-                expires_at: row.get(0),
-            })
+            let nonce = cmd.nonce.clone();
+            let expires_at = write(&writers, cmd).await?;
+            Ok(IssuedNonce { nonce, expires_at })
         })
     }
 }
@@ -118,15 +119,13 @@ impl Handler<ConsumeNonce> for NonceRegistry {
     type Result = ResponseFuture<ApiResult<bool>>;
 
     fn handle(&mut self, msg: ConsumeNonce, _: &mut Self::Context) -> Self::Result {
-        let pool = self.pool.clone();
-        Box::pin(async move {
-            let client = pool.get().await?;
-            let stmt = client.prepare_cached(queries::CONSUME_NONCE).await?;
-            let row = client
-                .query_opt(&stmt, &[&msg.pubkey, &msg.nonce, &msg.action])
-                .await?;
-            Ok(row.is_some())
-        })
+        let writers = self.writers.clone();
+        let cmd = nonces::ConsumeNonce {
+            pubkey: msg.pubkey,
+            nonce: msg.nonce,
+            action: msg.action,
+        };
+        Box::pin(async move { write(&writers, cmd).await })
     }
 }
 

@@ -40,6 +40,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
     let writer = Writers::start(&config.database)?;
     let nonces = NonceRegistry::new(
         pool.clone(),
+        writer.clone(),
         Duration::from_secs(config.auth.nonce_ttl_seconds),
         config.auth.max_nonces_per_wallet,
         Duration::from_secs(config.auth.purge_interval_seconds.max(1)),

@@ -64,6 +64,8 @@ struct Queued {
 
 pub struct LaneWriter {
     pool: Pool,
+    /// The lane's writes may be applied in any order (Lane::commutes).
+    commutes: bool,
     /// A write queued longer than this is answered 503 unapplied.
     max_wait: Duration,
     /// A batch running longer than this is abandoned (503 to its writes).
@@ -79,6 +81,7 @@ impl LaneWriter {
     pub fn new(lane: Lane, pool: Pool, write_timeout: Duration) -> LaneWriter {
         LaneWriter {
             pool,
+            commutes: lane.commutes(),
             max_wait: write_timeout * 2 / 5,
             max_batch_time: write_timeout / 2,
             queue: Vec::new(),
@@ -114,6 +117,10 @@ impl LaneWriter {
         }
         if batch.is_empty() {
             return self.start_flush(ctx);
+        }
+        if self.commutes {
+            // Each kind together, in arrival order within it: one statement each.
+            batch.sort_by_key(|w| w.as_any().type_id());
         }
         self.flushing = true;
         self.stats.batches += 1;

@@ -28,6 +28,7 @@ pub struct Writers {
     index: Addr<LaneWriter>,
     admin: Addr<LaneWriter>,
     tx_log: Addr<LaneWriter>,
+    auth: Addr<LaneWriter>,
 }
 
 impl Writers {
@@ -42,6 +43,7 @@ impl Writers {
             index: lane(Lane::Index)?,
             admin: lane(Lane::Admin)?,
             tx_log: lane(Lane::TxLog)?,
+            auth: lane(Lane::Auth)?,
         })
     }
 
@@ -50,6 +52,7 @@ impl Writers {
             Lane::Index => &self.index,
             Lane::Admin => &self.admin,
             Lane::TxLog => &self.tx_log,
+            Lane::Auth => &self.auth,
         }
     }
 

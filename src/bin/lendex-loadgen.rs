@@ -3,7 +3,8 @@
 //! - `seed`: writes a synthetic market straight into PostgreSQL (COPY);
 //! - `sql-baseline`: serves the unhealthy feed computed by one SQL query per
 //!   request, on the same HTTP stack, as the fair baseline for the cache;
-//! - `price-latency`: times a pool price change until the SSE feed shows it.
+//! - `price-latency`: times a pool price change until the SSE feed shows it;
+//! - `admin-calls`: complete signed admin calls (nonce, sign, add_admin) per second.
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -62,6 +63,17 @@ enum Command {
         #[arg(long)]
         body: std::path::PathBuf,
     },
+    /// Complete signed admin calls as fast as `concurrency` clients can: issue a
+    /// nonce, sign its message, add an admin (a fresh wallet each time). The
+    /// signer is made a super-admin first, by SQL.
+    AdminCalls {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
     /// Flip pool 0's price `rounds` times by SQL and time until the feed shows it.
     PriceLatency {
         #[arg(long, default_value = "http://127.0.0.1:18080")]
@@ -106,6 +118,11 @@ async fn main() {
             sql_baseline(&cli.database_url, &bind, stored).await
         }
         Command::Hello { bind, body } => hello(&bind, &body).await,
+        Command::AdminCalls {
+            api,
+            concurrency,
+            seconds,
+        } => admin_calls(&cli.database_url, &api, concurrency, seconds).await,
         Command::PriceLatency { api, rounds } => {
             price_latency(&cli.database_url, &api, rounds).await
         }
@@ -269,6 +286,7 @@ async fn sql_baseline(url: &str, bind: &str, stored: bool) {
         url: url.to_string(),
         pool_size: 16,
         acquire_timeout_ms: 10_000,
+        write_timeout_ms: 5_000,
     })
     .unwrap();
     let sql: &'static str = if stored {
@@ -430,4 +448,113 @@ async fn price_latency(url: &str, api: &str, rounds: usize) {
         .await
         .unwrap();
     println!("cache: {}", health["checks"]["cache"]);
+}
+
+async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> Option<Value> {
+    let res = http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(body).unwrap())
+        .send()
+        .await
+        .ok()?;
+    let ok = res.status().is_success();
+    let value: Value = serde_json::from_slice(&res.bytes().await.ok()?).ok()?;
+    ok.then_some(value)
+}
+
+async fn admin_calls(url: &str, api: &str, concurrency: usize, seconds: u64) {
+    use ed25519_dalek::{Signer, SigningKey};
+    // One super-admin per client, as operators each sign with their own wallet
+    // (one wallet may hold only auth.max_nonces_per_wallet live nonces).
+    let signers: Vec<SigningKey> = (0..concurrency)
+        .map(|w| {
+            SigningKey::from_bytes(&Sha256::digest(format!("load root {w}").as_bytes()).into())
+        })
+        .collect();
+    let db = connect(url).await;
+    for signer in &signers {
+        let pubkey = Pubkey::new_from_array(signer.verifying_key().to_bytes()).to_string();
+        db.execute(
+            "INSERT INTO pool_admins (pubkey, role, label, added_by) VALUES ($1, 'super_admin', 'loadgen', 'system')
+             ON CONFLICT (pubkey) DO UPDATE SET role = 'super_admin', revoked_at = NULL",
+            &[&pubkey],
+        )
+        .await
+        .unwrap();
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for w in 0..concurrency {
+        let root = signers[w].clone();
+        let root_key = Pubkey::new_from_array(root.verifying_key().to_bytes()).to_string();
+        let (http, api) = (http.clone(), api.to_string());
+        workers.push(actix_rt::spawn(async move {
+            let (mut done, mut failed, mut latencies) = (0u64, 0u64, Vec::new());
+            let mut i = 0u64;
+            while Instant::now() < deadline {
+                i += 1;
+                let call = Instant::now();
+                let target = key(&format!(
+                    "load admin {w} {i} {}",
+                    started.elapsed().as_nanos()
+                ));
+                let action = format!("add_admin:{target}:pool_admin");
+                let nonce = post_json(
+                    &http,
+                    &format!("{api}/api/auth/nonce"),
+                    &serde_json::json!({ "pubkey": root_key, "action": action }),
+                )
+                .await;
+                let added = match nonce {
+                    Some(n) => {
+                        let message = n["message"].as_str().unwrap_or_default();
+                        let signature =
+                            bs58::encode(root.sign(message.as_bytes()).to_bytes()).into_string();
+                        post_json(
+                            &http,
+                            &format!("{api}/api/admin/allowlist"),
+                            &serde_json::json!({ "actor": root_key, "nonce": n["nonce"],
+                                "signature": signature, "pubkey": target, "role": "pool_admin" }),
+                        )
+                        .await
+                        .is_some()
+                    }
+                    None => false,
+                };
+                if added {
+                    done += 1;
+                    latencies.push(call.elapsed());
+                } else {
+                    failed += 1;
+                }
+            }
+            (done, failed, latencies)
+        }));
+    }
+    let (mut done, mut failed, mut latencies) = (0u64, 0u64, Vec::new());
+    for worker in workers {
+        let (d, f, l) = worker.await.unwrap();
+        done += d;
+        failed += f;
+        latencies.extend(l);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    latencies.sort();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    println!(
+        "admin_calls_per_s {:.0} completed {done} failed {failed} p50_ms {:.1} p99_ms {:.1}",
+        done as f64 / elapsed,
+        pct(0.5),
+        pct(0.99)
+    );
 }

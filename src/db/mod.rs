@@ -4,6 +4,7 @@
 
 pub mod chain_writes;
 pub mod migrate;
+pub mod nonces;
 pub mod queries;
 pub mod rows;
 pub mod writes;

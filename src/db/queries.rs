@@ -81,6 +81,32 @@ pub const CONSUME_NONCE: &str = "DELETE FROM auth_nonces
     WHERE pubkey = $1 AND nonce = $2 AND action = $3 AND expires_at > clock_timestamp()
     RETURNING nonce";
 
+/// LOCK_WALLET_NONCES for every wallet of `$1`, in one order (no deadlock
+/// between replicas issuing for overlapping wallets).
+pub const LOCK_WALLETS_NONCES: &str = "SELECT pg_advisory_xact_lock(hashtextextended(w, 7))
+    FROM (SELECT DISTINCT w FROM unnest($1::text[]) AS w ORDER BY w) AS wallets";
+
+/// ISSUE_NONCE for many: ($1 wallets, $2 nonces, $3 actions), lifetime $4 ms.
+pub const ISSUE_NONCES: &str = "INSERT INTO auth_nonces (pubkey, nonce, action, expires_at)
+    SELECT t.pubkey, t.nonce, t.action, clock_timestamp() + $4::bigint * interval '1 millisecond'
+    FROM unnest($1::text[], $2::text[], $3::text[]) AS t(pubkey, nonce, action)
+    RETURNING nonce, expires_at";
+
+/// TRIM_WALLET_NONCES for every wallet of `$1`: each keeps its newest `$2`.
+pub const TRIM_WALLETS_NONCES: &str = "DELETE FROM auth_nonces a
+    USING (SELECT pubkey, nonce, row_number() OVER (PARTITION BY pubkey
+                  ORDER BY created_at DESC, nonce DESC) AS newest
+           FROM auth_nonces WHERE pubkey = ANY($1::text[])) AS r
+    WHERE a.pubkey = r.pubkey AND a.nonce = r.nonce AND r.newest > $2";
+
+/// CONSUME_NONCE for many ($1 wallets, $2 nonces, $3 actions): each matching
+/// row is deleted once and returned once, however often the batch names it.
+pub const CONSUME_NONCES: &str = "DELETE FROM auth_nonces a
+    USING unnest($1::text[], $2::text[], $3::text[]) AS u(pubkey, nonce, action)
+    WHERE a.pubkey = u.pubkey AND a.nonce = u.nonce AND a.action = u.action
+      AND a.expires_at > clock_timestamp()
+    RETURNING a.pubkey, a.nonce, a.action";
+
 pub const PURGE_EXPIRED_NONCES: &str =
     "DELETE FROM auth_nonces WHERE expires_at <= clock_timestamp()";
 

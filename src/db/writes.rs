@@ -20,16 +20,27 @@ pub enum Lane {
     Admin,
     /// The transaction log: dApp traffic.
     TxLog,
+    /// Handshake nonces, issued and spent (db::nonces): authentication steps,
+    /// never queued behind the writes they gate.
+    Auth,
 }
 
 impl Lane {
-    pub const ALL: [Lane; 3] = [Lane::Index, Lane::Admin, Lane::TxLog];
+    pub const ALL: [Lane; 4] = [Lane::Index, Lane::Admin, Lane::TxLog, Lane::Auth];
+
+    /// Whether the writes of one batch may be applied in any order (so all of a
+    /// kind go out as one statement): true where none can depend on another
+    /// queued with it.
+    pub fn commutes(self) -> bool {
+        matches!(self, Lane::Auth)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
             Lane::Index => "index",
             Lane::Admin => "admin",
             Lane::TxLog => "tx_log",
+            Lane::Auth => "auth",
         }
     }
 }

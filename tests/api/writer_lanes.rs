@@ -201,3 +201,53 @@ async fn a_locked_table_answers_503_in_time_and_other_lanes_go_on() {
         "recovers by itself once the lock is gone"
     );
 }
+
+/// The auth lane's batch forms against the real table: issues in one INSERT,
+/// spends in one DELETE; a nonce named twice in one batch is spent once, by
+/// its first caller, and only for its own action.
+#[actix_rt::test]
+async fn batched_nonce_spends_are_single_use() {
+    use lendex::db::nonces::{ConsumeNonce, IssueNonce};
+    use lendex::db::writes::WriteCommand;
+    let app = spawn_app().await;
+    let mut cfg = lendex::config::Config::defaults().database;
+    cfg.url = app.db.url.clone();
+    let pool = lendex::db::connect_pool(&cfg).unwrap();
+    let wallet = Wallet::new().pubkey();
+    let issue = |n: &str| IssueNonce {
+        pubkey: wallet.clone(),
+        nonce: n.repeat(32),
+        action: "add_admin:x:pool_admin".into(),
+        ttl_ms: 60_000,
+        keep: 2,
+    };
+    let issued = [issue("a"), issue("b"), issue("c")];
+    let mut client = pool.get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    let expiries = IssueNonce::apply_all(issued.iter().collect(), &tx)
+        .await
+        .unwrap();
+    assert_eq!(expiries.len(), 3);
+    tx.commit().await.unwrap();
+    // keep = 2: the oldest of the three was dropped.
+    let spend = |n: &str, action: &str| ConsumeNonce {
+        pubkey: wallet.clone(),
+        nonce: n.repeat(32),
+        action: action.into(),
+    };
+    let a = "add_admin:x:pool_admin";
+    let spends = [
+        spend("b", a),
+        spend("b", a),
+        spend("c", "revoke_admin:x"),
+        spend("c", a),
+        spend("a", a),
+        spend("b", a),
+    ];
+    let tx = client.transaction().await.unwrap();
+    let spent = ConsumeNonce::apply_all(spends.iter().collect(), &tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(spent, [true, false, false, true, false, false]);
+}
