@@ -47,6 +47,20 @@ pub const REVOKE_ADMIN: &str = "UPDATE pool_admins SET revoked_at = now()
 pub const INSERT_AUDIT: &str =
     "INSERT INTO audit_log (actor, action, target, details) VALUES ($1, $2, $3, $4)";
 
+/// INSERT_AUDIT for many entries; ids follow the arrays' order.
+pub const INSERT_AUDITS: &str = "INSERT INTO audit_log (actor, action, target, details)
+    SELECT t.actor, t.action, t.target, t.details
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY
+        AS t(actor, action, target, details, n)
+    ORDER BY t.n";
+
+/// UPSERT_ADMIN for many distinct wallets.
+pub const UPSERT_ADMINS: &str = "INSERT INTO pool_admins (pubkey, role, label, added_by)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+    ON CONFLICT (pubkey) DO UPDATE
+        SET role = EXCLUDED.role, label = EXCLUDED.label, added_by = EXCLUDED.added_by,
+            revoked_at = NULL";
+
 macro_rules! audit_select {
     ($where:literal) => {
         concat!(

@@ -201,18 +201,78 @@ pub struct AddAdmin {
     pub actor: String,
 }
 
+impl AddAdmin {
+    fn audit_details(&self) -> Value {
+        json!({ "role": self.role, "label": self.label })
+    }
+}
+
 impl WriteCommand for AddAdmin {
     type Output = ();
     const LANE: Lane = Lane::Admin;
+    const MULTI_ROW: bool = true;
+
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
+            let stmt = tx.prepare_cached(queries::UPSERT_ADMIN).await?;
+            tx.execute(&stmt, &[&self.pubkey, &self.role, &self.label, &self.actor])
+                .await?;
+            insert_audit(
+                tx,
+                &self.actor,
+                "add_admin",
+                &self.pubkey,
+                &self.audit_details(),
+            )
+            .await
+        })
+    }
+
+    /// One upsert for the run (a wallet added twice ends with its last entry,
+    /// as in arrival order) and one insert of every audit entry, in order.
+    fn apply_all<'a>(
+        cmds: Vec<&'a Self>,
+        tx: &'a Transaction<'a>,
+    ) -> BoxFuture<'a, ApiResult<Vec<()>>> {
+        Box::pin(async move {
+            let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+            let mut rows: Vec<&AddAdmin> = Vec::with_capacity(cmds.len());
+            for &cmd in &cmds {
+                match at.get(cmd.pubkey.as_str()) {
+                    Some(&i) => rows[i] = cmd,
+                    None => {
+                        at.insert(&cmd.pubkey, rows.len());
+                        rows.push(cmd);
+                    }
+                }
+            }
+            let column = |f: fn(&'a AddAdmin) -> Option<&'a str>| -> Vec<Option<&'a str>> {
+                rows.iter().map(|&r| f(r)).collect()
+            };
+            let stmt = tx.prepare_cached(queries::UPSERT_ADMINS).await?;
             tx.execute(
-                queries::UPSERT_ADMIN,
-                &[&self.pubkey, &self.role, &self.label, &self.actor],
+                &stmt,
+                &[
+                    &column(|c| Some(&c.pubkey)),
+                    &column(|c| Some(&c.role)),
+                    &column(|c| c.label.as_deref()),
+                    &column(|c| Some(&c.actor)),
+                ],
             )
             .await?;
-            let details = json!({ "role": self.role, "label": self.label });
-            insert_audit(tx, &self.actor, "add_admin", &self.pubkey, &details).await
+            let details: Vec<Value> = cmds.iter().map(|c| c.audit_details()).collect();
+            let entries: Vec<AuditEntry> = cmds
+                .iter()
+                .zip(&details)
+                .map(|(c, d)| AuditEntry {
+                    actor: &c.actor,
+                    action: "add_admin",
+                    target: &c.pubkey,
+                    details: d,
+                })
+                .collect();
+            insert_audits(tx, &entries).await?;
+            Ok(vec![(); cmds.len()])
         })
     }
 }
@@ -265,8 +325,15 @@ impl WriteCommand for WriteAudit {
     }
 }
 
-/// The one place audit rows are written (admin writes, pool registration, the
-/// operator CLI, and the bootstrap of the migration step).
+/// One audit entry to write.
+pub(crate) struct AuditEntry<'a> {
+    pub actor: &'a str,
+    pub action: &'a str,
+    pub target: &'a str,
+    pub details: &'a Value,
+}
+
+/// An audit entry (see `insert_audits`).
 pub(crate) async fn insert_audit(
     tx: &Transaction<'_>,
     actor: &str,
@@ -274,11 +341,36 @@ pub(crate) async fn insert_audit(
     target: &str,
     details: &Value,
 ) -> ApiResult<()> {
-    if !details.is_object() {
+    let entry = AuditEntry {
+        actor,
+        action,
+        target,
+        details,
+    };
+    insert_audits(tx, std::slice::from_ref(&entry)).await
+}
+
+/// The one place audit rows are written (admin writes, pool registration, the
+/// operator CLI, and the bootstrap of the migration step), in order.
+pub(crate) async fn insert_audits(
+    tx: &Transaction<'_>,
+    entries: &[AuditEntry<'_>],
+) -> ApiResult<()> {
+    if entries.iter().any(|e| !e.details.is_object()) {
         return Err(ApiError::Internal);
     }
-    let stmt = tx.prepare_cached(queries::INSERT_AUDIT).await?;
-    tx.execute(&stmt, &[&actor, &action, &target, details])
+    if let [e] = entries {
+        let stmt = tx.prepare_cached(queries::INSERT_AUDIT).await?;
+        tx.execute(&stmt, &[&e.actor, &e.action, &e.target, e.details])
+            .await?;
+        return Ok(());
+    }
+    let actors: Vec<&str> = entries.iter().map(|e| e.actor).collect();
+    let actions: Vec<&str> = entries.iter().map(|e| e.action).collect();
+    let targets: Vec<&str> = entries.iter().map(|e| e.target).collect();
+    let details: Vec<&Value> = entries.iter().map(|e| e.details).collect();
+    let stmt = tx.prepare_cached(queries::INSERT_AUDITS).await?;
+    tx.execute(&stmt, &[&actors, &actions, &targets, &details])
         .await?;
     Ok(())
 }

@@ -55,17 +55,16 @@ async fn nul_bytes_are_invalid_and_spend_no_nonce() {
     );
 }
 
+fn unique_keys(n: usize) -> Vec<String> {
+    (0..n).map(|_| Pubkey::new_unique().to_string()).collect()
+}
+
 /// 5,000 owners under water: a new subscriber gets a candidate_start for each
 /// (the snapshot was cut at the 4,096-event subscriber buffer, silently).
 #[actix_rt::test]
 async fn the_stream_snapshot_is_complete_at_any_size() {
     let m = market(|_| {}).await;
-    let owners: Vec<String> = (0..5_000)
-        .map(|_| Pubkey::new_unique().to_string())
-        .collect();
-    let positions: Vec<String> = (0..5_000)
-        .map(|_| Pubkey::new_unique().to_string())
-        .collect();
+    let (owners, positions) = (unique_keys(5_000), unique_keys(5_000));
     // Debt and no collateral: health factor 0. Written by SQL, as an indexer would.
     let db = m.t.app.db.connect().await;
     db.execute(
@@ -199,15 +198,11 @@ async fn slow_subscribers_are_bounded_and_told_to_resync() {
 
     const OWNERS: usize = 3_000;
     let mut m = market(|c| c.cache.subscriber_max_lag_bytes = 256 * 1024).await;
-    let owners: Vec<String> = (0..OWNERS)
-        .map(|_| Pubkey::new_unique().to_string())
-        .collect();
-    let deposits: Vec<String> = (0..OWNERS)
-        .map(|_| Pubkey::new_unique().to_string())
-        .collect();
-    let borrows: Vec<String> = (0..OWNERS)
-        .map(|_| Pubkey::new_unique().to_string())
-        .collect();
+    let (owners, deposits, borrows) = (
+        unique_keys(OWNERS),
+        unique_keys(OWNERS),
+        unique_keys(OWNERS),
+    );
     // 500 USDC against 40 SOL at $20: health factor 0.5, under water at any price below.
     let db = m.t.app.db.connect().await;
     db.execute(

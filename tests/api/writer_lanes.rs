@@ -251,3 +251,61 @@ async fn batched_nonce_spends_are_single_use() {
     tx.commit().await.unwrap();
     assert_eq!(spent, [true, false, false, true, false, false]);
 }
+
+/// The admin lane's batch form: a wallet added twice in one batch ends with
+/// its later entry, and every add has its audit entry, in arrival order.
+#[actix_rt::test]
+async fn batched_admin_adds_apply_in_arrival_order() {
+    use lendex::db::writes::{AddAdmin, WriteCommand};
+    let app = spawn_app().await;
+    let mut cfg = lendex::config::Config::defaults().database;
+    cfg.url = app.db.url.clone();
+    let pool = lendex::db::connect_pool(&cfg).unwrap();
+    let (twice, once) = (Wallet::new().pubkey(), Wallet::new().pubkey());
+    let add = |pubkey: &str, role: &str, label: &str| AddAdmin {
+        pubkey: pubkey.to_string(),
+        role: role.into(),
+        label: Some(label.into()),
+        actor: app.root.pubkey(),
+    };
+    let adds = [
+        add(&twice, "pool_admin", "first"),
+        add(&once, "pool_admin", "only"),
+        add(&twice, "super_admin", "second"),
+    ];
+    let mut client = pool.get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    AddAdmin::apply_all(adds.iter().collect(), &tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let row = client
+        .query_one(
+            "SELECT role, label FROM pool_admins WHERE pubkey = $1",
+            &[&twice],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, &str>(0), row.get::<_, &str>(1)),
+        ("super_admin", "second")
+    );
+    let audit: Vec<(String, String)> = client
+        .query(
+            "SELECT target, details->>'label' FROM audit_log WHERE action = 'add_admin' AND actor = $1 ORDER BY id",
+            &[&app.root.pubkey()],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        audit,
+        [
+            (twice.clone(), "first".to_string()),
+            (once.clone(), "only".to_string()),
+            (twice.clone(), "second".to_string())
+        ]
+    );
+}
