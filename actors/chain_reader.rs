@@ -34,7 +34,8 @@ pub struct ChainReader {
 
 impl ChainReader {
     pub fn new(cfg: &RpcConfig) -> ChainReader {
-        let timeout = Duration::from_millis(cfg.timeout_ms.max(1));
+        // An account read may first wait its turn at the gate (at most max_queue_ms).
+        let timeout = Duration::from_millis(cfg.timeout_ms.max(1) + cfg.max_queue_ms);
         let client = rpc::gated_client(cfg);
         ChainReader {
             client: Arc::new(client),

@@ -52,6 +52,8 @@ pub struct RpcConfig {
     pub timeout_ms: u64,
     pub max_rps: u32,
     pub max_concurrency: usize,
+    /// Longest wait at the (fair) rate limit; a request that would wait longer fails at once.
+    pub max_queue_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

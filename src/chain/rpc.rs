@@ -22,7 +22,13 @@ use crate::domain::pubkey::Pubkey;
 /// cap, 429 handling), `confirmed` commitment, the configured endpoint.
 pub fn gated_client(cfg: &RpcConfig) -> RpcClient {
     let timeout = Duration::from_millis(cfg.timeout_ms.max(1));
-    let sender = GatedSender::new(cfg.url.clone(), timeout, cfg.max_rps, cfg.max_concurrency);
+    let sender = GatedSender::new(
+        cfg.url.clone(),
+        timeout,
+        cfg.max_rps,
+        cfg.max_concurrency,
+        Duration::from_millis(cfg.max_queue_ms),
+    );
     RpcClient::new_sender(
         sender,
         RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),
