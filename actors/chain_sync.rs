@@ -3,7 +3,8 @@
 //! batches of 100) and scans each pool's positions (getProgramAccounts), upserting
 //! what changed and removing positions closed on chain. All reads go through the
 //! chain reader (rate limit, concurrency cap, coalescing); all writes through the
-//! database writer. One refresh runs at a time.
+//! database writer. One refresh runs at a time, and only on the replica that
+//! holds the cluster's ingester lease (`leader_lease`); the others follow.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::actors::db_writer::{Writers, write};
+use crate::actors::leader_lease::{LeaderChanged, hold_lease};
 use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
 use crate::db::queries;
 use crate::domain::accounts::{check_pool, check_position};
@@ -38,13 +40,16 @@ pub struct SyncStatus {
     pub last_complete: Option<(DateTime<Utc>, RefreshReport)>,
     pub last_error: Option<String>,
     pub started_at: DateTime<Utc>,
+    /// Holds the cluster's ingester lease: this replica does the background work.
+    pub leader: bool,
 }
 
 impl SyncStatus {
     /// Fresh while disabled, while the first refresh still has time, or while the
     /// last complete refresh is younger than three intervals plus 30 s.
     pub fn is_fresh(&self, now: DateTime<Utc>) -> bool {
-        if !self.enabled {
+        // A follower does no background work: the leader's reaches it by NOTIFY.
+        if !self.enabled || !self.leader {
             return true;
         }
         let allowed = chrono::Duration::from_std(self.interval * 3 + Duration::from_secs(30))
@@ -69,13 +74,17 @@ struct Refresher {
 
 pub struct ChainSync {
     refresher: Refresher,
+    /// For the lease's own session.
+    database_url: String,
     chain: Addr<ChainReader>,
     status: SyncStatus,
     running: bool,
 }
 
 impl ChainSync {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        database_url: String,
         db: Pool,
         chain: Addr<ChainReader>,
         writer: Writers,
@@ -85,6 +94,7 @@ impl ChainSync {
         rpc_timeout: Duration,
     ) -> ChainSync {
         ChainSync {
+            database_url,
             refresher: Refresher {
                 db,
                 chain: chain.clone(),
@@ -100,6 +110,7 @@ impl ChainSync {
                 last_complete: None,
                 last_error: None,
                 started_at: Utc::now(),
+                leader: false,
             },
             running: false,
         }
@@ -111,7 +122,7 @@ impl ChainSync {
     }
 
     fn start_refresh(&mut self, ctx: &mut Context<Self>) {
-        if self.running {
+        if self.running || !self.status.leader {
             return;
         }
         self.running = true;
@@ -155,8 +166,25 @@ impl Actor for ChainSync {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if self.status.enabled {
-            self.start_refresh(ctx);
+            // The first refresh starts when the lease is taken.
+            actix_rt::spawn(hold_lease(
+                self.database_url.clone(),
+                self.refresher.cluster,
+                ctx.address().recipient(),
+            ));
             ctx.run_interval(self.status.interval, |act, ctx| act.start_refresh(ctx));
+        }
+    }
+}
+
+impl Handler<LeaderChanged> for ChainSync {
+    type Result = ();
+
+    fn handle(&mut self, msg: LeaderChanged, ctx: &mut Self::Context) {
+        self.status.leader = msg.0;
+        if msg.0 {
+            // A new leader catches up at once rather than at the next tick.
+            self.start_refresh(ctx);
         }
     }
 }

@@ -3,7 +3,8 @@
 //! - `nonce_registry`: issues and atomically consumes admin-handshake nonces;
 //! - `db_writer`: the single path for writes, with group commit;
 //! - `chain_reader`: the RPC client behind a global rate limit and concurrency cap;
-//! - `chain_sync`: the background refresh of every registered pool and its positions;
+//! - `chain_sync`: the background refresh of every registered pool and its positions,
+//!   on the replica holding the cluster's ingester lease (`leader_lease`);
 //! - `health_cache`: account health factors in memory, the unhealthy ranking and feed.
 //!
 //! (This folder sits beside `src/` by design; `src/lib.rs` mounts it as `lendex::actors`.)
@@ -12,4 +13,5 @@ pub mod chain_reader;
 pub mod chain_sync;
 pub mod db_writer;
 pub mod health_cache;
+pub mod leader_lease;
 pub mod nonce_registry;

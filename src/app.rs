@@ -49,6 +49,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
     let chain = ChainReader::new(&config.rpc).start();
     let program_id = parse_pubkey(&config.chain.program_id)?;
     let sync = ChainSync::new(
+        config.database.url.clone(),
         pool.clone(),
         chain.clone(),
         writer.clone(),

@@ -78,6 +78,11 @@ pub const AUDIT_LIST_BY_ACTOR_ACTION: &str = audit_select!("WHERE actor = $2 AND
 // ---- nonces -------------------------------------------------------------------
 
 /// Serialises nonce issue per wallet, so the cap of live nonces is exact.
+/// The ingester lease (actors::leader_lease): a session-level advisory lock
+/// named by `$1`; taking it again in the same session nests.
+pub const LEASE_TRY_LOCK: &str = "SELECT pg_try_advisory_lock(hashtextextended($1, 0))";
+pub const LEASE_UNLOCK: &str = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
+
 pub const LOCK_WALLET_NONCES: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))";
 
 pub const ISSUE_NONCE: &str = "INSERT INTO auth_nonces (pubkey, nonce, action, expires_at)

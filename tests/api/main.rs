@@ -10,6 +10,7 @@ mod common;
 mod hardening;
 mod health_feed;
 mod http_errors;
+mod leader;
 mod liquidations_api;
 mod process;
 mod transactions_api;

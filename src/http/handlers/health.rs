@@ -92,9 +92,14 @@ pub struct CacheCheck {
 /// The background refresh: the slot and time of the last complete refresh.
 #[derive(Serialize, ToSchema)]
 pub struct SyncCheck {
-    /// False when the last complete refresh is older than 3 intervals + 30 s.
+    /// False when the last complete refresh is older than 3 intervals + 30 s
+    /// (on the leader; a follower does no background work).
     pub ok: bool,
     pub enabled: bool,
+    /// `leader`: this replica holds the cluster's ingester lease and does the
+    /// background chain work; `follower`: another one does (or none is enabled).
+    #[schema(value_type = String)]
+    pub role: &'static str,
     /// Lowest context slot of the last complete refresh (0 before the first).
     pub slot: u64,
     #[serde(rename = "lastRefreshAt")]
@@ -227,6 +232,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             SyncCheck {
                 ok: status.is_fresh(Utc::now()),
                 enabled: status.enabled,
+                role: if status.leader { "leader" } else { "follower" },
                 slot: last.map(|(_, r)| r.slot).unwrap_or(0),
                 last_refresh_at: last
                     .map(|(at, _)| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
@@ -238,6 +244,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
         _ => SyncCheck {
             ok: false,
             enabled: true,
+            role: "follower",
             slot: 0,
             last_refresh_at: None,
             last_refresh_ms: None,

@@ -1,0 +1,97 @@
+//! One ingester per cluster: of all replicas on one database, the one holding a
+//! PostgreSQL session-level advisory lock, keyed by the cluster, does the
+//! background chain work; the others stay followers and learn changes through
+//! NOTIFY like any reader. On-demand syncs run on every replica.
+//!
+//! The lock lives on a connection of its own. A leader checks that connection
+//! every second and steps down the moment it fails (the lock may be gone with
+//! it). PostgreSQL releases the lock when the session ends: at once when the
+//! leader's process dies (its socket closes), and within about 4 s when the
+//! network is cut, through the session's TCP keepalives set below. Followers
+//! retry every second, so another replica leads within 5 s.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio_postgres::{Client, NoTls};
+
+use crate::db::queries;
+
+/// How often a follower tries the lock, and a leader checks its session.
+const EVERY: Duration = Duration::from_secs(1);
+/// A check of the leader's session that takes longer than this fails it.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// Server-side keepalives of the lease session: a vanished leader's session
+/// (and its lock) ends after idle + interval x count = 4 s.
+const KEEPALIVES: &str =
+    "-c tcp_keepalives_idle=2 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=2";
+
+/// The lease was taken (true) or lost (false).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct LeaderChanged(pub bool);
+
+/// The lock's name for `cluster`.
+pub fn lease_name(cluster: &str) -> String {
+    format!("lendex-ingester/{cluster}")
+}
+
+/// Holds or waits for the lease forever, telling `to` of every change.
+pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipient<LeaderChanged>) {
+    let name = lease_name(cluster);
+    let mut leader = false;
+    loop {
+        match connect(&database_url).await {
+            Ok(client) => {
+                // Leads until the session fails; follows while the lock is taken.
+                loop {
+                    let step = tokio::time::timeout(
+                        CHECK_TIMEOUT,
+                        client.query_one(queries::LEASE_TRY_LOCK, &[&name]),
+                    )
+                    .await;
+                    // Re-taking a lock this session holds succeeds (and nests): it
+                    // doubles as the leader's check of its session.
+                    let holds = match step {
+                        Ok(Ok(row)) => row.get::<_, bool>(0),
+                        _ => break,
+                    };
+                    if holds && leader {
+                        // Already held: drop the extra level this check took.
+                        let _ = tokio::time::timeout(
+                            CHECK_TIMEOUT,
+                            client.execute(queries::LEASE_UNLOCK, &[&name]),
+                        )
+                        .await;
+                    }
+                    if holds != leader {
+                        leader = holds;
+                        let change = if holds { "taken" } else { "lost" };
+                        tracing::info!(cluster, leader, "ingester lease {change}");
+                        to.do_send(LeaderChanged(leader));
+                    }
+                    tokio::time::sleep(EVERY).await;
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "lease connection failed"),
+        }
+        if leader {
+            leader = false;
+            tracing::warn!(cluster, "ingester lease lost with its database session");
+            to.do_send(LeaderChanged(false));
+        }
+        tokio::time::sleep(EVERY).await;
+    }
+}
+
+async fn connect(url: &str) -> Result<Client, tokio_postgres::Error> {
+    let mut config: tokio_postgres::Config = url.parse()?;
+    config.options(KEEPALIVES);
+    config.connect_timeout(CHECK_TIMEOUT);
+    config.keepalives_idle(Duration::from_secs(2));
+    let (client, connection) = config.connect(NoTls).await?;
+    actix_rt::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}

@@ -1,0 +1,138 @@
+//! One ingester per cluster (issue 8): two `lendex serve` processes on one
+//! database, each with its own counting proxy in front of one surfpool.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use lendex::domain::pubkey::Pubkey;
+use serde_json::Value;
+
+use crate::chain_support::*;
+use crate::common::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_lendex");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `lendex serve` on `db`, its RPC through `rpc`, refreshing every second.
+fn replica(db: &TestDb, port: u16, rpc: &str) -> Child {
+    Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("RPC_URL", rpc)
+        .env("LENDEX_SYNC__INTERVAL_SECONDS", "1")
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+async fn role(http: &reqwest::Client, port: u16) -> Option<String> {
+    let res = http
+        .get(format!("http://127.0.0.1:{port}/api/health"))
+        .send()
+        .await
+        .ok()?;
+    let body: Value = res.json().await.ok()?;
+    body["checks"]["sync"]["role"].as_str().map(str::to_string)
+}
+
+/// Background chain reads a replica made (health's getSlot excluded).
+fn background_reads(proxy: &RpcProxy) -> usize {
+    proxy
+        .hits()
+        .iter()
+        .filter(|(_, body)| {
+            body.contains("getMultipleAccounts") || body.contains("getProgramAccounts")
+        })
+        .count()
+}
+
+#[actix_rt::test]
+async fn one_replica_ingests_and_another_takes_over_within_5s() {
+    let db = TestDb::create().await;
+    let chain = LocalChain::start().await;
+    let (proxy_a, proxy_b) = (
+        RpcProxy::start(&chain.url).await,
+        RpcProxy::start(&chain.url).await,
+    );
+    let (port_a, port_b) = (free_port(), free_port());
+    let http = reqwest::Client::new();
+    let mut a = replica(&db, port_a, &proxy_a.url);
+    assert!(
+        eventually(Duration::from_secs(20), async || role(&http, port_a)
+            .await
+            .as_deref()
+            == Some("leader"))
+        .await,
+        "the first replica leads"
+    );
+    // A registered pool gives the leader's refresh something to read.
+    let pool = Pubkey::new_unique().to_string();
+    db.connect()
+        .await
+        .execute(
+            "INSERT INTO pools (cluster, pool_address, token_mint, authority, vault, pool_bump, authority_bump,
+                vault_bump, decimals, paused, total_deposits, total_borrows, accumulated_fees, total_deposit_shares,
+                deposit_index_wad, borrow_index_wad, last_update_ts, ltv_wad, liquidation_threshold_wad,
+                liquidation_bonus_wad, protocol_liq_fee_wad, reserve_factor_wad, close_factor_wad, base_rate_wad,
+                optimal_util_wad, slope1_wad, slope2_wad, flash_fee_bps, created_by, init_signature, slot)
+             VALUES ('localnet', $1, $1, $1, $1, 255, 255, 255, 6, false, 0, 0, 0, 0, 1000000000000000000,
+                1000000000000000000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'test', 'test', 1)",
+            &[&pool],
+        )
+        .await
+        .unwrap();
+
+    let mut b = replica(&db, port_b, &proxy_b.url);
+    assert!(
+        eventually(Duration::from_secs(20), async || role(&http, port_b)
+            .await
+            .is_some())
+        .await,
+        "the second replica serves"
+    );
+    proxy_a.clear();
+    proxy_b.clear();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(role(&http, port_a).await.as_deref(), Some("leader"));
+    assert_eq!(role(&http, port_b).await.as_deref(), Some("follower"));
+    assert!(background_reads(&proxy_a) > 0, "the leader refreshes");
+    assert_eq!(
+        background_reads(&proxy_b),
+        0,
+        "the follower reads nothing in the background"
+    );
+
+    // The leader dies without a word: the follower leads within 5 s and ingests.
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let killed = std::time::Instant::now();
+    assert!(
+        eventually(Duration::from_secs(5), async || role(&http, port_b)
+            .await
+            .as_deref()
+            == Some("leader"))
+        .await,
+        "no takeover within 5 s"
+    );
+    let took = killed.elapsed();
+    proxy_b.clear();
+    assert!(
+        eventually(Duration::from_secs(5), async || background_reads(&proxy_b)
+            > 0)
+        .await,
+        "the new leader refreshes"
+    );
+    println!("takeover after SIGKILL: {took:?}");
+    b.kill().unwrap();
+    b.wait().unwrap();
+}
