@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
+use crate::actors::chain_stream::{StreamDeps, StreamReport, stream_forever};
 use crate::actors::db_writer::{Writers, write};
 use crate::actors::leader_lease::{LeaderChanged, hold_lease};
 use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
@@ -42,6 +43,18 @@ pub struct SyncStatus {
     pub started_at: DateTime<Utc>,
     /// Holds the cluster's ingester lease: this replica does the background work.
     pub leader: bool,
+    pub stream: StreamStatus,
+}
+
+/// The websocket, as /api/health reports it.
+#[derive(Debug, Clone, Default)]
+pub struct StreamStatus {
+    pub connected: bool,
+    pub last_notification_at: Option<DateTime<Utc>>,
+    /// Connections made after the first.
+    pub reconnects: u64,
+    /// Connections made so far.
+    pub connections: u64,
 }
 
 impl SyncStatus {
@@ -76,6 +89,11 @@ pub struct ChainSync {
     refresher: Refresher,
     /// For the lease's own session.
     database_url: String,
+    ws_url: String,
+    /// The websocket task while leading.
+    stream: Option<tokio::task::JoinHandle<()>>,
+    /// A reconcile was asked for while one ran: run another when it ends.
+    again: bool,
     chain: Addr<ChainReader>,
     status: SyncStatus,
     running: bool,
@@ -85,6 +103,7 @@ impl ChainSync {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         database_url: String,
+        ws_url: String,
         db: Pool,
         chain: Addr<ChainReader>,
         writer: Writers,
@@ -95,6 +114,9 @@ impl ChainSync {
     ) -> ChainSync {
         ChainSync {
             database_url,
+            ws_url,
+            stream: None,
+            again: false,
             refresher: Refresher {
                 db,
                 chain: chain.clone(),
@@ -111,6 +133,7 @@ impl ChainSync {
                 last_error: None,
                 started_at: Utc::now(),
                 leader: false,
+                stream: StreamStatus::default(),
             },
             running: false,
         }
@@ -122,9 +145,14 @@ impl ChainSync {
     }
 
     fn start_refresh(&mut self, ctx: &mut Context<Self>) {
-        if self.running || !self.status.leader {
+        if !self.status.leader {
             return;
         }
+        if self.running {
+            self.again = true;
+            return;
+        }
+        self.again = false;
         self.running = true;
         let job = self.refresh_job();
         let chain = self.chain.clone();
@@ -140,8 +168,11 @@ impl ChainSync {
                 .and_then(Result::ok);
             Ok::<_, ApiError>((report, tip))
         };
-        ctx.spawn(job.into_actor(self).map(|result, act, _| {
+        ctx.spawn(job.into_actor(self).map(|result, act, ctx| {
             act.running = false;
+            if act.again {
+                act.start_refresh(ctx);
+            }
             match result {
                 Ok((report, tip)) => {
                     tracing::info!(
@@ -182,10 +213,59 @@ impl Handler<LeaderChanged> for ChainSync {
 
     fn handle(&mut self, msg: LeaderChanged, ctx: &mut Self::Context) {
         self.status.leader = msg.0;
-        if msg.0 {
-            // A new leader catches up at once rather than at the next tick.
-            self.start_refresh(ctx);
+        if let Some(stream) = self.stream.take() {
+            stream.abort();
+            self.status.stream.connected = false;
         }
+        if msg.0 {
+            // A new leader catches up at once rather than at the next tick,
+            // and streams (its first subscription asks for another reconcile).
+            self.start_refresh(ctx);
+            let deps = StreamDeps {
+                db: self.refresher.db.clone(),
+                chain: self.refresher.chain.clone(),
+                writer: self.refresher.writer.clone(),
+                cluster: self.refresher.cluster,
+                program: self.refresher.program,
+                ws_url: self.ws_url.clone(),
+            };
+            self.stream = Some(actix_rt::spawn(stream_forever(
+                deps,
+                ctx.address().recipient(),
+            )));
+        }
+    }
+}
+
+impl Handler<StreamReport> for ChainSync {
+    type Result = ();
+
+    fn handle(&mut self, msg: StreamReport, ctx: &mut Self::Context) {
+        let stream = &mut self.status.stream;
+        match msg {
+            StreamReport::Up => {
+                stream.connected = true;
+                stream.connections += 1;
+                stream.reconnects = stream.connections.saturating_sub(1);
+                // Subscribed first, now reconcile what the socket may have missed.
+                self.start_refresh(ctx);
+            }
+            StreamReport::Down { .. } => stream.connected = false,
+            StreamReport::Notified { at, .. } => stream.last_notification_at = Some(at),
+        }
+    }
+}
+
+/// Reconcile now (a pool was just registered); ignored by a follower.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Reconcile;
+
+impl Handler<Reconcile> for ChainSync {
+    type Result = ();
+
+    fn handle(&mut self, _: Reconcile, ctx: &mut Self::Context) {
+        self.start_refresh(ctx);
     }
 }
 

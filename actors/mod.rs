@@ -10,6 +10,7 @@
 //! (This folder sits beside `src/` by design; `src/lib.rs` mounts it as `lendex::actors`.)
 
 pub mod chain_reader;
+pub mod chain_stream;
 pub mod chain_sync;
 pub mod db_writer;
 pub mod health_cache;

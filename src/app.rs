@@ -50,6 +50,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
     let program_id = parse_pubkey(&config.chain.program_id)?;
     let sync = ChainSync::new(
         config.database.url.clone(),
+        crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
         pool.clone(),
         chain.clone(),
         writer.clone(),

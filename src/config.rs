@@ -49,6 +49,8 @@ pub struct DatabaseConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RpcConfig {
     pub url: String,
+    /// The RPC websocket (short env: WS_URL); empty: derived from `url`.
+    pub ws_url: String,
     pub timeout_ms: u64,
     pub max_rps: u32,
     pub max_concurrency: usize,
@@ -116,6 +118,7 @@ impl Cluster {
 const SHORT_ENV_NAMES: &[(&str, &str)] = &[
     ("DATABASE_URL", "database.url"),
     ("RPC_URL", "rpc.url"),
+    ("WS_URL", "rpc.ws_url"),
     ("CLUSTER", "chain.cluster"),
     ("PROGRAM_ID", "chain.program_id"),
     ("SUPER_ADMIN_PUBKEY", "auth.super_admin_pubkey"),

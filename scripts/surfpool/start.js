@@ -1,10 +1,11 @@
 // Starts surfpool (an offline, LiteSVM-based Solana RPC) on a free loopback port
-// and prints one line `RPC_URL=<url>` on stdout once it answers. Runs until it is
+// and prints `RPC_URL=<url>` and `WS_URL=<url>` (its websocket, on a port of
+// its own) on stdout once it answers. Runs until it is
 // sent SIGINT/SIGTERM or its stdin closes (so a test that dies takes it along).
 const { Surfnet } = require("@solana/surfpool-linux-x64-gnu");
 
 const surfnet = Surfnet.startWithConfig({ offline: true, blockProductionMode: "clock", slotTimeMs: 400 });
-process.stdout.write(`RPC_URL=${surfnet.rpcUrl}\n`);
+process.stdout.write(`RPC_URL=${surfnet.rpcUrl}\nWS_URL=${surfnet.wsUrl}\n`);
 
 // surfpool's event queue must be drained or it stalls.
 const drain = setInterval(() => {

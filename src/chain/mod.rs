@@ -4,3 +4,4 @@
 
 pub mod rpc;
 pub mod sender;
+pub mod stream;

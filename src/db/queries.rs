@@ -207,6 +207,9 @@ pub const HEALTH_COUNTS: &str = "SELECT
 pub const POOL_REGISTERED: &str =
     "SELECT token_mint, slot FROM pools WHERE cluster = $1 AND pool_address = $2";
 
+/// A row when pool $2 is registered in cluster $1.
+pub const POOL_IS_REGISTERED: &str = "SELECT 1 FROM pools WHERE cluster = $1 AND pool_address = $2";
+
 pub const LIST_POOL_ADDRESSES: &str = "SELECT pool_address, token_mint FROM pools WHERE cluster = $1 ORDER BY created_at, pool_address";
 
 // Pool chain state, shared by register and sync: $1 cluster, $2 pool_address,

@@ -20,6 +20,8 @@ use crate::common::*;
 /// A surfpool process; stopped when dropped (its stdin closing stops it too).
 pub struct LocalChain {
     pub url: String,
+    /// surfpool's websocket, on a port of its own.
+    pub ws_url: String,
     rpc: RpcClient,
     child: Child,
 }
@@ -35,16 +37,26 @@ impl LocalChain {
             .spawn()
             .expect("node runs scripts/surfpool/start.js (run scripts/ensure-surfpool)");
         let stdout = child.stdout.take().unwrap();
-        let url = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).unwrap();
-            line.trim().strip_prefix("RPC_URL=").map(str::to_string)
+        let (url, ws_url) = tokio::task::spawn_blocking(move || {
+            let mut out = BufReader::new(stdout);
+            let mut line = |prefix: &str| {
+                let mut line = String::new();
+                out.read_line(&mut line).unwrap();
+                line.trim().strip_prefix(prefix).map(str::to_string)
+            };
+            (line("RPC_URL="), line("WS_URL="))
         })
         .await
-        .unwrap()
-        .expect("surfpool printed its RPC_URL");
+        .unwrap();
+        let url = url.expect("surfpool printed its RPC_URL");
+        let ws_url = ws_url.expect("surfpool printed its WS_URL");
         let rpc = RpcClient::new(url.clone());
-        let chain = LocalChain { url, rpc, child };
+        let chain = LocalChain {
+            url,
+            ws_url,
+            rpc,
+            child,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while lendex::chain::rpc::get_slot(&chain.rpc).await.is_err() {
             assert!(Instant::now() < deadline, "surfpool did not answer");
@@ -174,8 +186,10 @@ impl ChainApp {
         tweak: impl FnOnce(&mut lendex::config::Config),
     ) -> ChainApp {
         let url = rpc_url.to_string();
+        let ws_url = chain.ws_url.clone();
         let app = spawn_app_with(|c| {
             c.rpc.url = url;
+            c.rpc.ws_url = ws_url;
             c.rpc.timeout_ms = 3000;
             c.rpc.max_rps = 1000;
             tweak(c)

@@ -110,6 +110,17 @@ pub struct SyncCheck {
     pub positions: Option<u64>,
     #[serde(rename = "lastError")]
     pub last_error: Option<String>,
+    pub stream: StreamCheck,
+}
+
+/// The RPC websocket (on the leader; a follower does not stream).
+#[derive(Serialize, ToSchema)]
+pub struct StreamCheck {
+    pub connected: bool,
+    #[serde(rename = "lastNotificationAt")]
+    pub last_notification_at: Option<String>,
+    /// Connections made after the first.
+    pub reconnects: u64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -239,6 +250,14 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                 last_refresh_ms: last.map(|(_, r)| r.took.as_millis() as u64),
                 positions: last.map(|(_, r)| r.positions),
                 last_error: status.last_error,
+                stream: StreamCheck {
+                    connected: status.stream.connected,
+                    last_notification_at: status
+                        .stream
+                        .last_notification_at
+                        .map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
+                    reconnects: status.stream.reconnects,
+                },
             }
         }
         _ => SyncCheck {
@@ -250,6 +269,11 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             last_refresh_ms: None,
             positions: None,
             last_error: Some("sync worker unavailable".into()),
+            stream: StreamCheck {
+                connected: false,
+                last_notification_at: None,
+                reconnects: 0,
+            },
         },
     }
 }

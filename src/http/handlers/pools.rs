@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
+use crate::actors::chain_sync::Reconcile;
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::after_write;
 use crate::db::chain_writes::{RegisterPool, SyncPool};
@@ -195,6 +196,11 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     )
     .await?;
     after_write(&state.cache, Vec::new(), vec![pool_key]).await;
+    if created {
+        // Its positions are read now, not at the next reconciliation (if this
+        // replica leads; another leader finds the pool at its next one).
+        state.sync.do_send(Reconcile);
+    }
     Ok(HttpResponse::Ok().json(InitPoolResponse {
         ok: true,
         pool_address: pool_addr.to_string(),

@@ -1,0 +1,274 @@
+//! The RPC websocket: `programSubscribe` on the lending program, one
+//! subscription for LendingPool accounts and one for UserPosition accounts
+//! (memcmp on the discriminator, `confirmed`, base64). This file is the wire:
+//! the endpoint, the requests, the messages, and one connection's life
+//! (subscribe, read, ping, notice silence). What a notification does to the
+//! index is `actors::chain_stream`'s.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
+use crate::domain::pubkey::Pubkey;
+
+/// A ping goes out this often; any frame from the node counts as life.
+const PING_EVERY: Duration = Duration::from_secs(10);
+/// No frame for this long (pongs included): the socket is dead or frozen.
+pub const SILENCE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connecting and subscribing must finish within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The websocket endpoint: `ws_url` when set, else derived from the HTTP one
+/// (http→ws, https→wss, an explicit port p becomes p+1, Solana's convention).
+pub fn ws_url(ws_url: &str, rpc_url: &str) -> String {
+    if !ws_url.is_empty() {
+        return ws_url.to_string();
+    }
+    let (scheme, rest) = match rpc_url.split_once("://") {
+        Some(("https", rest)) => ("wss", rest),
+        Some((_, rest)) => ("ws", rest),
+        None => ("ws", rpc_url),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || authority.ends_with(']') => {
+            match port.parse::<u16>() {
+                Ok(p) => format!("{host}:{}", p.saturating_add(1)),
+                Err(_) => authority.to_string(),
+            }
+        }
+        _ => authority.to_string(),
+    };
+    format!("{scheme}://{authority}{path}")
+}
+
+/// The two subscription requests (ids 1: pools, 2: positions).
+pub fn subscriptions(program: &Pubkey) -> [String; 2] {
+    let request = |id: u64, discriminator: &[u8; 8]| {
+        json!({
+            "jsonrpc": "2.0", "id": id, "method": "programSubscribe",
+            "params": [program.to_string(), {
+                "encoding": "base64",
+                "commitment": "confirmed",
+                "filters": [{ "memcmp": { "offset": 0, "bytes": bs58::encode(discriminator).into_string() } }],
+            }],
+        })
+        .to_string()
+    };
+    [
+        request(1, &POOL_DISCRIMINATOR),
+        request(2, &POSITION_DISCRIMINATOR),
+    ]
+}
+
+/// An account as a notification carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notified {
+    /// The notification's context slot (some nodes send the subscription's).
+    pub slot: u64,
+    pub pubkey: Pubkey,
+    pub owner: Pubkey,
+    pub data: Vec<u8>,
+}
+
+/// What a text frame from the node means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A subscription request was answered.
+    Subscribed {
+        id: u64,
+    },
+    /// A subscription request was refused.
+    Refused {
+        id: u64,
+        error: String,
+    },
+    Account(Notified),
+    Other,
+}
+
+pub fn parse_frame(text: &str) -> Frame {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Frame::Other;
+    };
+    if let Some(id) = v["id"].as_u64() {
+        if v.get("result").is_some() {
+            return Frame::Subscribed { id };
+        }
+        return Frame::Refused {
+            id,
+            error: v["error"].to_string(),
+        };
+    }
+    if v["method"] != "programNotification" {
+        return Frame::Other;
+    }
+    let result = &v["params"]["result"];
+    let value = &result["value"];
+    let account = &value["account"];
+    let parsed = (|| {
+        let slot = result["context"]["slot"].as_u64()?;
+        let pubkey = value["pubkey"].as_str()?.parse().ok()?;
+        let owner = account["owner"].as_str()?.parse().ok()?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(account["data"][0].as_str()?)
+            .ok()?;
+        Some(Notified {
+            slot,
+            pubkey,
+            owner,
+            data,
+        })
+    })();
+    parsed.map_or(Frame::Other, Frame::Account)
+}
+
+/// What a connection reports to its owner.
+#[derive(Debug)]
+pub enum StreamEvent {
+    /// Both subscriptions are live: reconcile now.
+    Subscribed,
+    Account(Notified),
+}
+
+/// One connection: connect, subscribe, then forward notifications until the
+/// socket closes, errs or falls silent. Returns why it ended.
+pub async fn run_connection(url: &str, program: &Pubkey, to: &mpsc::Sender<StreamEvent>) -> String {
+    let connect = tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_tungstenite::connect_async(url));
+    let mut socket = match connect.await {
+        Ok(Ok((socket, _))) => socket,
+        Ok(Err(e)) => return format!("connect failed: {e}"),
+        Err(_) => return "connect timed out".into(),
+    };
+    for request in subscriptions(program) {
+        if let Err(e) = socket.send(Message::text(request)).await {
+            return format!("subscribe failed: {e}");
+        }
+    }
+    let mut confirmed = 0;
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    loop {
+        let frame = tokio::select! {
+            frame = tokio::time::timeout(SILENCE_TIMEOUT, socket.next()) => frame,
+            _ = ping.tick() => {
+                if let Err(e) = socket.send(Message::Ping(Vec::new().into())).await {
+                    return format!("ping failed: {e}");
+                }
+                continue;
+            }
+        };
+        let message = match frame {
+            Err(_) => return format!("silent for {SILENCE_TIMEOUT:?}"),
+            Ok(None) => return "closed by the node".into(),
+            Ok(Some(Err(e))) => return format!("read failed: {e}"),
+            Ok(Some(Ok(message))) => message,
+        };
+        let Message::Text(text) = message else {
+            continue;
+        };
+        match parse_frame(&text) {
+            Frame::Subscribed { .. } => {
+                confirmed += 1;
+                if confirmed == 2 && to.send(StreamEvent::Subscribed).await.is_err() {
+                    return "stopped".into();
+                }
+            }
+            Frame::Refused { id, error } => return format!("subscription {id} refused: {error}"),
+            Frame::Account(account) => {
+                if to.send(StreamEvent::Account(account)).await.is_err() {
+                    return "stopped".into();
+                }
+            }
+            Frame::Other => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ws_urls() {
+        assert_eq!(ws_url("", "http://127.0.0.1:8899"), "ws://127.0.0.1:8900");
+        assert_eq!(
+            ws_url("", "https://api.mainnet-beta.solana.com"),
+            "wss://api.mainnet-beta.solana.com"
+        );
+        assert_eq!(
+            ws_url("", "https://rpc.example.com:443/key/abc"),
+            "wss://rpc.example.com:444/key/abc"
+        );
+        assert_eq!(ws_url("ws://x:1", "http://y:2"), "ws://x:1");
+    }
+
+    #[test]
+    fn subscription_requests_filter_on_each_discriminator() {
+        let program = Pubkey::new_from_array([3; 32]);
+        let [pools, positions] =
+            subscriptions(&program).map(|s| serde_json::from_str::<Value>(&s).unwrap());
+        assert_eq!(pools["method"], "programSubscribe");
+        assert_eq!(pools["params"][0], program.to_string());
+        assert_eq!(pools["params"][1]["commitment"], "confirmed");
+        assert_eq!(pools["params"][1]["encoding"], "base64");
+        let memcmp = |v: &Value| {
+            v["params"][1]["filters"][0]["memcmp"]["bytes"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            bs58::decode(memcmp(&pools)).into_vec().unwrap(),
+            POOL_DISCRIMINATOR
+        );
+        assert_eq!(
+            bs58::decode(memcmp(&positions)).into_vec().unwrap(),
+            POSITION_DISCRIMINATOR
+        );
+    }
+
+    #[test]
+    fn frames() {
+        assert_eq!(
+            parse_frame(r#"{"jsonrpc":"2.0","result":7,"id":2}"#),
+            Frame::Subscribed { id: 2 }
+        );
+        assert!(matches!(
+            parse_frame(r#"{"jsonrpc":"2.0","error":{"code":-32601},"id":1}"#),
+            Frame::Refused { id: 1, .. }
+        ));
+        let key = Pubkey::new_from_array([9; 32]);
+        let owner = Pubkey::new_from_array([4; 32]);
+        let text = json!({
+            "jsonrpc": "2.0", "method": "programNotification",
+            "params": { "subscription": 7, "result": { "context": { "slot": 42 }, "value": {
+                "pubkey": key.to_string(),
+                "account": { "data": ["AQID", "base64"], "owner": owner.to_string(), "lamports": 1,
+                             "executable": false, "rentEpoch": 0, "space": 3 } } } }
+        })
+        .to_string();
+        assert_eq!(
+            parse_frame(&text),
+            Frame::Account(Notified {
+                slot: 42,
+                pubkey: key,
+                owner,
+                data: vec![1, 2, 3]
+            })
+        );
+        assert_eq!(parse_frame("not json"), Frame::Other);
+        assert_eq!(
+            parse_frame(r#"{"method":"slotNotification"}"#),
+            Frame::Other
+        );
+    }
+}
