@@ -8,7 +8,8 @@
 //! slot in every notification), so the accounts it names are re-read over HTTP
 //! (batched: what arrives within 20 ms, at most 100 accounts, one
 //! getMultipleAccounts through the chain reader's gate) and written with the
-//! read's own slot, which the writes' slot guard never lets regress a row.
+//! read's own slot, which the writes' slot guard never lets regress a row. A
+//! re-read that does not show the notified data yet is repeated shortly.
 //! Only registered pools and their positions are indexed; a notification for
 //! another pool is ignored. Accounts that stop matching (closed positions) get
 //! no notification: reconciliation removes them.
@@ -44,8 +45,10 @@ const GATHER_MAX: usize = 100;
 /// Reconnect backoff: from the first to the last, doubling, with ±25% jitter.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const BACKOFF_LAST: Duration = Duration::from_secs(30);
-/// An unknown pool is looked up again at most this often.
-const RECHECK_UNKNOWN_EVERY: Duration = Duration::from_secs(1);
+/// A re-read that does not yet show the notified data is tried again after
+/// this, at most this many times.
+const SETTLE_AFTER: Duration = Duration::from_millis(100);
+const SETTLE_TRIES: usize = 20;
 
 /// What the stream needs; owned by the task.
 #[derive(Clone)]
@@ -56,6 +59,7 @@ pub struct StreamDeps {
     pub cluster: &'static str,
     pub program: Pubkey,
     pub ws_url: String,
+    pub silence: Duration,
 }
 
 /// Reports to the chain-sync actor (health, reconcile).
@@ -80,7 +84,7 @@ pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
     loop {
         let (tx, rx) = mpsc::channel(4096);
         let started = Instant::now();
-        let connection = run_connection(&deps.ws_url, &deps.program, &tx);
+        let connection = run_connection(&deps.ws_url, &deps.program, deps.silence, &tx);
         let applying = apply_notifications(&deps, rx, &to);
         let reason = tokio::select! {
             reason = connection => reason,
@@ -134,26 +138,19 @@ async fn apply_notifications(
     }
 }
 
-/// The registered pools: known ones in memory; an unknown one is looked up in
-/// the database (it may have been registered a moment ago, on any replica), at
-/// most once a second per pool.
+/// The registered pools: known ones in memory; any other is looked up in the
+/// database each time it shows up (one indexed read), since it may have been
+/// registered a moment ago, on any replica. Not remembering a miss is what
+/// keeps a pool's first notifications after its registration from being lost.
 #[derive(Default)]
 struct Registered {
     pools: HashSet<Pubkey>,
-    unknown: HashMap<Pubkey, Instant>,
 }
 
 impl Registered {
     async fn contains(&mut self, deps: &StreamDeps, pool: &Pubkey) -> ApiResult<bool> {
         if self.pools.contains(pool) {
             return Ok(true);
-        }
-        if self
-            .unknown
-            .get(pool)
-            .is_some_and(|at| at.elapsed() < RECHECK_UNKNOWN_EVERY)
-        {
-            return Ok(false);
         }
         let client = deps.db.get().await?;
         let stmt = client.prepare_cached(queries::POOL_IS_REGISTERED).await?;
@@ -163,12 +160,6 @@ impl Registered {
             .is_some();
         if found {
             self.pools.insert(*pool);
-            self.unknown.remove(pool);
-        } else {
-            if self.unknown.len() > 100_000 {
-                self.unknown.clear();
-            }
-            self.unknown.insert(*pool, Instant::now());
         }
         Ok(found)
     }
@@ -223,11 +214,33 @@ async fn apply(
         .copied()
         .chain(position_keys.iter().map(|(k, _)| *k))
         .collect();
-    let reads = deps
-        .chain
-        .send(ReadAccounts { keys })
-        .await
-        .map_err(|_| ApiError::Internal)??;
+    // The latest data each account was notified with.
+    let notified: HashMap<Pubkey, &[u8]> = batch
+        .iter()
+        .map(|n| (n.pubkey, n.data.as_slice()))
+        .collect();
+    let read = || async {
+        deps.chain
+            .send(ReadAccounts { keys: keys.clone() })
+            .await
+            .map_err(|_| ApiError::Internal)?
+    };
+    let mut reads = read().await?;
+    // A read that does not show what was notified may come from a view not yet
+    // caught up (surfpool answers HTTP reads from the last slot for a moment):
+    // read again shortly. A newer change comes with its own notification.
+    for _ in 0..SETTLE_TRIES {
+        let behind = keys.iter().zip(reads.iter()).any(|(key, read)| {
+            notified
+                .get(key)
+                .is_some_and(|data| read.account.as_ref().map(|a| a.data.as_slice()) != Some(*data))
+        });
+        if !behind {
+            break;
+        }
+        tokio::time::sleep(SETTLE_AFTER).await;
+        reads = read().await?;
+    }
     let (pool_reads, position_reads) = reads.split_at(pool_keys.len());
     let mut states = Vec::with_capacity(pool_keys.len());
     for (key, read) in pool_keys.iter().zip(pool_reads) {
@@ -241,6 +254,7 @@ async fn apply(
             pool,
             slot: read.slot,
             symbol: None,
+            catch_up: false,
         };
         write(&deps.writer, sync).await?;
     }

@@ -90,6 +90,7 @@ pub struct ChainSync {
     /// For the lease's own session.
     database_url: String,
     ws_url: String,
+    ws_silence: Duration,
     /// The websocket task while leading.
     stream: Option<tokio::task::JoinHandle<()>>,
     /// A reconcile was asked for while one ran: run another when it ends.
@@ -103,7 +104,7 @@ impl ChainSync {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         database_url: String,
-        ws_url: String,
+        (ws_url, ws_silence): (String, Duration),
         db: Pool,
         chain: Addr<ChainReader>,
         writer: Writers,
@@ -115,6 +116,7 @@ impl ChainSync {
         ChainSync {
             database_url,
             ws_url,
+            ws_silence,
             stream: None,
             again: false,
             refresher: Refresher {
@@ -228,6 +230,7 @@ impl Handler<LeaderChanged> for ChainSync {
                 cluster: self.refresher.cluster,
                 program: self.refresher.program,
                 ws_url: self.ws_url.clone(),
+                silence: self.ws_silence,
             };
             self.stream = Some(actix_rt::spawn(stream_forever(
                 deps,
@@ -334,6 +337,7 @@ impl Refresher {
                 pool,
                 slot: read.slot,
                 symbol: None,
+                catch_up: true,
             };
             write(&writer, sync).await?;
             live.push((address.clone(), *key));

@@ -50,7 +50,10 @@ pub async fn start(config: Config) -> Result<Service, String> {
     let program_id = parse_pubkey(&config.chain.program_id)?;
     let sync = ChainSync::new(
         config.database.url.clone(),
-        crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
+        (
+            crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
+            Duration::from_millis(config.rpc.ws_silence_ms.max(30)),
+        ),
         pool.clone(),
         chain.clone(),
         writer.clone(),

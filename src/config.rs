@@ -51,6 +51,8 @@ pub struct RpcConfig {
     pub url: String,
     /// The RPC websocket (short env: WS_URL); empty: derived from `url`.
     pub ws_url: String,
+    /// A websocket silent this long (pings unanswered) is dropped and reconnected.
+    pub ws_silence_ms: u64,
     pub timeout_ms: u64,
     pub max_rps: u32,
     pub max_concurrency: usize,

@@ -16,10 +16,6 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use crate::domain::pubkey::Pubkey;
 
-/// A ping goes out this often; any frame from the node counts as life.
-const PING_EVERY: Duration = Duration::from_secs(10);
-/// No frame for this long (pongs included): the socket is dead or frozen.
-pub const SILENCE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connecting and subscribing must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -140,8 +136,14 @@ pub enum StreamEvent {
 }
 
 /// One connection: connect, subscribe, then forward notifications until the
-/// socket closes, errs or falls silent. Returns why it ended.
-pub async fn run_connection(url: &str, program: &Pubkey, to: &mpsc::Sender<StreamEvent>) -> String {
+/// socket closes, errs or falls silent for `silence` (no frame, pongs included,
+/// while a ping goes out every third of it). Returns why it ended.
+pub async fn run_connection(
+    url: &str,
+    program: &Pubkey,
+    silence: Duration,
+    to: &mpsc::Sender<StreamEvent>,
+) -> String {
     let connect = tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_tungstenite::connect_async(url));
     let mut socket = match connect.await {
         Ok(Ok((socket, _))) => socket,
@@ -154,23 +156,28 @@ pub async fn run_connection(url: &str, program: &Pubkey, to: &mpsc::Sender<Strea
         }
     }
     let mut confirmed = 0;
-    let mut ping = tokio::time::interval(PING_EVERY);
+    let mut ping = tokio::time::interval(silence / 3);
     ping.tick().await;
+    // Moved on by every frame from the node, never by our own pings.
+    let mut heard = tokio::time::Instant::now();
     loop {
         let frame = tokio::select! {
-            frame = tokio::time::timeout(SILENCE_TIMEOUT, socket.next()) => frame,
+            frame = socket.next() => frame,
             _ = ping.tick() => {
+                if heard.elapsed() >= silence {
+                    return format!("silent for {silence:?}");
+                }
                 if let Err(e) = socket.send(Message::Ping(Vec::new().into())).await {
                     return format!("ping failed: {e}");
                 }
                 continue;
             }
         };
+        heard = tokio::time::Instant::now();
         let message = match frame {
-            Err(_) => return format!("silent for {SILENCE_TIMEOUT:?}"),
-            Ok(None) => return "closed by the node".into(),
-            Ok(Some(Err(e))) => return format!("read failed: {e}"),
-            Ok(Some(Ok(message))) => message,
+            None => return "closed by the node".into(),
+            Some(Err(e)) => return format!("read failed: {e}"),
+            Some(Ok(message)) => message,
         };
         let Message::Text(text) = message else {
             continue;

@@ -175,14 +175,23 @@ pub struct SyncPool {
     pub pool: LendingPool,
     pub slot: u64,
     pub symbol: Option<String>,
+    /// Written by the background reconciliation: only over an older read
+    /// (UPDATE_POOL_STATE_CATCH_UP), never over one of the same slot.
+    pub catch_up: bool,
 }
 
 impl WriteCommand for SyncPool {
     type Output = bool;
     const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+        let query = if self.catch_up {
+            queries::UPDATE_POOL_STATE_CATCH_UP
+        } else {
+            queries::UPDATE_POOL_STATE
+        };
         Box::pin(update_pool_state(
             tx,
+            query,
             self.cluster,
             &self.pool_address,
             &self.pool,
@@ -195,6 +204,7 @@ impl WriteCommand for SyncPool {
 /// The slot-guarded refresh of a pool row; `false` when the row holds a newer read.
 async fn update_pool_state(
     tx: &Transaction<'_>,
+    query: &'static str,
     cluster: &'static str,
     pool_address: &str,
     pool: &LendingPool,
@@ -202,7 +212,7 @@ async fn update_pool_state(
     symbol: Option<&str>,
 ) -> ApiResult<bool> {
     let state = PoolStateParams::new(cluster, pool_address, pool, slot, symbol);
-    let stmt = tx.prepare_cached(queries::UPDATE_POOL_STATE).await?;
+    let stmt = tx.prepare_cached(query).await?;
     Ok(tx.query_opt(&stmt, &state.params()).await?.is_some())
 }
 
@@ -226,6 +236,7 @@ impl WriteCommand for SyncPosition {
         Box::pin(async move {
             update_pool_state(
                 tx,
+                queries::UPDATE_POOL_STATE,
                 self.cluster,
                 &self.pool_address,
                 &self.pool,

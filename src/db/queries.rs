@@ -239,7 +239,10 @@ pub const REGISTER_POOL: &str = "INSERT INTO pools (cluster, pool_address, pause
 
 /// Sync: refreshes the chain state unless the row holds a newer read; the given
 /// symbol only fills a null one; the oracle observation time moves when the price does.
-pub const UPDATE_POOL_STATE: &str = "UPDATE pools SET paused = $3,
+macro_rules! pool_state_update {
+    ($cmp:literal) => {
+        concat!(
+            "UPDATE pools SET paused = $3,
         total_deposits = $4::text::numeric, total_borrows = $5::text::numeric,
         accumulated_fees = $6::text::numeric, total_deposit_shares = $7::text::numeric,
         deposit_index_wad = $8::text::numeric, borrow_index_wad = $9::text::numeric,
@@ -255,8 +258,22 @@ pub const UPDATE_POOL_STATE: &str = "UPDATE pools SET paused = $3,
                                   ELSE pools.oracle_observed_at END,
         oracle_price = $22, oracle_conf = $23::text::numeric, oracle_expo = $24, pyth_price_feed = $25,
         slot = $26, symbol = COALESCE(pools.symbol, $27), last_synced_at = now()
-    WHERE cluster = $1 AND pool_address = $2 AND slot <= $26
-    RETURNING pool_address";
+    WHERE cluster = $1 AND pool_address = $2 AND slot ",
+            $cmp,
+            " $26
+    RETURNING pool_address"
+        )
+    };
+}
+
+/// The pool's chain state read at slot $26, unless the row holds a newer read.
+pub const UPDATE_POOL_STATE: &str = pool_state_update!("<=");
+/// The same for the background reconciliation: only over an older read. A
+/// read of the same slot already stored came from a targeted read (a
+/// notification, an on-demand sync) made no earlier than the bulk one; on a
+/// chain whose state changes within a slot (surfpool) the bulk read may be the
+/// older of the two.
+pub const UPDATE_POOL_STATE_CATCH_UP: &str = pool_state_update!("<");
 
 pub const SET_POOL_DECIMALS: &str =
     "UPDATE pools SET decimals = $3 WHERE cluster = $1 AND pool_address = $2";
@@ -266,6 +283,9 @@ pub const SET_POOL_DECIMALS: &str =
 /// The upsert of a position read, refused when the row holds a newer read.
 macro_rules! position_upsert {
     ($insert:literal) => {
+        position_upsert!($insert, "<=")
+    };
+    ($insert:literal, $cmp:literal) => {
         concat!(
             $insert,
             "
@@ -274,7 +294,9 @@ macro_rules! position_upsert {
         deposit_shares = EXCLUDED.deposit_shares, borrow_principal = EXCLUDED.borrow_principal,
         deposit_idx_snap = EXCLUDED.deposit_idx_snap, borrow_idx_snap = EXCLUDED.borrow_idx_snap,
         original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot, last_synced_at = now()
-    WHERE positions.slot <= EXCLUDED.slot"
+    WHERE positions.slot ",
+            $cmp,
+            " EXCLUDED.slot"
         )
     };
 }
@@ -285,12 +307,13 @@ pub const UPSERT_POSITION: &str = position_upsert!("INSERT INTO positions (clust
     VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::numeric, $7::text::numeric,
         $8::text::numeric, $9::text::numeric, $10)");
 
-/// The same for many positions at once (background refresh), from parallel arrays.
+/// The same for many positions at once (background reconciliation), from
+/// parallel arrays; only over older reads (see UPDATE_POOL_STATE_CATCH_UP).
 pub const UPSERT_POSITIONS_BULK: &str = position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
         owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
     SELECT $1, a, $2, o, ds::numeric, bp::numeric, dis::numeric, bis::numeric, od::numeric, $3
     FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-        AS t(a, o, ds, bp, dis, bis, od)");
+        AS t(a, o, ds, bp, dis, bis, od)", "<");
 
 /// Removes a position closed on chain, unless the row holds a newer read.
 pub const DELETE_POSITION: &str = "DELETE FROM positions

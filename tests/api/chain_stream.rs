@@ -16,7 +16,12 @@ async fn stream_check(app: &TestApp) -> Value {
 
 #[actix_rt::test]
 async fn chain_changes_arrive_by_websocket_with_no_api_call() {
-    let mut m = market(|c| c.sync.interval_seconds = 60).await;
+    // Pings every 0.5 s: they must not disturb the notifications.
+    let mut m = market(|c| {
+        c.sync.interval_seconds = 60;
+        c.rpc.ws_silence_ms = 1500;
+    })
+    .await;
     let app = &m.t.app;
     assert!(
         eventually(Duration::from_secs(15), async || {
@@ -63,9 +68,111 @@ async fn chain_changes_arrive_by_websocket_with_no_api_call() {
             app.get(&path).await.1["positions"][0]["health_factor_wad"] != before
         })
         .await,
-        "the price move never arrived"
+        "the price move never arrived: db {:?}, unhealthy {}",
+        app.db
+            .connect()
+            .await
+            .query("SELECT pool_address, oracle_price, slot FROM pools", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (
+                r.get::<_, String>(0),
+                r.get::<_, Option<i64>>(1),
+                r.get::<_, i64>(2)
+            ))
+            .collect::<Vec<_>>(),
+        app.get(&path).await.1
     );
     let sync = stream_check(app).await;
     assert!(sync["stream"]["lastNotificationAt"].is_string(), "{sync}");
     println!("position by websocket after {took:?}");
+}
+
+/// A cut connection is noticed and reconnected, and what changed while it was
+/// down arrives with the reconcile after it; a frozen one (no close) is noticed
+/// by the silence timeout.
+#[actix_rt::test]
+async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
+    use crate::chain_support::{ChainApp, LocalChain};
+    use crate::ws_proxy::WsProxy;
+    let chain = LocalChain::start().await;
+    let proxy = WsProxy::start(&chain.ws_url).await;
+    let (rpc, ws) = (chain.url.clone(), proxy.url.clone());
+    let t = ChainApp::start_on(chain, &rpc, |c| {
+        c.sync.interval_seconds = 60;
+        c.rpc.ws_url = ws;
+        c.rpc.ws_silence_ms = 1_500;
+    })
+    .await;
+    let (usdc, _) = t.create_and_register(6, Some(USD), Some(-8)).await;
+    let app = &t.app;
+    let stream = async || stream_check(app).await["stream"].clone();
+    assert!(
+        eventually(
+            Duration::from_secs(15),
+            async || stream().await["connected"] == true
+        )
+        .await
+    );
+
+    // Down: the cut is noticed; a position written meanwhile arrives after the
+    // reconnect's reconcile (no notification will ever name it).
+    proxy.down();
+    assert!(
+        eventually(Duration::from_secs(5), async || stream().await["connected"]
+            == false)
+        .await,
+        "the cut went unnoticed"
+    );
+    let owner = Pubkey::new_unique();
+    t.put_position(&usdc, &owner, 7_000_000, 0).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.up();
+    let path = format!("/api/positions/{owner}");
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            app.get(&path).await.1["positions"]
+                .as_array()
+                .is_some_and(|p| p.len() == 1)
+        })
+        .await,
+        "the change made while down never arrived: {}",
+        stream().await
+    );
+    assert!(
+        eventually(Duration::from_secs(5), async || {
+            let s = stream().await;
+            s["connected"] == true && s["reconnects"].as_u64().unwrap() >= 1
+        })
+        .await,
+        "not reconnected: {}",
+        stream().await
+    );
+    let after_cut = stream().await;
+
+    // Frozen: nothing closes, nothing flows; the silence timeout reconnects.
+    proxy.freeze();
+    let before = after_cut["reconnects"].as_u64().unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            let s = stream().await;
+            s["connected"] == true && s["reconnects"].as_u64().unwrap() > before
+        })
+        .await,
+        "a frozen socket went unnoticed: {}",
+        stream().await
+    );
+    let second = Pubkey::new_unique();
+    t.put_position(&usdc, &second, 9_000_000, 0).await;
+    let path = format!("/api/positions/{second}");
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            app.get(&path).await.1["positions"]
+                .as_array()
+                .is_some_and(|p| p.len() == 1)
+        })
+        .await,
+        "nothing arrives after the frozen socket was replaced"
+    );
 }

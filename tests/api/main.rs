@@ -16,3 +16,4 @@ mod liquidations_api;
 mod process;
 mod transactions_api;
 mod writer_lanes;
+mod ws_proxy;

@@ -241,6 +241,7 @@ pub async fn sync_pool(
             pool,
             slot: reads[0].slot,
             symbol: symbol.map(str::to_string),
+            catch_up: false,
         },
     )
     .await?;
