@@ -249,3 +249,12 @@ pub async fn eventually(limit: std::time::Duration, mut check: impl AsyncFnMut()
     }
     check().await
 }
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

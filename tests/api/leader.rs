@@ -12,14 +12,6 @@ use crate::common::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lendex");
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `lendex serve` on `db`, its RPC through `rpc`, refreshing every second.
 fn replica(db: &TestDb, port: u16, rpc: &str) -> Child {
     Command::new(BIN)

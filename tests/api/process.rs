@@ -10,14 +10,6 @@ use crate::common::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lendex");
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Runs `lendex <args>` against `db` with the short env names; returns (success, stdout+stderr).
 fn lendex(db: &TestDb, args: &[&str]) -> (bool, String) {
     let out = Command::new(BIN)
