@@ -176,3 +176,56 @@ async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
         "nothing arrives after the frozen socket was replaced"
     );
 }
+
+/// A notification never regresses a row read at a newer slot: the pool row
+/// says it was read at a far later slot, so what a notification brings (its
+/// re-read, at the chain's current slot) is not written over it.
+#[actix_rt::test]
+async fn a_notification_never_overwrites_a_newer_read() {
+    let mut m = market(|c| c.sync.interval_seconds = 60).await;
+    let app = &m.t.app;
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            stream_check(app).await["stream"]["connected"] == true
+        })
+        .await
+    );
+    let db = app.db.connect().await;
+    let newer_slot: i64 = 1_000_000_000;
+    db.execute(
+        "UPDATE pools SET slot = $1, oracle_price = 777 WHERE pool_address = $2",
+        &[&newer_slot, &m.sol.to_string()],
+    )
+    .await
+    .unwrap();
+    // Both pools change on chain; the usdc one (no newer read) is the witness
+    // that the notifications were applied.
+    m.sol_data.oracle_price = Some(11 * USD);
+    m.t.chain
+        .set(&m.sol, &m.t.program, &encode_pool(&m.sol_data))
+        .await;
+    m.usdc_data.oracle_price = Some(2 * USD);
+    m.t.chain
+        .set(&m.usdc, &m.t.program, &encode_pool(&m.usdc_data))
+        .await;
+    let price = async |pool: &Pubkey| -> Option<i64> {
+        db.query_one(
+            "SELECT oracle_price FROM pools WHERE pool_address = $1",
+            &[&pool.to_string()],
+        )
+        .await
+        .unwrap()
+        .get(0)
+    };
+    assert!(
+        eventually(Duration::from_secs(10), async || price(&m.usdc).await
+            == Some(2 * USD))
+        .await,
+        "the witness notification was not applied"
+    );
+    assert_eq!(
+        price(&m.sol).await,
+        Some(777),
+        "the newer read was regressed"
+    );
+}
