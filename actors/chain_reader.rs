@@ -17,9 +17,7 @@ use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 
 use crate::chain::rpc::{self, AccountRead, Filter, RawAccount};
 use crate::config::RpcConfig;
-use crate::domain::accounts::{
-    POSITION_ACCOUNT_SIZE, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET,
-};
+use crate::domain::accounts::{POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
@@ -132,7 +130,7 @@ impl Handler<ReadAccounts> for ChainReader {
 }
 
 /// Every UserPosition account of one pool (getProgramAccounts with a memcmp on
-/// the discriminator and the pool field, and a dataSize filter), with the slot.
+/// the discriminator and the pool field), with the slot.
 #[derive(Message)]
 #[rtype(result = "ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
 pub struct ScanPoolPositions {
@@ -147,8 +145,11 @@ impl Handler<ScanPoolPositions> for ChainReader {
     fn handle(&mut self, msg: ScanPoolPositions, _: &mut Self::Context) -> Self::Result {
         let client = self.client.clone();
         Box::pin(async move {
+            // No dataSize filter: an account allocated larger than the layout
+            // (a program upgrade's realloc) is still a position; the
+            // discriminator and the pool field say what it is, and decoding
+            // ignores trailing bytes.
             let filters = [
-                Filter::DataSize(POSITION_ACCOUNT_SIZE),
                 Filter::Memcmp {
                     offset: 0,
                     bytes: &POSITION_DISCRIMINATOR,

@@ -229,3 +229,32 @@ async fn a_notification_never_overwrites_a_newer_read() {
         "the newer read was regressed"
     );
 }
+
+/// A position account allocated larger than the layout (a realloc by a program
+/// upgrade) is still indexed: the reconciliation's scan has no dataSize filter.
+#[actix_rt::test]
+async fn a_larger_position_account_is_still_found() {
+    // No websocket: only the reconciliation's scan can find it.
+    let m = market(|c| {
+        c.sync.interval_seconds = 1;
+        c.rpc.ws_url = "ws://127.0.0.1:9".into();
+    })
+    .await;
+    let owner = Pubkey::new_unique();
+    let (address, position) =
+        crate::chain_support::position_account(&m.t.program, &m.usdc, &owner, 3_000_000, 0);
+    let mut data = encode_position(&position);
+    data.resize(200, 0);
+    m.t.chain.set(&address, &m.t.program, &data).await;
+    let app = &m.t.app;
+    let path = format!("/api/positions/{owner}");
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            app.get(&path).await.1["positions"]
+                .as_array()
+                .is_some_and(|p| p.len() == 1)
+        })
+        .await,
+        "a 200-byte position account was not indexed"
+    );
+}
