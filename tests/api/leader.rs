@@ -4,6 +4,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use lendex::domain::accounts::*;
 use lendex::domain::pubkey::Pubkey;
 use serde_json::Value;
 
@@ -13,12 +14,13 @@ use crate::common::*;
 const BIN: &str = env!("CARGO_BIN_EXE_lendex");
 
 /// `lendex serve` on `db`, its RPC through `rpc`, refreshing every second.
-fn replica(db: &TestDb, port: u16, rpc: &str) -> Child {
+fn replica(db: &TestDb, port: u16, rpc: &str, ws: &str) -> Child {
     Command::new(BIN)
         .arg("serve")
         .env("DATABASE_URL", &db.url)
         .env("BIND_ADDR", format!("127.0.0.1:{port}"))
         .env("RPC_URL", rpc)
+        .env("WS_URL", ws)
         .env("LENDEX_SYNC__INTERVAL_SECONDS", "1")
         .env_remove("SUPER_ADMIN_PUBKEY")
         .stdout(Stdio::null())
@@ -58,7 +60,7 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
     );
     let (port_a, port_b) = (free_port(), free_port());
     let http = reqwest::Client::new();
-    let mut a = replica(&db, port_a, &proxy_a.url);
+    let mut a = replica(&db, port_a, &proxy_a.url, &chain.ws_url);
     assert!(
         eventually(Duration::from_secs(20), async || role(&http, port_a)
             .await
@@ -67,8 +69,28 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
         .await,
         "the first replica leads"
     );
-    // A registered pool gives the leader's refresh something to read.
-    let pool = Pubkey::new_unique().to_string();
+    // A pool on chain, registered (its row as registration writes it; the
+    // leader's refresh fills in the chain state).
+    let program: Pubkey = lendex::config::Config::defaults()
+        .chain
+        .program_id
+        .parse()
+        .unwrap();
+    let mint = Pubkey::new_unique();
+    chain
+        .set(&mint, &token_program(), &encode_mint(6, 1_000_000))
+        .await;
+    let (pool_key, pool_data) = pool_account(
+        &program,
+        &Pubkey::new_unique(),
+        &mint,
+        Some(100_000_000),
+        Some(-8),
+    );
+    chain
+        .set(&pool_key, &program, &encode_pool(&pool_data))
+        .await;
+    let pool = pool_key.to_string();
     db.connect()
         .await
         .execute(
@@ -77,14 +99,14 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
                 deposit_index_wad, borrow_index_wad, last_update_ts, ltv_wad, liquidation_threshold_wad,
                 liquidation_bonus_wad, protocol_liq_fee_wad, reserve_factor_wad, close_factor_wad, base_rate_wad,
                 optimal_util_wad, slope1_wad, slope2_wad, flash_fee_bps, created_by, init_signature, slot)
-             VALUES ('localnet', $1, $1, $1, $1, 255, 255, 255, 6, false, 0, 0, 0, 0, 1000000000000000000,
+             VALUES ('localnet', $1, $2, $2, $2, 255, 255, 255, 6, false, 0, 0, 0, 0, 1000000000000000000,
                 1000000000000000000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'test', 'test', 1)",
-            &[&pool],
+            &[&pool, &mint.to_string()],
         )
         .await
         .unwrap();
 
-    let mut b = replica(&db, port_b, &proxy_b.url);
+    let mut b = replica(&db, port_b, &proxy_b.url, &chain.ws_url);
     assert!(
         eventually(Duration::from_secs(20), async || role(&http, port_b)
             .await
@@ -123,6 +145,24 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
             > 0)
         .await,
         "the new leader refreshes"
+    );
+    // The next change on chain reaches the new leader's index (and its feed).
+    let owner = Pubkey::new_unique();
+    let (address, position) = position_account(&program, &pool_key, &owner, 5_000_000, 0);
+    chain
+        .set(&address, &program, &encode_position(&position))
+        .await;
+    let positions = format!("http://127.0.0.1:{port_b}/api/positions/{owner}");
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            let body: Option<Value> = match http.get(&positions).send().await {
+                Ok(res) => res.json().await.ok(),
+                Err(_) => None,
+            };
+            body.is_some_and(|b| b["positions"].as_array().is_some_and(|p| p.len() == 1))
+        })
+        .await,
+        "a change after the takeover never reached the new leader"
     );
     println!("takeover after SIGKILL: {took:?}");
     b.kill().unwrap();
