@@ -10,6 +10,17 @@ use serde_json::Value;
 use crate::common::*;
 use crate::health_feed::{USD, market};
 
+/// Whether GET /api/positions/{owner} lists `n` positions within `secs`.
+async fn positions_arrive(app: &TestApp, owner: &Pubkey, n: usize, secs: u64) -> bool {
+    let path = format!("/api/positions/{owner}");
+    eventually(Duration::from_secs(secs), async || {
+        app.get(&path).await.1["positions"]
+            .as_array()
+            .is_some_and(|p| p.len() == n)
+    })
+    .await
+}
+
 async fn stream_check(app: &TestApp) -> Value {
     app.get("/api/health").await.1["checks"]["sync"].clone()
 }
@@ -40,12 +51,7 @@ async fn chain_changes_arrive_by_websocket_with_no_api_call() {
     let started = Instant::now();
     let path = format!("/api/positions/{owner}");
     assert!(
-        eventually(Duration::from_secs(10), async || {
-            app.get(&path).await.1["positions"]
-                .as_array()
-                .is_some_and(|p| p.len() == 2)
-        })
-        .await,
+        positions_arrive(app, &owner, 2, 10).await,
         "the positions never arrived: {}",
         app.get(&path).await.1
     );
@@ -129,14 +135,8 @@ async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
     t.put_position(&usdc, &owner, 7_000_000, 0).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     proxy.up();
-    let path = format!("/api/positions/{owner}");
     assert!(
-        eventually(Duration::from_secs(15), async || {
-            app.get(&path).await.1["positions"]
-                .as_array()
-                .is_some_and(|p| p.len() == 1)
-        })
-        .await,
+        positions_arrive(app, &owner, 1, 15).await,
         "the change made while down never arrived: {}",
         stream().await
     );
@@ -165,14 +165,8 @@ async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
     );
     let second = Pubkey::new_unique();
     t.put_position(&usdc, &second, 9_000_000, 0).await;
-    let path = format!("/api/positions/{second}");
     assert!(
-        eventually(Duration::from_secs(10), async || {
-            app.get(&path).await.1["positions"]
-                .as_array()
-                .is_some_and(|p| p.len() == 1)
-        })
-        .await,
+        positions_arrive(app, &second, 1, 10).await,
         "nothing arrives after the frozen socket was replaced"
     );
 }
@@ -247,14 +241,8 @@ async fn a_larger_position_account_is_still_found() {
     data.resize(200, 0);
     m.t.chain.set(&address, &m.t.program, &data).await;
     let app = &m.t.app;
-    let path = format!("/api/positions/{owner}");
     assert!(
-        eventually(Duration::from_secs(10), async || {
-            app.get(&path).await.1["positions"]
-                .as_array()
-                .is_some_and(|p| p.len() == 1)
-        })
-        .await,
+        positions_arrive(app, &owner, 1, 10).await,
         "a 200-byte position account was not indexed"
     );
 }

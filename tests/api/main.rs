@@ -5,6 +5,7 @@ mod admin_api;
 mod auth_handshake;
 mod chain_api;
 mod chain_faults;
+mod chain_refresh;
 mod chain_stream;
 mod chain_support;
 mod common;
