@@ -73,7 +73,6 @@ pub enum StreamReport {
     },
     Notified {
         at: DateTime<Utc>,
-        accounts: usize,
     },
 }
 
@@ -127,10 +126,7 @@ async fn apply_notifications(
                 _ => break,
             }
         }
-        to.do_send(StreamReport::Notified {
-            at: Utc::now(),
-            accounts: batch.len(),
-        });
+        to.do_send(StreamReport::Notified { at: Utc::now() });
         if let Err(e) = apply(deps, &mut registered, &batch).await {
             // The next reconcile brings these accounts anyway.
             tracing::warn!(error = %e, accounts = batch.len(), "notified accounts not applied");

@@ -51,9 +51,7 @@ pub struct SyncStatus {
 pub struct StreamStatus {
     pub connected: bool,
     pub last_notification_at: Option<DateTime<Utc>>,
-    /// Connections made after the first.
-    pub reconnects: u64,
-    /// Connections made so far.
+    /// Connections made so far (reconnects are the ones after the first).
     pub connections: u64,
 }
 
@@ -249,12 +247,11 @@ impl Handler<StreamReport> for ChainSync {
             StreamReport::Up => {
                 stream.connected = true;
                 stream.connections += 1;
-                stream.reconnects = stream.connections.saturating_sub(1);
                 // Subscribed first, now reconcile what the socket may have missed.
                 self.start_refresh(ctx);
             }
             StreamReport::Down { .. } => stream.connected = false,
-            StreamReport::Notified { at, .. } => stream.last_notification_at = Some(at),
+            StreamReport::Notified { at } => stream.last_notification_at = Some(at),
         }
     }
 }

@@ -54,7 +54,7 @@ pub struct LaneStats {
     /// Writes answered 503 unapplied because they waited past half the bound.
     pub expired_writes: u64,
     /// Duration of the last batch, commit included.
-    pub last_commit_ms: Option<f64>,
+    pub last_batch_ms: Option<f64>,
 }
 
 struct Queued {
@@ -154,7 +154,7 @@ impl LaneWriter {
         ctx.spawn(flush.into_actor(self).map(|(failed, took), act, ctx| {
             act.flushing = false;
             act.stats.failed_batches += u64::from(failed);
-            act.stats.last_commit_ms = Some(took.as_secs_f64() * 1000.0);
+            act.stats.last_batch_ms = Some(took.as_secs_f64() * 1000.0);
             act.start_flush(ctx);
         }));
     }

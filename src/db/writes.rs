@@ -101,10 +101,10 @@ impl WriteCommand for RecordTransaction {
     ) -> BoxFuture<'a, ApiResult<Vec<i64>>> {
         Box::pin(async move {
             let cluster = cmds.first().map_or("", |c| c.cluster);
-            let merged = merge_by_signature(&cmds);
+            let merged = first_and_last(&cmds, |c| c.signature.as_str());
             // The inserted fields are the first write's; the updated ones the last's.
             let first = |f: fn(&'a RecordTransaction) -> Option<&'a str>| -> Vec<Option<&'a str>> {
-                merged.rows.iter().map(|&(first, _)| f(first)).collect()
+                merged.iter().map(|&(first, _)| f(first)).collect()
             };
             let signatures = first(|c| Some(&c.signature));
             let pools = first(|c| c.pool_address.as_deref());
@@ -112,12 +112,10 @@ impl WriteCommand for RecordTransaction {
             let actions = first(|c| Some(&c.action));
             let amounts = first(|c| c.amount.as_deref());
             let statuses: Vec<&str> = merged
-                .rows
                 .iter()
                 .map(|(_, last)| last.status.as_str())
                 .collect();
             let errors: Vec<Option<&str>> = merged
-                .rows
                 .iter()
                 .map(|(_, last)| last.error_msg.as_deref())
                 .collect();
@@ -170,25 +168,22 @@ impl WriteCommand for RecordTransaction {
     }
 }
 
-/// Writes of one run grouped by signature, in order of first arrival:
-/// (first write, last write) of each.
-struct Merged<'a> {
-    rows: Vec<(&'a RecordTransaction, &'a RecordTransaction)>,
-}
-
-fn merge_by_signature<'a>(cmds: &[&'a RecordTransaction]) -> Merged<'a> {
+/// The writes of a run grouped by `key`, in order of first arrival: the first
+/// and the last write of each key. A multi-row statement may touch a row once,
+/// so repeats are merged as applying them in arrival order would leave them.
+fn first_and_last<'a, T>(cmds: &[&'a T], key: impl Fn(&'a T) -> &'a str) -> Vec<(&'a T, &'a T)> {
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut rows: Vec<(&RecordTransaction, &RecordTransaction)> = Vec::with_capacity(cmds.len());
+    let mut rows: Vec<(&T, &T)> = Vec::with_capacity(cmds.len());
     for &cmd in cmds {
-        match at.get(cmd.signature.as_str()) {
+        match at.get(key(cmd)) {
             Some(&i) => rows[i].1 = cmd,
             None => {
-                at.insert(&cmd.signature, rows.len());
+                at.insert(key(cmd), rows.len());
                 rows.push((cmd, cmd));
             }
         }
     }
-    Merged { rows }
+    rows
 }
 
 /// Adds an admin, or re-activates and updates an existing row; audited as add_admin.
@@ -235,17 +230,11 @@ impl WriteCommand for AddAdmin {
         tx: &'a Transaction<'a>,
     ) -> BoxFuture<'a, ApiResult<Vec<()>>> {
         Box::pin(async move {
-            let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-            let mut rows: Vec<&AddAdmin> = Vec::with_capacity(cmds.len());
-            for &cmd in &cmds {
-                match at.get(cmd.pubkey.as_str()) {
-                    Some(&i) => rows[i] = cmd,
-                    None => {
-                        at.insert(&cmd.pubkey, rows.len());
-                        rows.push(cmd);
-                    }
-                }
-            }
+            // A wallet added twice ends with its last entry.
+            let rows: Vec<&AddAdmin> = first_and_last(&cmds, |c| c.pubkey.as_str())
+                .into_iter()
+                .map(|(_, last)| last)
+                .collect();
             let column = |f: fn(&'a AddAdmin) -> Option<&'a str>| -> Vec<Option<&'a str>> {
                 rows.iter().map(|&r| f(r)).collect()
             };

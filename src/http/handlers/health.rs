@@ -166,7 +166,7 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
                 largest_batch: l.largest_batch,
                 failed_batches: l.failed_batches,
                 expired_writes: l.expired_writes,
-                last_batch_ms: l.last_commit_ms,
+                last_batch_ms: l.last_batch_ms,
             })
             .collect(),
     };
@@ -256,7 +256,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                         .stream
                         .last_notification_at
                         .map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
-                    reconnects: status.stream.reconnects,
+                    reconnects: status.stream.connections.saturating_sub(1),
                 },
             }
         }
