@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 
 use super::engine::Engine;
 use super::feed::{self, Answer, OwnerBody, SharedRendered};
+use super::frame::write_candidate;
 use super::listen::listen_forever;
 use super::loader::{self, ChangedRows, Everything};
 use super::messages::WrittenBack;
@@ -294,23 +295,31 @@ impl HealthCache {
             return;
         }
         let now = chrono::Utc::now().timestamp();
-        let mut frames = Vec::new();
-        for event in events {
-            let owner = event.owner();
-            let frame = match event {
-                FeedEvent::Stop(_, hf) => {
-                    Some(feed::sse_frame(event.name(), &owner, hf, &[], None))
+        // 25k owners sinking at once is 25k frames: rendered on every core.
+        let (engine, max_age) = (&self.engine, self.max_oracle_age);
+        let chunks: Vec<&[FeedEvent]> = events.chunks(256).collect();
+        let rendered = super::parallel::par_map(&chunks, |chunk| {
+            let mut out = Vec::with_capacity(chunk.len() * 2048);
+            for event in chunk.iter() {
+                match event {
+                    FeedEvent::Stop(owner, hf) => {
+                        out.extend_from_slice(&feed::sse_frame(event.name(), owner, *hf, &[], None))
+                    }
+                    _ => {
+                        write_candidate(
+                            &mut out,
+                            engine,
+                            event.name(),
+                            &event.owner(),
+                            now,
+                            max_age,
+                        );
+                    }
                 }
-                _ => feed::candidate_frame(
-                    &self.engine,
-                    event.name(),
-                    &owner,
-                    now,
-                    self.max_oracle_age,
-                ),
-            };
-            frames.extend_from_slice(&frame.unwrap_or_default());
-        }
+            }
+            out
+        });
+        let frames = rendered.concat();
         let frames = Bytes::from(frames);
         let before = self.subscribers.len();
         self.subscribers.retain(|s| s.offer(&frames));

@@ -285,11 +285,12 @@ impl Engine {
             }
         }
         let hf = score(&self.pools, &held);
+        let quote = quote_of(&self.pools, &held, hf);
         let rows_changed = old
             .as_ref()
             .is_none_or(|(_, rows)| *rows != snapshot(&held));
         self.owners[id as usize].positions = held;
-        self.refile(id, hf, old.map(|(h, _)| h), rows_changed);
+        self.refile(id, hf, old.map(|(h, _)| h), rows_changed, quote);
     }
 
     /// Records what the database holds for an owner just loaded, so an unchanged
@@ -487,10 +488,17 @@ impl Engine {
         self.free.push(id);
     }
 
-    /// Records an owner's new health factor, files it by standing (ranking,
-    /// watch list, or LRU), re-quotes it while under water, and emits the feed
+    /// Records an owner's new health factor and quote (`quote_of` its state),
+    /// files it by standing (ranking, watch list, or LRU), and emits the feed
     /// event of the transition. `old` is the previous value of a resident owner.
-    fn refile(&mut self, id: Slot, hf: u128, old: Option<u128>, rows_changed: bool) {
+    fn refile(
+        &mut self,
+        id: Slot,
+        hf: u128,
+        old: Option<u128>,
+        rows_changed: bool,
+        quote: Option<Box<Quote>>,
+    ) {
         let owner = &mut self.owners[id as usize];
         let key = owner.key;
         owner.hf = hf;
@@ -511,7 +519,7 @@ impl Engine {
             }
             _ => {}
         }
-        let quote_changed = self.requote(id);
+        let quote_changed = self.set_quote(id, quote);
         match standing(hf) {
             Standing::Unhealthy => {
                 self.version += 1;
@@ -536,21 +544,8 @@ impl Engine {
         }
     }
 
-    /// Sets an owner's quote from its current state (none unless under water);
-    /// true when it changed.
-    fn requote(&mut self, id: Slot) -> bool {
-        let owner = &self.owners[id as usize];
-        let quote = if owner.hf < WAD {
-            let inputs = quote_inputs(
-                owner
-                    .positions
-                    .iter()
-                    .filter_map(|p| Some((&p.state, &self.pools.get(&p.pool)?.state))),
-            );
-            best_quote(&inputs, None, None).map(Box::new)
-        } else {
-            None
-        };
+    /// Sets an owner's quote; true when it changed.
+    fn set_quote(&mut self, id: Slot, quote: Option<Box<Quote>>) -> bool {
         let owner = &mut self.owners[id as usize];
         if owner.quote == quote {
             return false;
@@ -569,7 +564,8 @@ impl Engine {
                 self.owners[member as usize].key,
                 self.owners[member as usize].hf,
             );
-            if hf < WAD && self.requote(member) {
+            let quote = quote_of(&self.pools, &self.owners[member as usize].positions, hf);
+            if hf < WAD && self.set_quote(member, quote) {
                 self.emit(FeedEvent::Update(key, hf));
             }
         }
@@ -613,46 +609,6 @@ impl Engine {
         }
         self.release(id);
     }
-
-    /// Re-scores every resident member of a repriced pool. An owner that stays
-    /// healthy, or stays in the watch band, is updated in place, without touching
-    /// the LRU order or the ranking (the common case of a price move).
-    fn rescore_pool(&mut self, id: PoolId) {
-        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
-        self.dirty.reserve(members.len());
-        for member in members {
-            let key = self.owners[member as usize].key;
-            if self.index.get(&key) != Some(&member) {
-                continue; // evicted during this loop: re-loaded by the caller
-            }
-            let owner = &mut self.owners[member as usize];
-            let hf = score(&self.pools, &owner.positions);
-            let (was, now) = (standing(owner.hf), standing(hf));
-            // Above water before and after: in place (no LRU move, no ranking);
-            // only the watch band's count and version follow.
-            if was != Standing::Unhealthy && now != Standing::Unhealthy {
-                if (was == Standing::Watched || now == Standing::Watched) && owner.hf != hf {
-                    self.version += 1; // the at-risk list moved
-                }
-                match (was, now) {
-                    (Standing::Healthy, Standing::Watched) => self.watched += 1,
-                    (Standing::Watched, Standing::Healthy) => self.watched -= 1,
-                    _ => {}
-                }
-                owner.hf = hf;
-                if owner.stored_hf != Some(hf) {
-                    self.dirty.insert(owner.key, hf);
-                } else {
-                    self.dirty.remove(&owner.key);
-                }
-                continue;
-            }
-            let old = owner.hf;
-            self.refile(member, hf, Some(old), false);
-        }
-        // Owners that left the watch band upwards are evictable again.
-        self.enforce_cap(None);
-    }
 }
 
 /// An owner's account health factor from its positions and the pools.
@@ -662,6 +618,24 @@ fn score(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> u128 {
             .get(&p.pool)
             .map(|pool| (&pool.state.pricing, &p.state.amounts))
     }))
+}
+
+/// An owner's best liquidation quote while under water (none above water, or
+/// when no pair qualifies).
+fn quote_of(
+    pools: &FastMap<PoolId, PoolEntry>,
+    positions: &[Held],
+    hf: u128,
+) -> Option<Box<Quote>> {
+    if hf >= WAD {
+        return None;
+    }
+    let inputs = quote_inputs(
+        positions
+            .iter()
+            .filter_map(|p| Some((&p.state, &pools.get(&p.pool)?.state))),
+    );
+    best_quote(&inputs, None, None).map(Box::new)
 }
 
 /// What the feed shows of an owner's rows, to tell whether they changed.
@@ -674,6 +648,9 @@ fn snapshot(positions: &[Held]) -> Vec<(Pubkey, PositionAmounts)> {
     rows
 }
 
+#[path = "engine_rescore.rs"]
+mod rescore;
+
 #[cfg(test)]
 #[path = "engine_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -472,3 +472,36 @@ fn a_full_lru_evicts_healthy_owners_only() {
     assert!(engine.upsert_pool(pool_state(0, Some(900_000))));
     check(&mut engine, &model, 2);
 }
+
+/// A deterministic market of `owners` owners over the four pools (two of them
+/// freshly priced at t = 1.7e9, two stale), a good share of them under water
+/// with quotes: for tests of what is rendered from the engine.
+pub(crate) fn sample_market(owners: u8) -> (Engine, Vec<Pubkey>) {
+    let mut engine = Engine::new(usize::MAX);
+    for i in 0..POOLS {
+        let mut pool = pool_state(i, Some([400_000, 1_000_000, 2_500_000, 3_000][i]));
+        pool.last_update_ts = if i < 2 { 1_700_000_000 - 10 } else { 0 };
+        engine.upsert_pool(pool);
+    }
+    let mut seed = 0x5eed_u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let mut keys = Vec::new();
+    for o in 0..owners {
+        let mut held = Vec::new();
+        for p in 0..POOLS {
+            if next(3) > 0 {
+                let deposit = next(3_000);
+                let borrow = if next(2) == 0 { next(3_000) } else { 0 };
+                held.push(position(o, p, deposit, borrow, 1));
+            }
+        }
+        engine.set_owner(owner_key(o), held);
+        keys.push(owner_key(o));
+    }
+    (engine, keys)
+}

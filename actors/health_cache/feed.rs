@@ -14,7 +14,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::engine::Engine;
-use super::quotes::{LiquidationQuote, QuoteFilter, at_risk_body, liquidations_body, quote_wire};
+use super::frame::write_candidate;
+use super::quotes::{LiquidationQuote, QuoteFilter, at_risk_body, liquidations_body};
 use super::view::OwnerView;
 use crate::domain::pubkey::Pubkey;
 
@@ -74,7 +75,9 @@ pub fn sse_frame(
     Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
 }
 
-/// The frame of a candidate_start or candidate_update: the owner's rows and quote.
+/// The frame of a candidate_start or candidate_update, from the wire types (the
+/// reference `frame::write_candidate` is tested against).
+#[cfg(test)]
 pub fn candidate_frame(
     engine: &Engine,
     event: &str,
@@ -86,7 +89,7 @@ pub fn candidate_frame(
     let rows = rows_of(&view, None, now, max_oracle_age);
     let quote = view
         .quote
-        .map(|q| quote_wire(engine, &view, q, now, max_oracle_age));
+        .map(|q| super::quotes::quote_wire(engine, &view, q, now, max_oracle_age));
     Some(sse_frame(
         event,
         owner,
@@ -167,10 +170,14 @@ pub fn unhealthy_body(
 pub fn snapshot_frames(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes {
     let mut out = Vec::new();
     for (_, owner) in engine.unhealthy() {
-        if let Some(frame) = candidate_frame(engine, "candidate_start", &owner, now, max_oracle_age)
-        {
-            out.extend_from_slice(&frame);
-        }
+        write_candidate(
+            &mut out,
+            engine,
+            "candidate_start",
+            &owner,
+            now,
+            max_oracle_age,
+        );
     }
     Bytes::from(out)
 }

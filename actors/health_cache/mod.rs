@@ -16,9 +16,11 @@
 mod actor;
 pub mod engine;
 pub mod feed;
+mod frame;
 mod listen;
 mod loader;
 mod messages;
+mod parallel;
 pub mod quotes;
 pub mod subscriber;
 pub mod view;

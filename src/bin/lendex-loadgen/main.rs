@@ -11,12 +11,15 @@ use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpResponse, HttpServer, web};
 use clap::{Parser, Subcommand};
-use futures_util::{SinkExt, StreamExt};
-use rand::{Rng, SeedableRng, rngs::StdRng};
+use futures_util::SinkExt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use lendex::domain::pubkey::Pubkey;
+
+mod chain;
+mod feed;
+mod market;
 use lendex::domain::wad::WAD;
 
 #[derive(Parser)]
@@ -74,12 +77,60 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
+    /// Write the same market on a chain (surfpool) and register its pools at
+    /// slot 0 in PostgreSQL, for the service to index from the chain.
+    ChainSeed {
+        #[arg(long, env = "RPC_URL", default_value = "http://127.0.0.1:8899")]
+        rpc: String,
+        #[arg(
+            long,
+            env = "PROGRAM_ID",
+            default_value = "7TixJ1md75J4RgQGhjeB8AdYEFuhSdoHRYn27EPDhKW7"
+        )]
+        program: String,
+        #[arg(long, default_value_t = 10)]
+        pools: usize,
+        #[arg(long, default_value_t = 25_000)]
+        owners: usize,
+        #[arg(long, default_value_t = 4)]
+        positions_per_owner: usize,
+        #[arg(long, default_value_t = 0.01)]
+        underwater: f64,
+        /// surfnet_setAccount calls in flight.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
+    /// Change pool 0's price on the chain `rounds` times; time the chain's own
+    /// notification and Lendex's SSE events.
+    ChainPriceLatency {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, env = "RPC_URL", default_value = "http://127.0.0.1:8899")]
+        rpc: String,
+        #[arg(long, env = "WS_URL", default_value = "ws://127.0.0.1:8900")]
+        ws: String,
+        #[arg(
+            long,
+            env = "PROGRAM_ID",
+            default_value = "7TixJ1md75J4RgQGhjeB8AdYEFuhSdoHRYn27EPDhKW7"
+        )]
+        program: String,
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// Pool 0's price in the low rounds, in percent (30: every owner sinks).
+        #[arg(long, default_value_t = 30)]
+        low_percent: i64,
+    },
     /// Flip pool 0's price `rounds` times by SQL and time until the feed shows it.
     PriceLatency {
         #[arg(long, default_value = "http://127.0.0.1:18080")]
         api: String,
         #[arg(long, default_value_t = 20)]
         rounds: usize,
+        /// Pool 0's price in the low rounds, in percent (60: the owners already
+        /// under water move; 30: every owner sinks).
+        #[arg(long, default_value_t = 60)]
+        low_percent: i64,
     },
 }
 
@@ -123,46 +174,62 @@ async fn main() {
             concurrency,
             seconds,
         } => admin_calls(&cli.database_url, &api, concurrency, seconds).await,
-        Command::PriceLatency { api, rounds } => {
-            price_latency(&cli.database_url, &api, rounds).await
+        Command::ChainSeed {
+            rpc,
+            program,
+            pools,
+            owners,
+            positions_per_owner,
+            underwater,
+            concurrency,
+        } => {
+            let db = connect(&cli.database_url).await;
+            let program = program.parse().expect("PROGRAM_ID is a pubkey");
+            chain::seed(
+                &db,
+                &rpc,
+                program,
+                pools,
+                owners,
+                positions_per_owner,
+                underwater,
+                concurrency,
+            )
+            .await
         }
+        Command::ChainPriceLatency {
+            api,
+            rpc,
+            ws,
+            program,
+            rounds,
+            low_percent,
+        } => {
+            let program = program.parse().expect("PROGRAM_ID is a pubkey");
+            chain::price_latency(&api, &rpc, &ws, program, rounds, low_percent).await
+        }
+        Command::PriceLatency {
+            api,
+            rounds,
+            low_percent,
+        } => price_latency(&cli.database_url, &api, rounds, low_percent).await,
     }
 }
 
 /// Pool i: decimals cycle 6, 8, 9; $1 at expo -8 scaled per pool; threshold 0.8.
-fn pool_price(i: usize) -> i64 {
-    100_000_000 * (1 + i as i64)
-}
-
 async fn seed(url: &str, pools: usize, owners: usize, per_owner: usize, underwater: f64) {
     let started = Instant::now();
     let db = connect(url).await;
     db.batch_execute("DELETE FROM pools WHERE cluster = 'localnet'")
         .await
         .unwrap();
-    let decimals = |i: usize| [6i16, 8, 9][i % 3];
     let pool_keys: Vec<String> = (0..pools).map(|i| key(&format!("load pool {i}"))).collect();
-    let now = chrono::Utc::now().timestamp();
     for (i, address) in pool_keys.iter().enumerate() {
-        db.execute(
-            "INSERT INTO pools (cluster, pool_address, token_mint, symbol, authority, vault, pool_bump, authority_bump,
-                vault_bump, decimals, paused, total_deposits, total_borrows, accumulated_fees, total_deposit_shares,
-                deposit_index_wad, borrow_index_wad, last_update_ts, ltv_wad, liquidation_threshold_wad,
-                liquidation_bonus_wad, protocol_liq_fee_wad, reserve_factor_wad, close_factor_wad, base_rate_wad,
-                optimal_util_wad, slope1_wad, slope2_wad, flash_fee_bps, oracle_price, oracle_conf, oracle_expo,
-                created_by, init_signature, slot)
-             VALUES ('localnet', $1, $2, $3, $4, $5, 255, 254, 253, $6, false, 1000000000000, 500000000000, 0,
-                1000000000000, 1000000000000000000, 1000000000000000000, $7, 750000000000000000, 800000000000000000,
-                50000000000000000, 10000000000000000, 100000000000000000, 500000000000000000, 20000000000000000,
-                800000000000000000, 40000000000000000, 750000000000000000, 9, $8, 1000, -8, 'loadgen', 'loadgen', 1)",
-            &[address, &key(&format!("load mint {i}")), &format!("P{i}"), &key("load authority"), &key(&format!("load vault {i}")), &decimals(i), &now, &pool_price(i)],
-        )
-        .await
-        .unwrap();
+        let mint = key(&format!("load mint {i}"));
+        let vault = key(&format!("load vault {i}"));
+        market::insert_pool(&db, i, [address, &mint, &key("load authority"), &vault], 1).await;
     }
-    // Positions by COPY: owner o deposits in pool 0 and in per_owner-2 other pools,
-    // and borrows in one more.
-    let mut rng = StdRng::seed_from_u64(7);
+    let market = market::build(pools, owners, per_owner, underwater);
     let sink = db
         .copy_in("COPY positions (cluster, position_address, pool_address, owner, deposit_shares, borrow_principal,
                    deposit_idx_snap, borrow_idx_snap, original_deposit, slot) FROM STDIN")
@@ -171,43 +238,18 @@ async fn seed(url: &str, pools: usize, owners: usize, per_owner: usize, underwat
     futures_util::pin_mut!(sink);
     let mut buf = Vec::with_capacity(1 << 20);
     let mut rows = 0usize;
-    let mut sunk = 0usize;
-    for o in 0..owners {
+    for (o, entries) in market.owners.iter().enumerate() {
         let owner = key(&format!("load owner {o}"));
-        let sinks = rng.gen_bool(underwater);
-        sunk += usize::from(sinks);
-        // Collateral worth $1000 in pool 0 plus small deposits elsewhere; debt of
-        // $300 (healthy) or $1000 (under water: 800 x threshold < 1000).
-        let debt_pool = 1 + o % (pools - 1);
-        let mut entries = vec![(0usize, 1000.0, 0.0)];
-        for k in 0..per_owner.saturating_sub(2) {
-            let p = 1 + (o + 1 + k) % (pools - 1);
-            if p != debt_pool {
-                entries.push((p, 10.0, 0.0));
-            }
-        }
-        entries.push((debt_pool, 0.0, if sinks { 1000.0 } else { 300.0 }));
-        while entries.len() < per_owner {
-            // Fill with a pool not used yet (keeps one position per pool per owner).
-            let used: Vec<usize> = entries.iter().map(|e| e.0).collect();
-            match (1..pools).find(|p| !used.contains(p)) {
-                Some(p) => entries.push((p, 5.0, 0.0)),
-                None => break,
-            }
-        }
-        for (p, deposit_usd, debt_usd) in entries {
-            let unit = 10f64.powi(decimals(p) as i32) / (1.0 + p as f64); // base units per $1
-            let shares = (deposit_usd * unit) as u64;
-            let principal = (debt_usd * unit) as u64;
+        for e in entries {
             writeln!(
                 buf,
                 "localnet\t{}\t{}\t{}\t{}\t{}\t{WAD}\t{WAD}\t{}\t1",
-                key(&format!("load position {o} {p}")),
-                pool_keys[p],
+                key(&format!("load position {o} {}", e.pool)),
+                pool_keys[e.pool],
                 owner,
-                shares,
-                principal,
-                shares
+                e.shares,
+                e.principal,
+                e.shares
             )
             .unwrap();
             rows += 1;
@@ -224,7 +266,8 @@ async fn seed(url: &str, pools: usize, owners: usize, per_owner: usize, underwat
         .await
         .unwrap();
     println!(
-        "seeded {pools} pools, {rows} positions of {owners} owners ({sunk} under water) in {:.1}s",
+        "seeded {pools} pools, {rows} positions of {owners} owners ({} under water) in {:.1}s",
+        market.sunk,
         started.elapsed().as_secs_f64()
     );
 }
@@ -362,40 +405,19 @@ async fn hello(bind: &str, body: &std::path::Path) {
     .unwrap();
 }
 
-async fn price_latency(url: &str, api: &str, rounds: usize) {
+async fn price_latency(url: &str, api: &str, rounds: usize, low_percent: i64) {
     let db = connect(url).await;
     let pool0 = key("load pool 0");
-    let http = reqwest::Client::new();
-    let res = http
-        .get(format!("{api}/api/positions/unhealthy/stream"))
-        .send()
-        .await
-        .expect("stream");
-    let mut body = res.bytes_stream();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, String)>();
-    actix_rt::spawn(async move {
-        let mut buffer = String::new();
-        while let Some(Ok(chunk)) = body.next().await {
-            let at = Instant::now();
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find("\n\n") {
-                let frame: String = buffer.drain(..end + 2).collect();
-                if let Some(line) = frame.lines().find(|l| l.starts_with("event: ")) {
-                    let _ = tx.send((at, line[7..].to_string()));
-                }
-            }
-        }
-    });
-    // Drain the initial snapshot.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    while rx.try_recv().is_ok() {}
-
-    let mut first = Vec::new();
-    let mut last = Vec::new();
-    let base = pool_price(0);
+    let mut rx = feed::subscribe(api).await;
+    let (mut first, mut last) = (Vec::new(), Vec::new());
+    let base = market::pool_price(0);
     for round in 0..rounds {
-        // Alternate: pool 0 at 60% (many accounts sink) and back (they recover).
-        let price = if round % 2 == 0 { base * 6 / 10 } else { base };
+        // Alternate: pool 0 at low_percent and back.
+        let price = if round % 2 == 0 {
+            base * low_percent / 100
+        } else {
+            base
+        };
         let started = Instant::now();
         db.execute(
             "UPDATE pools SET oracle_price = $1 WHERE cluster = 'localnet' AND pool_address = $2",
@@ -403,45 +425,24 @@ async fn price_latency(url: &str, api: &str, rounds: usize) {
         )
         .await
         .unwrap();
-        let Ok(Some((at, _))) = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await
+        let Some((f, l, events)) = feed::round(&mut rx, started, Duration::from_millis(300)).await
         else {
             println!("round {round}: no event within 10 s");
             continue;
         };
-        let mut end = at;
-        let mut events = 1;
-        while let Ok(Some((t, _))) =
-            tokio::time::timeout(Duration::from_millis(300), rx.recv()).await
-        {
-            end = t;
-            events += 1;
-        }
-        first.push(at - started);
-        last.push(end - started);
-        println!(
-            "round {round}: {events} events, first after {:?}, last after {:?}",
-            at - started,
-            end - started
-        );
+        first.push(f);
+        last.push(l);
+        println!("round {round}: {events} events, first after {f:?}, last after {l:?}");
     }
-    first.sort();
-    last.sort();
     if !first.is_empty() {
-        let p50 = |v: &Vec<Duration>| v[v.len() / 2];
-        // Nearest rank: with fewer than 100 rounds the p99 is the slowest round.
-        let p99 = |v: &Vec<Duration>| v[(v.len() * 99).div_ceil(100) - 1];
+        let (f50, f99) = feed::p50_p99(&mut first);
+        let (l50, l99) = feed::p50_p99(&mut last);
         println!(
-            "price change -> feed ({} rounds): first event median {:?} (p99 {:?}); last event median {:?} (p99 {:?})",
-            first.len(),
-            p50(&first),
-            p99(&first),
-            p50(&last),
-            p99(&last)
+            "price change -> feed ({} rounds): first event median {f50:?} (p99 {f99:?}); last event median {l50:?} (p99 {l99:?})",
+            first.len()
         );
     }
-    let health: Value = http
-        .get(format!("{api}/api/health"))
-        .send()
+    let health: Value = reqwest::get(format!("{api}/api/health"))
         .await
         .unwrap()
         .json()

@@ -1,0 +1,54 @@
+//! A price move: every resident member of the pool is re-scored. The scores, and
+//! the quotes of the members under water, depend only on the pools and each
+//! owner's own positions, so they are computed on all cores first; filing them
+//! (ranking, LRU, events, write-back) stays sequential and in member order.
+
+use super::*;
+use crate::actors::health_cache::parallel::par_map;
+
+impl Engine {
+    /// Re-scores every resident member of a repriced pool. An owner that stays
+    /// healthy, or stays in the watch band, is updated in place, without touching
+    /// the LRU order or the ranking (the common case of a price move).
+    pub(super) fn rescore_pool(&mut self, id: PoolId) {
+        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
+        let (pools, owners) = (&self.pools, &self.owners);
+        let scored = par_map(&members, |&member| {
+            let positions = &owners[member as usize].positions;
+            let hf = score(pools, positions);
+            (hf, quote_of(pools, positions, hf))
+        });
+        self.dirty.reserve(members.len());
+        for (member, (hf, quote)) in members.into_iter().zip(scored) {
+            let key = self.owners[member as usize].key;
+            if self.index.get(&key) != Some(&member) {
+                continue; // evicted during this loop: re-loaded by the caller
+            }
+            let owner = &mut self.owners[member as usize];
+            let (was, now) = (standing(owner.hf), standing(hf));
+            // Above water before and after: in place (no LRU move, no ranking);
+            // only the watch band's count and version follow.
+            if was != Standing::Unhealthy && now != Standing::Unhealthy {
+                if (was == Standing::Watched || now == Standing::Watched) && owner.hf != hf {
+                    self.version += 1; // the at-risk list moved
+                }
+                match (was, now) {
+                    (Standing::Healthy, Standing::Watched) => self.watched += 1,
+                    (Standing::Watched, Standing::Healthy) => self.watched -= 1,
+                    _ => {}
+                }
+                owner.hf = hf;
+                if owner.stored_hf != Some(hf) {
+                    self.dirty.insert(owner.key, hf);
+                } else {
+                    self.dirty.remove(&owner.key);
+                }
+                continue;
+            }
+            let old = owner.hf;
+            self.refile(member, hf, Some(old), false, quote);
+        }
+        // Owners that left the watch band upwards are evictable again.
+        self.enforce_cap(None);
+    }
+}

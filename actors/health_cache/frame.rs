@@ -1,0 +1,158 @@
+//! The SSE frame written straight into one buffer: a price move that sinks 25k
+//! owners is 25k frames, and building each through `UnhealthyRow` and
+//! `LiquidationQuote` strings costs a dozen allocations and an escaping pass per
+//! frame. Every value here is base58 or decimal (nothing to escape).
+//!
+//! The wire types stay the definition: `feed::sse_frame` serializes them with
+//! serde, and the tests below require this writer to produce the same bytes.
+
+use std::io::Write as _;
+
+use super::engine::Engine;
+use super::view::OwnerView;
+use crate::domain::liquidation::Quote;
+use crate::domain::pubkey::Pubkey;
+use crate::domain::wad::Big;
+
+/// Appends the frame of a candidate_start or candidate_update (the owner's rows
+/// and quote); false when the owner is not resident.
+pub fn write_candidate(
+    out: &mut Vec<u8>,
+    engine: &Engine,
+    event: &str,
+    owner: &Pubkey,
+    now: i64,
+    max_oracle_age: i64,
+) -> bool {
+    let Some(view) = engine.peek(owner) else {
+        return false;
+    };
+    let owner_text = owner.to_string();
+    let hf = view.health_factor;
+    let stale_pool = |pool: &Pubkey| {
+        engine.pool(pool).is_some_and(|p| {
+            p.state.pricing.oracle_price.is_some() && now - p.state.last_update_ts > max_oracle_age
+        })
+    };
+    let stale = view
+        .positions
+        .iter()
+        .any(|(_, pool)| stale_pool(&pool.state.address));
+    // Debt rows first, then by address (as `feed::rows_of`).
+    let mut rows: Vec<(bool, String, usize)> = view
+        .positions
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| (p.amounts.borrow_principal == 0, p.address.to_string(), i))
+        .collect();
+    rows.sort();
+
+    let _ = write!(
+        out,
+        "event: {event}\ndata: {{\"owner\":\"{owner_text}\",\"account_health_factor_wad\":\"{hf}\",\"positions\":["
+    );
+    for (n, (_, address, i)) in rows.iter().enumerate() {
+        let (p, pool) = view.positions[*i];
+        if n > 0 {
+            out.push(b',');
+        }
+        let _ = write!(
+            out,
+            "{{\"position_address\":\"{address}\",\"pool_address\":\"{}\",\"owner\":\"{owner_text}\",\"deposit_shares\":\"{}\",\"borrow_principal\":\"{}\",\"health_factor_wad\":\"{hf}\",\"account_health_factor_wad\":\"{hf}\",\"oracle_stale\":{stale}}}",
+            pool.state.address, p.amounts.deposit_shares, p.amounts.borrow_principal
+        );
+    }
+    out.extend_from_slice(b"],\"liquidation\":");
+    match view.quote {
+        Some(q) => {
+            let stale = stale_pool(&q.debt_pool) || stale_pool(&q.collateral_pool);
+            write_quote(out, &view, q, &owner_text, stale);
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b"}\n\n");
+    true
+}
+
+fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, owner: &str, stale: bool) {
+    let _ = write!(
+        out,
+        "{{\"owner\":\"{owner}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{stale}}}",
+        view.health_factor,
+        view.health_factor_with_confidence(),
+        q.debt_pool,
+        q.collateral_pool,
+        q.debt_position,
+        q.collateral_position,
+        Decimal(&q.repay_amount),
+        Decimal(&q.seize_amount),
+        Decimal(&q.repay_value_wad),
+        Decimal(&q.seize_value_wad),
+        Decimal(&q.protocol_fee_value_wad),
+        Decimal(&q.profit_value_wad),
+    );
+}
+
+/// A 512-bit value in decimal, through u128 when it fits (ruint's 512-bit
+/// division per digit group is the slow part of rendering a quote).
+pub struct Decimal<'a>(pub &'a Big);
+
+impl std::fmt::Display for Decimal<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match u128::try_from(*self.0) {
+            Ok(small) => write!(f, "{small}"),
+            Err(_) => write!(f, "{}", self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actors::health_cache::feed::candidate_frame;
+
+    #[test]
+    fn decimal_matches_ruint_at_every_size() {
+        for v in [
+            Big::ZERO,
+            Big::from(7u8),
+            Big::from(u128::MAX),
+            Big::from(u128::MAX) + Big::from(1u8),
+            Big::MAX,
+        ] {
+            assert_eq!(Decimal(&v).to_string(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn frames_equal_the_serde_wire_types() {
+        let (engine, owners) = crate::actors::health_cache::engine::tests::sample_market(250);
+        let (mut checked, mut quoted, mut stale) = (0, 0, 0);
+        for owner in &owners {
+            for (now, age) in [(1_700_000_000, 120), (i64::MAX / 2, 120)] {
+                let Some(expected) = candidate_frame(&engine, "candidate_update", owner, now, age)
+                else {
+                    continue;
+                };
+                let mut out = Vec::new();
+                assert!(write_candidate(
+                    &mut out,
+                    &engine,
+                    "candidate_update",
+                    owner,
+                    now,
+                    age
+                ));
+                let text = String::from_utf8(out).unwrap();
+                assert_eq!(text, String::from_utf8(expected.to_vec()).unwrap());
+                checked += 1;
+                quoted += usize::from(text.contains("\"liquidation\":{"));
+                stale += usize::from(text.contains("\"oracle_stale\":true"));
+            }
+        }
+        assert!(
+            checked > 100 && quoted > 20 && stale > 20,
+            "{checked} frames, {quoted} quoted, {stale} stale"
+        );
+    }
+}
