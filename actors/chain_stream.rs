@@ -126,6 +126,7 @@ async fn apply_notifications(
                 _ => break,
             }
         }
+        crate::metrics::sync_notified(batch.len() as u64);
         to.do_send(StreamReport::Notified { at: Utc::now() });
         if let Err(e) = apply(deps, &mut registered, &batch).await {
             // The next reconcile brings these accounts anyway.

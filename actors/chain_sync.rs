@@ -44,6 +44,8 @@ pub struct SyncStatus {
     /// Holds the cluster's ingester lease: this replica does the background work.
     pub leader: bool,
     pub stream: StreamStatus,
+    /// Slots between the chain's tip and the oldest read of the last refresh.
+    pub lag_slots: Option<u64>,
 }
 
 /// The websocket, as /api/health reports it.
@@ -134,6 +136,7 @@ impl ChainSync {
                 started_at: Utc::now(),
                 leader: false,
                 stream: StreamStatus::default(),
+                lag_slots: None,
             },
             running: false,
         }
@@ -180,10 +183,13 @@ impl ChainSync {
                         slot = report.slot, lag_slots = tip.map(|t| t.saturating_sub(report.slot)),
                         took_ms = report.took.as_millis() as u64, "chain refresh complete"
                     );
+                    crate::metrics::sync_reconciled(true);
+                    act.status.lag_slots = tip.map(|t| t.saturating_sub(report.slot));
                     act.status.last_error = None;
                     act.status.last_complete = Some((Utc::now(), report));
                 }
                 Err(e) => {
+                    crate::metrics::sync_reconciled(false);
                     tracing::warn!(error = %e, "chain refresh failed; the index keeps its last rows");
                     act.status.last_error = Some(e.to_string());
                 }

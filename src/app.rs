@@ -92,6 +92,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
         cache: cache.clone(),
         rendered,
         limiter: PublicWriteLimiter::new(&config.limits),
+        metrics: crate::metrics::install(),
         config: config.clone(),
     });
     forget_idle_clients(state.clone());

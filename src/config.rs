@@ -26,6 +26,7 @@ pub struct Config {
     pub sync: SyncConfig,
     pub cache: CacheConfig,
     pub health: HealthConfig,
+    pub metrics: MetricsConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -95,6 +96,12 @@ pub struct CacheConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HealthConfig {
     pub max_oracle_age_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricsConfig {
+    /// Serve GET /metrics to any client, not only to loopback ones.
+    pub public: bool,
 }
 
 /// The cluster the service indexes; rows carry it and reads filter on it.

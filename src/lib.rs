@@ -4,7 +4,9 @@
 //! - `db`: PostgreSQL pool, migrations, named queries and write commands;
 //! - `actors` (the top-level `actors/` folder): the actors that own state;
 //! - `http`: routes, extractors and handlers;
-//! - `app`: wires it all together; `ops`: the operator CLI's commands.
+//! - `app`: wires it all together; `ops`: the operator CLI's commands;
+//! - `metrics`: the Prometheus series, named once;
+//! - `remote`: the operator's signed client (`lendex remote`, `lendex keygen`).
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
@@ -16,5 +18,7 @@ pub mod demo;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod model;
 pub mod ops;
+pub mod remote;

@@ -37,6 +37,23 @@ enum Command {
     },
     /// Print the effective settings (defaults, file and environment merged) as TOML.
     Config,
+    /// Write a new keypair file (Solana CLI format) and print its pubkey.
+    Keygen {
+        /// Where to write it; an existing file is never overwritten.
+        #[arg(long, default_value_os_t = lendex::remote::keypair::default_path())]
+        outfile: PathBuf,
+    },
+    /// Signed admin calls to a running service: the whole nonce handshake over HTTP.
+    Remote {
+        /// The service's base URL (default: the configured bind address).
+        #[arg(long, env = "LENDEX_URL")]
+        url: Option<String>,
+        /// Solana CLI keypair file (JSON array of 64 bytes).
+        #[arg(long, default_value_os_t = lendex::remote::keypair::default_path())]
+        keypair: PathBuf,
+        #[command(subcommand)]
+        command: RemoteCommand,
+    },
     /// Operator recovery: change the admin allowlist directly, with no nonce.
     Admin {
         #[command(subcommand)]
@@ -67,9 +84,90 @@ enum AdminCommand {
     RepairDecimals,
 }
 
+#[derive(Subcommand)]
+enum RemoteCommand {
+    /// Add an admin (super_admin only): signed add_admin:<pubkey>:<role>.
+    AddAdmin {
+        pubkey: String,
+        /// pool_admin or super_admin.
+        role: String,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Revoke an admin (super_admin only): signed revoke_admin:<pubkey>.
+    RevokeAdmin { pubkey: String },
+    /// Register a pool initialised on chain: its fields are read from the
+    /// configured RPC (RPC_URL) and its address checked as the mint's PDA.
+    RegisterPool {
+        pool_address: String,
+        /// The transaction signature that initialised it.
+        #[arg(long)]
+        init_signature: String,
+        #[arg(long)]
+        symbol: Option<String>,
+    },
+    /// Read the audit log (signed read_audit when the cluster asks for it).
+    Audit {
+        #[arg(long)]
+        actor: Option<String>,
+        #[arg(long)]
+        action: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+}
+
+impl From<RemoteCommand> for lendex::remote::Remote {
+    fn from(c: RemoteCommand) -> Self {
+        use lendex::remote::Remote;
+        match c {
+            RemoteCommand::AddAdmin {
+                pubkey,
+                role,
+                label,
+            } => Remote::AddAdmin {
+                pubkey,
+                role,
+                label,
+            },
+            RemoteCommand::RevokeAdmin { pubkey } => Remote::RevokeAdmin { pubkey },
+            RemoteCommand::RegisterPool {
+                pool_address,
+                init_signature,
+                symbol,
+            } => Remote::RegisterPool {
+                pool_address,
+                init_signature,
+                symbol,
+            },
+            RemoteCommand::Audit {
+                actor,
+                action,
+                limit,
+            } => Remote::Audit {
+                actor,
+                action,
+                limit,
+            },
+        }
+    }
+}
+
+/// The service's URL from its bind address (an unspecified host is this machine).
+fn default_url(bind: &str) -> String {
+    let bind = bind
+        .replace("0.0.0.0", "127.0.0.1")
+        .replace("[::]", "[::1]");
+    format!("http://{bind}")
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // Needs no settings: works anywhere, before any config exists.
+    if let Command::Keygen { outfile } = &cli.command {
+        return exit(lendex::remote::keygen(Some(outfile)));
+    }
     let config = match Config::load(Some(&cli.config)) {
         Ok(config) => config,
         Err(e) => {
@@ -77,8 +175,35 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    if let Command::Remote {
+        url,
+        keypair,
+        command,
+    } = cli.command
+    {
+        let url = url.unwrap_or_else(|| default_url(&config.server.bind));
+        let answer = actix_rt::System::new().block_on(lendex::remote::run(
+            &config,
+            &url,
+            &keypair,
+            command.into(),
+        ));
+        return match answer {
+            Ok(body) => {
+                println!("{body}");
+                std::process::ExitCode::SUCCESS
+            }
+            // The server's error body, as it sent it.
+            Err(lendex::remote::Failure::Answer(body)) => {
+                eprintln!("{body}");
+                std::process::ExitCode::FAILURE
+            }
+            Err(lendex::remote::Failure::Other(e)) => exit(Err(e)),
+        };
+    }
     let result = actix_rt::System::new().block_on(async move {
         match cli.command {
+            Command::Keygen { .. } | Command::Remote { .. } => unreachable!("handled above"),
             Command::Serve => lendex::app::serve(config).await,
             Command::Migrate => lendex::ops::migrate(&config).await,
             Command::Config => lendex::ops::print_config(&config),
@@ -97,6 +222,10 @@ fn main() -> std::process::ExitCode {
             },
         }
     });
+    exit(result)
+}
+
+fn exit(result: Result<(), String>) -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

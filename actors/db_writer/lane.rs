@@ -149,7 +149,9 @@ impl LaneWriter {
             for write in batch.iter_mut() {
                 write.finish(failure.clone());
             }
-            (failure.is_some(), started.elapsed())
+            let took = started.elapsed();
+            crate::metrics::writer_batch(lane, batch.len(), took);
+            (failure.is_some(), took)
         };
         ctx.spawn(flush.into_actor(self).map(|(failed, took), act, ctx| {
             act.flushing = false;

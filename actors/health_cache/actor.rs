@@ -179,6 +179,7 @@ impl HealthCache {
                 let fetched = started.elapsed();
                 let result = result.map(|rows| act.apply_changes(rows));
                 let applied = started.elapsed();
+                crate::metrics::engine_applied(applied - fetched);
                 act.finish(ctx, batch, result);
                 let ms = |d: Duration| d.as_secs_f64() * 1e3;
                 tracing::debug!(

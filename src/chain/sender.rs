@@ -106,6 +106,7 @@ impl GatedSender {
             ))
             .into());
         }
+        let started = Instant::now();
         let slot = self
             .in_flight
             .acquire()
@@ -113,6 +114,7 @@ impl GatedSender {
             .map_err(|_| ErrorKind::Custom("rpc sender closed".into()))?;
         let _turn = self.turn.lock().await;
         self.rate.until_ready().await;
+        crate::metrics::rpc_gate_wait(started.elapsed());
         Ok(slot)
     }
 }
@@ -140,7 +142,22 @@ impl RpcSender for GatedSender {
         let mut waited = Duration::ZERO;
         let mut retries = 0;
         let result = loop {
-            let (status, retry_after, bytes) = self.exchange(&body).await?;
+            let (status, retry_after, bytes) = match self.exchange(&body).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    let outcome = if matches!(e.kind(), ErrorKind::Custom(m) if m.starts_with("rpc queue full"))
+                    {
+                        "queue_full"
+                    } else {
+                        "error"
+                    };
+                    crate::metrics::rpc_request(&request.to_string(), outcome, started.elapsed());
+                    return Err(e);
+                }
+            };
+            if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                crate::metrics::rpc_rate_limited();
+            }
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS
                 && retries < MAX_RATE_LIMITED_RETRIES
             {
@@ -159,6 +176,14 @@ impl RpcSender for GatedSender {
             }
             break parse_response(&bytes);
         };
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) if matches!(e.kind(), ErrorKind::Custom(m) if m.starts_with("rpc rate limited")) => {
+                "rate_limited"
+            }
+            Err(_) => "error",
+        };
+        crate::metrics::rpc_request(&request.to_string(), outcome, started.elapsed());
         let mut stats = self.stats.write().unwrap_or_else(|e| e.into_inner());
         stats.request_count += 1;
         stats.elapsed_time += started.elapsed();

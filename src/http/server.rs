@@ -96,12 +96,21 @@ fn app(
         .wrap_fn(|req, srv| {
             // One line per request; nothing is captured when the level is off
             // (the feed's pollers make this the hottest path).
+            let started = Instant::now();
             let logged = tracing::enabled!(tracing::Level::INFO)
-                .then(|| (req.method().clone(), req.path().to_string(), Instant::now()));
+                .then(|| (req.method().clone(), req.path().to_string()));
             let response = srv.call(req);
             async move {
                 let response = response.await?;
-                if let Some((method, path, started)) = logged {
+                // By route pattern, never by path: a path holds a wallet.
+                let request = response.request();
+                crate::metrics::http_request(
+                    request.match_pattern().as_deref().unwrap_or("unmatched"),
+                    request.method().as_str(),
+                    response.status().as_u16(),
+                    started.elapsed(),
+                );
+                if let Some((method, path)) = logged {
                     tracing::info!(
                         %method, %path, status = response.status().as_u16(),
                         latency_ms = started.elapsed().as_secs_f64() * 1000.0, "request"

@@ -31,4 +31,6 @@ pub struct AppState {
     /// The cache's rendered unhealthy answers, read without a round trip.
     pub rendered: SharedRendered,
     pub limiter: PublicWriteLimiter,
+    /// Renders the Prometheus series (GET /metrics).
+    pub metrics: metrics_exporter_prometheus::PrometheusHandle,
 }

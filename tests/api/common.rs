@@ -97,6 +97,11 @@ impl Wallet {
         bs58::encode(self.key.verifying_key().as_bytes()).into_string()
     }
 
+    /// Writes this wallet as a Solana CLI keypair file (what `lendex remote` reads).
+    pub fn save(&self, path: &std::path::Path) {
+        std::fs::write(path, lendex::remote::keypair::encode(&self.key)).unwrap();
+    }
+
     /// Detached signature of the UTF-8 bytes of `message`, base58-encoded.
     pub fn sign(&self, message: &str) -> String {
         bs58::encode(self.key.sign(message.as_bytes()).to_bytes()).into_string()

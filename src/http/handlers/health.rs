@@ -17,7 +17,7 @@ use crate::error::ApiResult;
 use crate::http::state::AppState;
 
 /// Each check gets this long, and they run concurrently, so the answer comes within 3 s.
-const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
+pub(super) const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
 
 #[derive(Serialize, ToSchema)]
 pub struct HealthResponse {

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod auth;
 pub mod health;
 pub mod liquidations;
+pub mod metrics;
 pub mod pools;
 pub mod positions;
 pub mod transactions;

@@ -1,0 +1,57 @@
+//! GET /metrics: the Prometheus text format (decisions §9). Counters and
+//! histograms are recorded where things happen (`crate::metrics`); the state
+//! actors hold is read here, at scrape time, with the health check's deadline.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use super::health::CHECK_DEADLINE;
+use crate::actors::chain_sync::GetSyncStatus;
+use crate::actors::health_cache::Stats as CacheStatsRequest;
+use crate::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
+use crate::metrics::{self, EngineGauges};
+
+pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let loopback = req.peer_addr().is_some_and(|a| a.ip().is_loopback());
+    if !loopback && !state.config.metrics.public {
+        return Err(ApiError::NotFound);
+    }
+    let (sync, cache, lanes) = futures_util::join!(
+        tokio::time::timeout(CHECK_DEADLINE, state.sync.send(GetSyncStatus)),
+        tokio::time::timeout(CHECK_DEADLINE, state.cache.send(CacheStatsRequest)),
+        tokio::time::timeout(CHECK_DEADLINE, state.writer.stats()),
+    );
+    let _one_at_a_time = metrics::SCRAPE.lock().await;
+    if let Ok(Ok(s)) = sync {
+        metrics::sync(
+            s.leader,
+            s.last_complete.as_ref().map(|(_, r)| r.took),
+            s.lag_slots,
+            s.stream.connected,
+            s.stream.connections.saturating_sub(1),
+        );
+    }
+    if let Ok(Ok(c)) = cache {
+        metrics::engine(&EngineGauges {
+            owners: c.owners,
+            unhealthy: c.unhealthy_owners,
+            watched: c.watched_owners,
+            pools: c.pools,
+            evictions: c.evictions,
+            feed_version: c.feed_version,
+            subscribers: c.subscribers,
+            dropped_subscribers: c.dropped_subscribers,
+        });
+    }
+    for lane in lanes.unwrap_or_default() {
+        metrics::writer_lane(
+            lane.lane,
+            lane.queued,
+            lane.failed_batches,
+            lane.expired_writes,
+        );
+    }
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(state.metrics.render()))
+}

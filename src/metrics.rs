@@ -1,0 +1,286 @@
+//! Prometheus metrics (decisions §9): every name is defined here, once, with its
+//! help text, and recorded through the `metrics` facade; GET /metrics renders
+//! them with `metrics-exporter-prometheus`.
+//!
+//! Events are counted where they happen (an HTTP request, an RPC call, a writer
+//! batch, a re-score, a notification). State that actors already hold (cache
+//! size, subscribers, lane queues, the sync's role) is read when /metrics is
+//! scraped, so there is no second copy of it to keep in step.
+//!
+//! The recorder is process-wide (the facade's design): two services in one
+//! process (the integration tests) share one set of series.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{
+    Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    histogram,
+};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+pub const HTTP_REQUESTS: &str = "lendex_http_requests_total";
+pub const HTTP_DURATION: &str = "lendex_http_request_duration_seconds";
+pub const RPC_REQUESTS: &str = "lendex_rpc_requests_total";
+pub const RPC_DURATION: &str = "lendex_rpc_request_duration_seconds";
+pub const RPC_RATE_LIMITED: &str = "lendex_rpc_rate_limited_total";
+pub const RPC_GATE_WAIT: &str = "lendex_rpc_gate_wait_seconds";
+pub const WRITER_BATCH_SIZE: &str = "lendex_writer_batch_size";
+pub const WRITER_COMMIT: &str = "lendex_writer_commit_duration_seconds";
+pub const WRITER_QUEUE: &str = "lendex_writer_queue_depth";
+pub const WRITER_FAILED: &str = "lendex_writer_failed_batches_total";
+pub const WRITER_EXPIRED: &str = "lendex_writer_expired_writes_total";
+pub const ENGINE_OWNERS: &str = "lendex_engine_owners";
+pub const ENGINE_UNHEALTHY: &str = "lendex_engine_unhealthy_owners";
+pub const ENGINE_WATCHED: &str = "lendex_engine_watched_owners";
+pub const ENGINE_POOLS: &str = "lendex_engine_pools";
+pub const ENGINE_EVICTIONS: &str = "lendex_engine_evictions_total";
+pub const ENGINE_FEED_VERSION: &str = "lendex_engine_feed_version";
+pub const ENGINE_RESCORE: &str = "lendex_engine_rescore_duration_seconds";
+pub const SSE_SUBSCRIBERS: &str = "lendex_sse_subscribers";
+pub const SSE_DROPPED: &str = "lendex_sse_dropped_subscribers_total";
+pub const SYNC_LEADER: &str = "lendex_sync_leader";
+pub const SYNC_RECONCILE_SECONDS: &str = "lendex_sync_last_reconcile_duration_seconds";
+pub const SYNC_RECONCILES: &str = "lendex_sync_reconciles_total";
+pub const SYNC_LAG_SLOTS: &str = "lendex_sync_lag_slots";
+pub const SYNC_STREAM_CONNECTED: &str = "lendex_sync_stream_connected";
+pub const SYNC_NOTIFICATIONS: &str = "lendex_sync_notifications_total";
+pub const SYNC_RECONNECTS: &str = "lendex_sync_stream_reconnects_total";
+
+/// Latency buckets, in seconds: 100 µs to 10 s.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+const SIZE_BUCKETS: &[f64] = &[
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
+
+/// Installs the recorder (once per process) and returns the handle /metrics renders.
+pub fn install() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(Matcher::Full(WRITER_BATCH_SIZE.into()), SIZE_BUCKETS)
+                })
+                .expect("bucket lists are not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Fails only when another recorder is installed; then that one records.
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    describe_counter!(
+        HTTP_REQUESTS,
+        "HTTP requests answered, by route pattern, method and status"
+    );
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "Time to answer an HTTP request (to the headers of a stream)"
+    );
+    describe_counter!(
+        RPC_REQUESTS,
+        "JSON-RPC requests to the chain, by method and outcome (ok, error, rate_limited, queue_full)"
+    );
+    describe_histogram!(
+        RPC_DURATION,
+        Unit::Seconds,
+        "JSON-RPC request time, gate wait included"
+    );
+    describe_counter!(RPC_RATE_LIMITED, "HTTP 429 answers from the RPC endpoint");
+    describe_histogram!(
+        RPC_GATE_WAIT,
+        Unit::Seconds,
+        "Time a request waited at the rate and concurrency gate"
+    );
+    describe_histogram!(
+        WRITER_BATCH_SIZE,
+        "Writes per database writer batch, by lane"
+    );
+    describe_histogram!(
+        WRITER_COMMIT,
+        Unit::Seconds,
+        "Database writer batch time, commit included, by lane"
+    );
+    describe_gauge!(WRITER_QUEUE, "Writes waiting for the next batch, by lane");
+    describe_counter!(
+        WRITER_FAILED,
+        "Batches that failed as a whole (database down or stalled), by lane"
+    );
+    describe_counter!(
+        WRITER_EXPIRED,
+        "Writes answered 503 after waiting past their share of the write timeout, by lane"
+    );
+    describe_gauge!(ENGINE_OWNERS, "Owners resident in the health engine");
+    describe_gauge!(
+        ENGINE_UNHEALTHY,
+        "Owners with an account health factor below 1"
+    );
+    describe_gauge!(
+        ENGINE_WATCHED,
+        "Owners with an account health factor in [1, 2)"
+    );
+    describe_gauge!(ENGINE_POOLS, "Pools known to the health engine");
+    describe_counter!(
+        ENGINE_EVICTIONS,
+        "Healthy owners evicted from the engine past cache.max_owners"
+    );
+    describe_gauge!(
+        ENGINE_FEED_VERSION,
+        "Bumped by every change to the liquidation feed"
+    );
+    describe_histogram!(
+        ENGINE_RESCORE,
+        Unit::Seconds,
+        "Time to apply a batch of changes to the engine (re-scores and quotes)"
+    );
+    describe_gauge!(SSE_SUBSCRIBERS, "Open liquidation feed (SSE) subscribers");
+    describe_counter!(
+        SSE_DROPPED,
+        "SSE subscribers dropped for falling too far behind"
+    );
+    describe_gauge!(
+        SYNC_LEADER,
+        "1 when this replica holds the cluster's ingester lease"
+    );
+    describe_gauge!(
+        SYNC_RECONCILE_SECONDS,
+        Unit::Seconds,
+        "Duration of the last complete reconciliation"
+    );
+    describe_counter!(SYNC_RECONCILES, "Reconciliations, by outcome (ok, error)");
+    describe_gauge!(
+        SYNC_LAG_SLOTS,
+        "Slots between the chain's tip and the oldest read of the last reconciliation"
+    );
+    describe_gauge!(
+        SYNC_STREAM_CONNECTED,
+        "1 while the RPC websocket is subscribed"
+    );
+    describe_counter!(
+        SYNC_NOTIFICATIONS,
+        "Account notifications received over the RPC websocket"
+    );
+    describe_counter!(
+        SYNC_RECONNECTS,
+        "Websocket connections made after the first"
+    );
+}
+
+pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
+    // The feed's pollers make this the hottest path: each worker keeps the
+    // handles of the series it has seen, so a request costs one map lookup.
+    thread_local! {
+        static SEEN: RefCell<(String, HashMap<String, (Counter, Histogram), foldhash::fast::RandomState>)> =
+            RefCell::default();
+    }
+    SEEN.with_borrow_mut(|(key, seen)| {
+        key.clear();
+        let _ = write!(key, "{route} {method} {status}");
+        if !seen.contains_key(key.as_str()) {
+            let handles = (
+                counter!(HTTP_REQUESTS, "route" => route.to_string(), "method" => method.to_string(), "status" => status.to_string()),
+                histogram!(HTTP_DURATION, "route" => route.to_string()),
+            );
+            seen.insert(key.clone(), handles);
+        }
+        let (requests, duration) = &seen[key.as_str()];
+        requests.increment(1);
+        duration.record(took.as_secs_f64());
+    });
+}
+
+pub fn rpc_request(method: &str, outcome: &'static str, took: Duration) {
+    counter!(RPC_REQUESTS, "method" => method.to_string(), "outcome" => outcome).increment(1);
+    histogram!(RPC_DURATION, "method" => method.to_string()).record(took.as_secs_f64());
+}
+
+pub fn rpc_rate_limited() {
+    counter!(RPC_RATE_LIMITED).increment(1);
+}
+
+pub fn rpc_gate_wait(waited: Duration) {
+    histogram!(RPC_GATE_WAIT).record(waited.as_secs_f64());
+}
+
+pub fn writer_batch(lane: &'static str, size: usize, took: Duration) {
+    histogram!(WRITER_BATCH_SIZE, "lane" => lane).record(size as f64);
+    histogram!(WRITER_COMMIT, "lane" => lane).record(took.as_secs_f64());
+}
+
+pub fn engine_applied(took: Duration) {
+    histogram!(ENGINE_RESCORE).record(took.as_secs_f64());
+}
+
+pub fn sync_reconciled(ok: bool) {
+    counter!(SYNC_RECONCILES, "outcome" => if ok { "ok" } else { "error" }).increment(1);
+}
+
+pub fn sync_notified(accounts: u64) {
+    counter!(SYNC_NOTIFICATIONS).increment(accounts);
+}
+
+/// Held while one scrape sets the state gauges and renders, so two scrapes (of
+/// two services in one process) never interleave their values.
+pub static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Scrape-time state of the writer lanes.
+pub fn writer_lane(lane: &str, queued: usize, failed: u64, expired: u64) {
+    gauge!(WRITER_QUEUE, "lane" => lane.to_string()).set(queued as f64);
+    counter!(WRITER_FAILED, "lane" => lane.to_string()).absolute(failed);
+    counter!(WRITER_EXPIRED, "lane" => lane.to_string()).absolute(expired);
+}
+
+/// Scrape-time state of the engine and its subscribers.
+pub struct EngineGauges {
+    pub owners: usize,
+    pub unhealthy: usize,
+    pub watched: usize,
+    pub pools: usize,
+    pub evictions: u64,
+    pub feed_version: u64,
+    pub subscribers: usize,
+    pub dropped_subscribers: u64,
+}
+
+pub fn engine(g: &EngineGauges) {
+    gauge!(ENGINE_OWNERS).set(g.owners as f64);
+    gauge!(ENGINE_UNHEALTHY).set(g.unhealthy as f64);
+    gauge!(ENGINE_WATCHED).set(g.watched as f64);
+    gauge!(ENGINE_POOLS).set(g.pools as f64);
+    counter!(ENGINE_EVICTIONS).absolute(g.evictions);
+    gauge!(ENGINE_FEED_VERSION).set(g.feed_version as f64);
+    gauge!(SSE_SUBSCRIBERS).set(g.subscribers as f64);
+    counter!(SSE_DROPPED).absolute(g.dropped_subscribers);
+}
+
+/// Scrape-time state of the chain sync.
+pub fn sync(
+    leader: bool,
+    last_reconcile: Option<Duration>,
+    lag_slots: Option<u64>,
+    connected: bool,
+    reconnects: u64,
+) {
+    gauge!(SYNC_LEADER).set(f64::from(u8::from(leader)));
+    if let Some(took) = last_reconcile {
+        gauge!(SYNC_RECONCILE_SECONDS).set(took.as_secs_f64());
+    }
+    if let Some(lag) = lag_slots {
+        gauge!(SYNC_LAG_SLOTS).set(lag as f64);
+    }
+    gauge!(SYNC_STREAM_CONNECTED).set(f64::from(u8::from(connected)));
+    counter!(SYNC_RECONNECTS).absolute(reconnects);
+}

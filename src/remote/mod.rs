@@ -1,0 +1,336 @@
+//! `lendex remote` and `lendex keygen` (decisions §9): the operator's signed
+//! client. It does the whole handshake of spec §5 over HTTP with a Solana CLI
+//! keypair file, so an operator never signs anything by hand.
+//!
+//! The client signs only the canonical message it builds itself from the action
+//! it asked for and the nonce it was given; a server answering another message
+//! (another action) is refused, so a hostile server cannot make it sign one.
+
+pub mod keypair;
+
+use std::path::Path;
+
+use ed25519_dalek::{Signer, SigningKey};
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::domain::accounts::{check_pool, pool_address};
+use crate::domain::auth_message::{
+    READ_AUDIT_ACTION, add_admin_action, canonical_message, init_pool_action, revoke_admin_action,
+};
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
+
+/// What went wrong: the server's answer to a request (printed as is), or
+/// something before or around it.
+#[derive(Debug)]
+pub enum Failure {
+    /// A non-2xx answer: its body.
+    Answer(String),
+    Other(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Other(e)
+    }
+}
+
+/// One command of `lendex remote`.
+pub enum Remote {
+    AddAdmin {
+        pubkey: String,
+        role: String,
+        label: Option<String>,
+    },
+    RevokeAdmin {
+        pubkey: String,
+    },
+    RegisterPool {
+        pool_address: String,
+        init_signature: String,
+        symbol: Option<String>,
+    },
+    Audit {
+        actor: Option<String>,
+        action: Option<String>,
+        limit: Option<u32>,
+    },
+}
+
+/// `lendex keygen`: a new keypair file; prints its pubkey.
+pub fn keygen(outfile: Option<&Path>) -> Result<(), String> {
+    let path = outfile
+        .map(Path::to_path_buf)
+        .unwrap_or_else(keypair::default_path);
+    let key = keypair::generate(&path)?;
+    println!("{}", keypair::pubkey_of(&key));
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Runs `command` against the service at `url`, signed with the keypair at
+/// `keypair_path`; returns the server's JSON answer.
+pub async fn run(
+    config: &Config,
+    url: &str,
+    keypair_path: &Path,
+    command: Remote,
+) -> Result<String, Failure> {
+    let client = Client {
+        http: reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| e.to_string())?,
+        base: url.trim_end_matches('/').to_string(),
+        key: keypair::read(keypair_path)?,
+    };
+    match command {
+        Remote::AddAdmin {
+            pubkey,
+            role,
+            label,
+        } => {
+            let signed = client.signed(&add_admin_action(&pubkey, &role)).await?;
+            let body = signed.body(json!({ "pubkey": pubkey, "role": role, "label": label }));
+            client
+                .send(
+                    reqwest::Method::POST,
+                    "/api/admin/allowlist",
+                    Some(body),
+                    &[],
+                )
+                .await
+        }
+        Remote::RevokeAdmin { pubkey } => {
+            let signed = client.signed(&revoke_admin_action(&pubkey)).await?;
+            let body = signed.body(json!({ "pubkey": pubkey }));
+            client
+                .send(
+                    reqwest::Method::DELETE,
+                    "/api/admin/allowlist",
+                    Some(body),
+                    &[],
+                )
+                .await
+        }
+        Remote::RegisterPool {
+            pool_address,
+            init_signature,
+            symbol,
+        } => {
+            let fields = pool_fields(config, &pool_address).await?;
+            let signed = client.signed(&init_pool_action(&fields.token_mint)).await?;
+            let body = signed.body(json!({
+                "pool_address": pool_address, "token_mint": fields.token_mint, "symbol": symbol,
+                "authority": fields.authority, "vault": fields.vault, "pool_bump": fields.bumps[0],
+                "authority_bump": fields.bumps[1], "vault_bump": fields.bumps[2],
+                "init_signature": init_signature,
+            }));
+            if fields.authority != client.pubkey().to_string() {
+                eprintln!(
+                    "note: the pool's on-chain authority is {}, not this keypair's {}",
+                    fields.authority,
+                    client.pubkey()
+                );
+            }
+            client
+                .send(reqwest::Method::POST, "/api/pools/init", Some(body), &[])
+                .await
+        }
+        Remote::Audit {
+            actor,
+            action,
+            limit,
+        } => {
+            let mut query = Vec::new();
+            query.extend(actor.map(|a| ("actor", a)));
+            query.extend(action.map(|a| ("action", a)));
+            query.extend(limit.map(|l| ("limit", l.to_string())));
+            let path = format!("/api/admin/audit?{}", encode_query(&query));
+            // Public on devnet and localnet; on mainnet the read is signed in
+            // headers (decisions §4), which the server asks for with a 403.
+            match client.send(reqwest::Method::GET, &path, None, &[]).await {
+                Err(Failure::Answer(body)) if body.contains("\"forbidden\"") => {
+                    let signed = client.signed(READ_AUDIT_ACTION).await?;
+                    let headers = [
+                        ("x-actor", client.pubkey().to_string()),
+                        ("x-nonce", signed.nonce.clone()),
+                        ("x-signature", signed.signature.clone()),
+                    ];
+                    client
+                        .send(reqwest::Method::GET, &path, None, &headers)
+                        .await
+                }
+                other => other,
+            }
+        }
+    }
+}
+
+/// The request fields of a pool registration, read from its account on chain.
+struct PoolFields {
+    token_mint: String,
+    authority: String,
+    vault: String,
+    bumps: [u8; 3],
+}
+
+async fn pool_fields(config: &Config, pool: &str) -> Result<PoolFields, String> {
+    let address = parse_pubkey(pool).map_err(|e| format!("bad pool address: {e}"))?;
+    let program = parse_pubkey(&config.chain.program_id)?;
+    let rpc = crate::chain::rpc::gated_client(&config.rpc);
+    let read = crate::chain::rpc::get_accounts(&rpc, &[address])
+        .await
+        .map_err(|e| format!("cannot read the pool from {}: {e}", config.rpc.url))?;
+    let account = read.first().and_then(|r| r.parts());
+    if account.is_none() {
+        return Err(format!("no account at {pool} on {}", config.rpc.url));
+    }
+    let decoded = check_pool(&program, account)
+        .map_err(|_| format!("{pool} is not a LendingPool of program {program}"))?;
+    let (expected, _) = pool_address(&program, &decoded.token_mint);
+    if expected != address {
+        return Err(format!(
+            "{pool} is not the pool address of mint {} (expected {expected})",
+            decoded.token_mint
+        ));
+    }
+    Ok(PoolFields {
+        token_mint: decoded.token_mint.to_string(),
+        authority: decoded.authority.to_string(),
+        vault: decoded.vault.to_string(),
+        bumps: [
+            decoded.pool_bump,
+            decoded.authority_bump,
+            decoded.vault_bump,
+        ],
+    })
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    key: SigningKey,
+}
+
+/// A nonce issued for this client's wallet and its signature.
+struct Signed {
+    actor: String,
+    nonce: String,
+    signature: String,
+}
+
+impl Signed {
+    /// `fields` with actor, nonce and signature added.
+    fn body(&self, mut fields: Value) -> Value {
+        fields["actor"] = self.actor.clone().into();
+        fields["nonce"] = self.nonce.clone().into();
+        fields["signature"] = self.signature.clone().into();
+        fields
+    }
+}
+
+impl Client {
+    fn pubkey(&self) -> Pubkey {
+        keypair::pubkey_of(&self.key)
+    }
+
+    /// Steps 1 and 2 of the handshake: a nonce for `action`, and the signature
+    /// of the canonical message (only if the server's message is exactly it).
+    async fn signed(&self, action: &str) -> Result<Signed, Failure> {
+        let actor = self.pubkey().to_string();
+        let answer = self
+            .send(
+                reqwest::Method::POST,
+                "/api/auth/nonce",
+                Some(json!({ "pubkey": actor, "action": action })),
+                &[],
+            )
+            .await?;
+        let issued: Value = serde_json::from_str(&answer)
+            .map_err(|_| format!("the nonce answer is not JSON: {answer}"))?;
+        let nonce = issued["nonce"]
+            .as_str()
+            .ok_or_else(|| format!("the nonce answer has no nonce: {answer}"))?
+            .to_string();
+        let message = canonical_message(action, &nonce);
+        if issued["message"].as_str() != Some(message.as_str()) {
+            return Err(Failure::Other(format!(
+                "refusing to sign: the server's message is not the canonical one for {action}"
+            )));
+        }
+        let signature = bs58::encode(self.key.sign(message.as_bytes()).to_bytes()).into_string();
+        Ok(Signed {
+            actor,
+            nonce,
+            signature,
+        })
+    }
+
+    /// One request; the body of a 2xx answer, else `Failure::Answer`.
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, String)],
+    ) -> Result<String, Failure> {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        if let Some(body) = body {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_string());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {e}", self.base))?;
+        let ok = response.status().is_success();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| format!("answer from {} cut short: {e}", self.base))?;
+        if ok {
+            Ok(text)
+        } else {
+            Err(Failure::Answer(text))
+        }
+    }
+}
+
+/// `k=v&...` with values percent-encoded (RFC 3986 unreserved kept).
+fn encode_query(pairs: &[(&str, String)]) -> String {
+    let encode = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_encoded() {
+        let q = encode_query(&[
+            ("actor", "Ab1".into()),
+            ("action", "add_admin:x y&z".into()),
+        ]);
+        assert_eq!(q, "actor=Ab1&action=add_admin%3Ax%20y%26z");
+        assert_eq!(encode_query(&[]), "");
+    }
+}
