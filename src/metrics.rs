@@ -182,9 +182,9 @@ fn describe() {
 pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
     // The feed's pollers make this the hottest path: each worker keeps the
     // handles of the series it has seen, so a request costs one map lookup.
+    type Seen = HashMap<String, (Counter, Histogram), foldhash::fast::RandomState>;
     thread_local! {
-        static SEEN: RefCell<(String, HashMap<String, (Counter, Histogram), foldhash::fast::RandomState>)> =
-            RefCell::default();
+        static SEEN: RefCell<(String, Seen)> = RefCell::default();
     }
     SEEN.with_borrow_mut(|(key, seen)| {
         key.clear();

@@ -29,8 +29,8 @@ async fn tx_log_lane(app: &TestApp) -> Value {
 /// `signature` uncommitted, and a POST of the same signature waits for it.
 /// Returns that session and the waiting POST; rolling the session back lets
 /// the lane go on, with everything queued meanwhile in its next batch.
-async fn hold_tx_log_lane<'a>(
-    app: &'a TestApp,
+async fn hold_tx_log_lane(
+    app: &TestApp,
     signature: &str,
     wallet: &str,
 ) -> (

@@ -491,8 +491,7 @@ async fn admin_calls(url: &str, api: &str, concurrency: usize, seconds: u64) {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let mut workers = Vec::new();
-    for w in 0..concurrency {
-        let root = signers[w].clone();
+    for (w, root) in signers.iter().take(concurrency).cloned().enumerate() {
         let root_key = Pubkey::new_from_array(root.verifying_key().to_bytes()).to_string();
         let (http, api) = (http.clone(), api.to_string());
         workers.push(actix_rt::spawn(async move {
