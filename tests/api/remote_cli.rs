@@ -221,10 +221,23 @@ async fn register_pool_fills_the_request_from_the_chain() {
         mint.stderr
     );
     let elsewhere = lendex::domain::pubkey::Pubkey::new_unique();
-    t.chain.set(&elsewhere, &t.program, &lendex::domain::accounts::encode_pool(&pool)).await;
+    t.chain
+        .set(
+            &elsewhere,
+            &t.program,
+            &lendex::domain::accounts::encode_pool(&pool),
+        )
+        .await;
     let moved = run(args(&elsewhere.to_string())).await;
-    assert!(!moved.ok && moved.stderr.contains("is not the pool address of mint"), "{}", moved.stderr);
-    let nothing = run(args(&lendex::domain::pubkey::Pubkey::new_unique().to_string())).await;
+    assert!(
+        !moved.ok && moved.stderr.contains("is not the pool address of mint"),
+        "{}",
+        moved.stderr
+    );
+    let nothing = run(args(
+        &lendex::domain::pubkey::Pubkey::new_unique().to_string(),
+    ))
+    .await;
     assert!(
         !nothing.ok && nothing.stderr.contains("no account"),
         "{}",
