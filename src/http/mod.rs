@@ -18,7 +18,9 @@ pub mod state;
 use actix_web::{HttpResponse, ResponseError, web};
 
 use crate::error::ApiError;
-use handlers::{admin, auth, health, liquidations, metrics, pools, positions, transactions};
+use handlers::{
+    admin, auth, console, health, liquidations, metrics, pools, positions, transactions,
+};
 
 /// Every route under /api. A known path with an unknown method is 405 with the
 /// JSON error body and an `Allow` header; an unknown path is 404 (set on the
@@ -81,7 +83,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(read(resource("/openapi.json", GET), openapi::openapi_json)),
     )
     // Outside /api (decisions §9), where scrapers look for it.
-    .service(read(resource("/metrics", GET), metrics::metrics));
+    .service(read(resource("/metrics", GET), metrics::metrics))
+    .service(read(resource("/console", GET), console::page))
+    .service(read(resource("/console/{file}", GET), console::file));
 }
 
 const GET: &str = "GET, HEAD";

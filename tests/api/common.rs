@@ -97,6 +97,11 @@ impl Wallet {
         bs58::encode(self.key.verifying_key().as_bytes()).into_string()
     }
 
+    /// The 64 bytes of a Solana CLI keypair file (secret, then public key).
+    pub fn keypair_bytes(&self) -> [u8; 64] {
+        self.key.to_keypair_bytes()
+    }
+
     /// Writes this wallet as a Solana CLI keypair file (what `lendex remote` reads).
     pub fn save(&self, path: &std::path::Path) {
         std::fs::write(path, lendex::remote::keypair::encode(&self.key)).unwrap();

@@ -9,6 +9,7 @@ mod chain_refresh;
 mod chain_stream;
 mod chain_support;
 mod common;
+mod console_browser;
 mod examples;
 mod hardening;
 mod health_feed;

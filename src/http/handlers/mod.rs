@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod console;
 pub mod health;
 pub mod liquidations;
 pub mod metrics;

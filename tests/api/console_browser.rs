@@ -1,0 +1,101 @@
+//! The admin console in a real browser (issue 12): Debian's chromium driven by
+//! playwright-core (tests/console/console-test.mjs), with a test wallet
+//! injected through the Wallet Standard. Sign in, add an admin and see it
+//! listed, revoke it, see a rejected signature shown as an error, and see an
+//! owner appear in the live view after a price change on the chain.
+//! scripts/ensure-browser installs chromium and playwright-core.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::health_feed::{USD, market};
+
+fn chromium() -> PathBuf {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("chromium is installed (scripts/ensure-browser; scripts/test runs it)")
+}
+
+#[actix_rt::test]
+async fn the_console_in_a_browser() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let script = root.join("tests/console/console-test.mjs");
+    assert!(
+        root.join("tests/console/node_modules/playwright-core")
+            .exists(),
+        "run scripts/ensure-browser first (scripts/test does)"
+    );
+    let mut m = market(|_| {}).await;
+    // Healthy for now: 1,000 USDC (x0.8) against 30 SOL at $20.
+    let owner = m.account(1_000_000_000, 30_000_000_000).await;
+    let secret = format!("{:?}", m.t.app.root.keypair_bytes().to_vec()).replace(' ', "");
+    let shots = root.join("target/console-screenshots");
+
+    let mut child = tokio::process::Command::new("node")
+        .arg(&script)
+        .env("LENDEX_URL", &m.t.app.base)
+        .env("ROOT_SECRET", secret)
+        .env("CHROMIUM", chromium())
+        .env("SHOTS", &shots)
+        .env("OWNER", &owner)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs the console test");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let ready = tokio::time::timeout(Duration::from_secs(90), async {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            seen.push(line.clone());
+            if line == "READY_FOR_PRICE" {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    if !ready {
+        let mut err = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
+        panic!("the browser steps failed: {seen:?}\n{err}");
+    }
+    // SOL at $30: debt 900 against 800 of collateral; the owner sinks.
+    m.set_sol_price(30 * USD).await;
+    stdin.write_all(b"go\n").await.unwrap();
+    let finished = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            seen.push(line);
+        }
+        child.wait().await.unwrap()
+    })
+    .await
+    .expect("the browser test ends within 60 s");
+    let mut err = String::new();
+    let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
+    assert!(
+        finished.success() && seen.last().map(String::as_str) == Some("OK"),
+        "{seen:?}\n{err}"
+    );
+    for shot in [
+        "01-signed-in",
+        "02-admin-added",
+        "03-admin-revoked",
+        "04-rejected-signature",
+        "05-live-feed",
+    ] {
+        assert!(
+            shots.join(format!("{shot}.png")).exists(),
+            "{shot} screenshot"
+        );
+    }
+}

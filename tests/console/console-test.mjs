@@ -1,0 +1,163 @@
+// The admin console in a real browser: Debian's chromium, driven by
+// playwright-core, with a test wallet registered through the Wallet Standard
+// before the page loads (it signs with a real ed25519 key, tweetnacl).
+// Run by tests/api/console_browser.rs, which starts the service and the chain:
+//   LENDEX_URL, ROOT_SECRET (JSON array of the super-admin's 64-byte key),
+//   CHROMIUM (executable), SHOTS (screenshot folder), OWNER (who will sink).
+// It prints READY_FOR_PRICE, waits for a line on stdin (the price change has
+// been made), and prints OK when every step passed.
+import { readFileSync, mkdirSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { createRequire } from "node:module";
+import { chromium } from "playwright-core";
+import nacl from "tweetnacl";
+
+const require = createRequire(import.meta.url);
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const api = env("LENDEX_URL");
+const shots = env("SHOTS");
+mkdirSync(shots, { recursive: true });
+const naclSource = readFileSync(require.resolve("tweetnacl/nacl-fast.min.js"), "utf8");
+
+function base58(bytes) {
+  const A = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+  let zeros = 0;
+  while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
+  const d = [];
+  for (const b of bytes) {
+    let c = b;
+    for (let i = 0; i < d.length; i++) { c += d[i] << 8; d[i] = c % 58; c = (c / 58) | 0; }
+    while (c) { d.push(c % 58); c = (c / 58) | 0; }
+  }
+  return "1".repeat(zeros) + d.reverse().map((x) => A[x]).join("");
+}
+
+// The wallet, as a browser extension would register it (Wallet Standard). It
+// runs in the page (addInitScript), so it carries its own base58.
+function testWallet(secret) {
+  const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+  const base58 = (bytes) => {
+    let zeros = 0;
+    while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
+    const digits = [];
+    for (const byte of bytes) {
+      let carry = byte;
+      for (let i = 0; i < digits.length; i++) { carry += digits[i] << 8; digits[i] = carry % 58; carry = (carry / 58) | 0; }
+      while (carry) { digits.push(carry % 58); carry = (carry / 58) | 0; }
+    }
+    return "1".repeat(zeros) + digits.reverse().map((d) => ALPHABET[d]).join("");
+  };
+  const keys = window.nacl.sign.keyPair.fromSecretKey(Uint8Array.from(secret));
+  const other = window.nacl.sign.keyPair();
+  const account = {
+    address: base58(keys.publicKey), publicKey: keys.publicKey,
+    chains: ["solana:localnet"], features: ["solana:signMessage"],
+  };
+  window.__testWallet = { brokenSignatures: false, signed: 0 };
+  const wallet = {
+    version: "1.0.0", name: "Test Wallet", icon: "data:image/svg+xml;base64,PHN2Zy8+",
+    chains: ["solana:localnet"], accounts: [account],
+    features: {
+      "standard:connect": { version: "1.0.0", connect: async () => ({ accounts: [account] }) },
+      "solana:signMessage": {
+        version: "1.0.0",
+        signMessage: async (...inputs) => inputs.map(({ message }) => {
+          window.__testWallet.signed++;
+          // Broken: a signature by another key, as a wrong or tampered wallet would give.
+          const key = window.__testWallet.brokenSignatures ? other.secretKey : keys.secretKey;
+          return { signedMessage: message, signature: window.nacl.sign.detached(message, key) };
+        }),
+      },
+    },
+  };
+  const callback = ({ register }) => register(wallet);
+  window.addEventListener("wallet-standard:app-ready", (event) => callback(event.detail));
+  window.dispatchEvent(new CustomEvent("wallet-standard:register-wallet", { detail: callback }));
+}
+
+async function step(name, page, run) {
+  try {
+    await run();
+    await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+    console.log(`step ${name}: ok`);
+  } catch (e) {
+    await page.screenshot({ path: `${shots}/${name}-failed.png`, fullPage: true }).catch(() => {});
+    const status = await page.locator("#status").textContent().catch(() => "");
+    throw new Error(`step ${name}: ${e.message} (status: ${status})`);
+  }
+}
+
+const browser = await chromium.launch({
+  executablePath: env("CHROMIUM"),
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  // Script errors fail the test; refused requests (the rejected signature's 401)
+  // are the page's expected traffic, shown to the user as errors.
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(m.text());
+  });
+  await page.addInitScript(naclSource);
+  await page.addInitScript(testWallet, JSON.parse(env("ROOT_SECRET")));
+  await page.goto(`${api}/console`);
+  const wallet = base58(nacl.sign.keyPair().publicKey);
+
+  await step("01-signed-in", page, async () => {
+    await page.locator("#wallet-list").selectOption({ label: "Test Wallet" });
+    await page.click("#connect");
+    await page.locator("#role").filter({ hasText: "super_admin" }).waitFor();
+    await page.locator("#status.ok").waitFor();
+    await page.locator("#allowlist tbody tr").first().waitFor();
+    await page.locator("#audit tbody tr").first().waitFor();
+  });
+
+  await step("02-admin-added", page, async () => {
+    await page.fill('#add-admin input[name="pubkey"]', wallet);
+    await page.selectOption('#add-admin select[name="role"]', "pool_admin");
+    await page.fill('#add-admin input[name="label"]', "added in the browser");
+    await page.click('#add-admin button[type="submit"]');
+    const row = page.locator(`#allowlist tr[data-pubkey="${wallet}"]`);
+    await row.waitFor();
+    if (!(await row.textContent()).includes("added in the browser")) throw new Error("label not shown");
+    await page.locator("#audit tbody tr", { hasText: "add_admin" }).first().waitFor();
+  });
+
+  await step("03-admin-revoked", page, async () => {
+    await page.locator(`#allowlist tr[data-pubkey="${wallet}"] button.revoke`).click();
+    await page.locator(`#allowlist tr[data-pubkey="${wallet}"]`).waitFor({ state: "detached" });
+    await page.locator("#status.ok").waitFor();
+  });
+
+  await step("04-rejected-signature", page, async () => {
+    await page.evaluate(() => { window.__testWallet.brokenSignatures = true; });
+    await page.fill('#add-admin input[name="pubkey"]', wallet);
+    await page.click('#add-admin button[type="submit"]');
+    await page.locator("#status.error", { hasText: "bad signature" }).waitFor();
+    await page.evaluate(() => { window.__testWallet.brokenSignatures = false; });
+    if (await page.locator(`#allowlist tr[data-pubkey="${wallet}"]`).count()) throw new Error("added anyway");
+  });
+
+  // The live view: the harness makes the owner sink by a price change on chain.
+  const owner = env("OWNER");
+  if (await page.locator(`#feed tr[data-owner="${owner}"]`).count()) throw new Error("under water too early");
+  console.log("READY_FOR_PRICE");
+  const lines = createInterface({ input: process.stdin });
+  await new Promise((resolve) => lines.once("line", resolve));
+  await step("05-live-feed", page, async () => {
+    await page.locator(`#feed tr[data-owner="${owner}"]`).waitFor({ timeout: 15000 });
+    await page.locator("#feed-state", { hasText: "live" }).waitFor();
+  });
+  if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
+  console.log("OK");
+} finally {
+  await browser.close();
+}
+process.exit(0);
