@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::chain_support::*;
 use crate::common::*;
+use crate::health_feed::read_events;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lendex");
 
@@ -164,6 +165,46 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
         .await,
         "a change after the takeover never reached the new leader"
     );
+    // And the new leader's feed: an owner sinks, then a price move re-quotes it.
+    let mut feed = http
+        .get(format!(
+            "http://127.0.0.1:{port_b}/api/positions/unhealthy/stream"
+        ))
+        .send()
+        .await
+        .unwrap();
+    let mut buffer = String::new();
+    let sinker = Pubkey::new_unique();
+    let (address, position) = position_account(&program, &pool_key, &sinker, 1_000_000, 900_000);
+    chain
+        .set(&address, &program, &encode_position(&position))
+        .await;
+    let wanted = |events: &[(String, Value)], name: &str| {
+        events
+            .iter()
+            .any(|(n, d)| n == name && d["owner"] == sinker.to_string())
+    };
+    let mut events = Vec::new();
+    while !wanted(&events, "candidate_start") {
+        let more = read_events(&mut feed, &mut buffer, 1, Duration::from_secs(10)).await;
+        assert!(
+            !more.is_empty(),
+            "no candidate_start on the new leader's feed: {events:?}"
+        );
+        events.extend(more);
+    }
+    let mut moved = pool_data.clone();
+    moved.oracle_price = Some(200_000_000);
+    chain.set(&pool_key, &program, &encode_pool(&moved)).await;
+    let mut events = Vec::new();
+    while !wanted(&events, "candidate_update") {
+        let more = read_events(&mut feed, &mut buffer, 1, Duration::from_secs(10)).await;
+        assert!(
+            !more.is_empty(),
+            "the price move never reached the new leader's feed: {events:?}"
+        );
+        events.extend(more);
+    }
     println!("takeover after SIGKILL: {took:?}");
     b.kill().unwrap();
     b.wait().unwrap();
