@@ -320,10 +320,9 @@ impl HealthCache {
             }
             out
         });
-        let frames = rendered.concat();
-        let frames = Bytes::from(frames);
+        let batch: Vec<Bytes> = rendered.into_iter().map(Bytes::from).collect();
         let before = self.subscribers.len();
-        self.subscribers.retain(|s| s.offer(&frames));
+        self.subscribers.retain(|s| s.offer(&batch));
         self.dropped_subscribers += (before - self.subscribers.len()) as u64;
         self.engine.record_events(!self.subscribers.is_empty());
     }

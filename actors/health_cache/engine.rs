@@ -77,6 +77,8 @@ pub struct PoolEntry {
     pub state: PoolState,
     pub supply_apy: f64,
     pub borrow_apy: f64,
+    /// The address in base58, once: every feed frame names its pools.
+    pub address_text: Box<str>,
     /// Slots of resident owners with a position in this pool.
     members: FastSet<Slot>,
     /// Some owner of this pool was evicted: a change must also re-score from the database.
@@ -185,6 +187,7 @@ impl Engine {
                 self.pools.insert(
                     id,
                     PoolEntry {
+                        address_text: state.address.to_string().into(),
                         state,
                         supply_apy,
                         borrow_apy,

@@ -8,7 +8,7 @@
 
 use std::io::Write as _;
 
-use super::engine::Engine;
+use super::engine::{Engine, PoolEntry};
 use super::view::OwnerView;
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
@@ -29,15 +29,10 @@ pub fn write_candidate(
     };
     let owner_text = owner.to_string();
     let hf = view.health_factor;
-    let stale_pool = |pool: &Pubkey| {
-        engine.pool(pool).is_some_and(|p| {
-            p.state.pricing.oracle_price.is_some() && now - p.state.last_update_ts > max_oracle_age
-        })
+    let stale_entry = |p: &PoolEntry| {
+        p.state.pricing.oracle_price.is_some() && now - p.state.last_update_ts > max_oracle_age
     };
-    let stale = view
-        .positions
-        .iter()
-        .any(|(_, pool)| stale_pool(&pool.state.address));
+    let stale = view.positions.iter().any(|(_, pool)| stale_entry(pool));
     // Debt rows first, then by address (as `feed::rows_of`).
     let mut rows: Vec<(bool, String, usize)> = view
         .positions
@@ -59,14 +54,34 @@ pub fn write_candidate(
         let _ = write!(
             out,
             "{{\"position_address\":\"{address}\",\"pool_address\":\"{}\",\"owner\":\"{owner_text}\",\"deposit_shares\":\"{}\",\"borrow_principal\":\"{}\",\"health_factor_wad\":\"{hf}\",\"account_health_factor_wad\":\"{hf}\",\"oracle_stale\":{stale}}}",
-            pool.state.address, p.amounts.deposit_shares, p.amounts.borrow_principal
+            pool.address_text, p.amounts.deposit_shares, p.amounts.borrow_principal
         );
     }
     out.extend_from_slice(b"],\"liquidation\":");
     match view.quote {
         Some(q) => {
-            let stale = stale_pool(&q.debt_pool) || stale_pool(&q.collateral_pool);
-            write_quote(out, &view, q, &owner_text, stale);
+            // The quote names two of the rows' pools and positions: their texts
+            // are already made.
+            let held = |position: &Pubkey| {
+                rows.iter()
+                    .find(|(_, _, i)| view.positions[*i].0.address == *position)
+                    .map(|(_, text, i)| (text.as_str(), view.positions[*i].1))
+            };
+            let (Some((debt_position, debt_pool)), Some((collateral_position, collateral_pool))) =
+                (held(&q.debt_position), held(&q.collateral_position))
+            else {
+                out.extend_from_slice(b"null}\n\n");
+                return true;
+            };
+            let texts = QuoteTexts {
+                owner: &owner_text,
+                debt_pool: &debt_pool.address_text,
+                collateral_pool: &collateral_pool.address_text,
+                debt_position,
+                collateral_position,
+                stale: stale_entry(debt_pool) || stale_entry(collateral_pool),
+            };
+            write_quote(out, &view, q, &texts);
         }
         None => out.extend_from_slice(b"null"),
     }
@@ -74,22 +89,34 @@ pub fn write_candidate(
     true
 }
 
-fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, owner: &str, stale: bool) {
+/// The base58 texts a quote repeats from the frame's rows.
+struct QuoteTexts<'a> {
+    owner: &'a str,
+    debt_pool: &'a str,
+    collateral_pool: &'a str,
+    debt_position: &'a str,
+    collateral_position: &'a str,
+    stale: bool,
+}
+
+fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteTexts<'_>) {
     let _ = write!(
         out,
-        "{{\"owner\":\"{owner}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{stale}}}",
+        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{}}}",
+        t.owner,
         view.health_factor,
         view.health_factor_with_confidence(),
-        q.debt_pool,
-        q.collateral_pool,
-        q.debt_position,
-        q.collateral_position,
+        t.debt_pool,
+        t.collateral_pool,
+        t.debt_position,
+        t.collateral_position,
         Decimal(&q.repay_amount),
         Decimal(&q.seize_amount),
         Decimal(&q.repay_value_wad),
         Decimal(&q.seize_value_wad),
         Decimal(&q.protocol_fee_value_wad),
         Decimal(&q.profit_value_wad),
+        t.stale,
     );
 }
 

@@ -76,17 +76,23 @@ impl Subscriber {
     /// is always taken when nothing is unread (however large a price move's batch
     /// is, a reader that keeps up is never dropped); otherwise the unread total
     /// may not pass the cap.
-    pub fn offer(&self, frames: &Bytes) -> bool {
+    /// A batch comes in parts (rendered in parallel, never copied into one):
+    /// taken or refused as a whole.
+    pub fn offer(&self, batch: &[Bytes]) -> bool {
         if self.tx.is_closed() {
             return false;
         }
+        let size: usize = batch.iter().map(Bytes::len).sum();
         let unread = self.shared.unread.load(Ordering::Acquire);
-        if unread > 0 && unread.saturating_add(frames.len()) > self.max_lag {
+        if unread > 0 && unread.saturating_add(size) > self.max_lag {
             self.shared.dropped.store(true, Ordering::Release);
             return false;
         }
-        self.shared.unread.fetch_add(frames.len(), Ordering::AcqRel);
-        self.tx.send(frames.clone()).is_ok()
+        self.shared.unread.fetch_add(size, Ordering::AcqRel);
+        batch
+            .iter()
+            .filter(|part| !part.is_empty())
+            .all(|part| self.tx.send(part.clone()).is_ok())
     }
 
     /// The connection is gone.
@@ -188,7 +194,7 @@ mod tests {
             next(&mut stream).await.len(),
         ];
         assert_eq!(sizes, [SLICE, SLICE, 10]);
-        assert!(sub.offer(&Bytes::from_static(b"event: a\n\n")));
+        assert!(sub.offer(&[Bytes::from_static(b"event: a\n\n")]));
         assert_eq!(next(&mut stream).await, "event: a\n\n");
     }
 
@@ -198,7 +204,10 @@ mod tests {
         next(&mut stream).await; // hello
         for _ in 0..3 {
             let big = Bytes::from(vec![b'y'; 1000]);
-            assert!(sub.offer(&big), "nothing unread: taken whatever its size");
+            assert!(
+                sub.offer(std::slice::from_ref(&big)),
+                "nothing unread: taken whatever its size"
+            );
             let mut got = 0;
             while got < 1000 {
                 got += next(&mut stream).await.len();
@@ -207,14 +216,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_batch_in_parts_is_taken_or_refused_whole() {
+        let (sub, _stream) = Subscriber::new(Bytes::from_static(b"snap"), 100);
+        assert!(sub.offer(&[Bytes::from(vec![b'a'; 60])]));
+        // 30 alone would fit (4 + 60 + 30 <= 104); with its other part it does not.
+        let parts = [Bytes::from(vec![b'b'; 30]), Bytes::from(vec![b'c'; 11])];
+        assert!(!sub.offer(&parts), "refused as a whole");
+        assert_eq!(
+            sub.shared.unread.load(Ordering::Acquire),
+            64,
+            "nothing of it counted"
+        );
+    }
+
+    #[tokio::test]
     async fn a_lagging_reader_is_dropped_and_told_to_resync() {
         let (sub, mut stream) = Subscriber::new(Bytes::from_static(b"snap"), 100);
-        assert!(sub.offer(&Bytes::from(vec![b'a'; 60])));
+        assert!(sub.offer(&[Bytes::from(vec![b'a'; 60])]));
         assert!(
-            sub.offer(&Bytes::from(vec![b'b'; 40])),
+            sub.offer(&[Bytes::from(vec![b'b'; 40])]),
             "4 + 60 + 40 <= 104"
         );
-        assert!(!sub.offer(&Bytes::from_static(b"c")), "past the cap");
+        assert!(!sub.offer(&[Bytes::from_static(b"c")]), "past the cap");
         drop(sub);
         // The reader comes back: the hello line was already due; the snapshot and
         // the backlog it never read are skipped.
@@ -234,6 +257,6 @@ mod tests {
         assert!(!sub.is_closed());
         drop(stream);
         assert!(sub.is_closed());
-        assert!(!sub.offer(&Bytes::from_static(b"x")));
+        assert!(!sub.offer(&[Bytes::from_static(b"x")]));
     }
 }
