@@ -37,20 +37,9 @@ function base58(bytes) {
 }
 
 // The wallet, as a browser extension would register it (Wallet Standard). It
-// runs in the page (addInitScript), so it carries its own base58.
+// runs in the page (addInitScript), where base58 is injected as __base58.
 function testWallet(secret) {
-  const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
-  const base58 = (bytes) => {
-    let zeros = 0;
-    while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
-    const digits = [];
-    for (const byte of bytes) {
-      let carry = byte;
-      for (let i = 0; i < digits.length; i++) { carry += digits[i] << 8; digits[i] = carry % 58; carry = (carry / 58) | 0; }
-      while (carry) { digits.push(carry % 58); carry = (carry / 58) | 0; }
-    }
-    return "1".repeat(zeros) + digits.reverse().map((d) => ALPHABET[d]).join("");
-  };
+  const base58 = window.__base58;
   const keys = window.nacl.sign.keyPair.fromSecretKey(Uint8Array.from(secret));
   const other = window.nacl.sign.keyPair();
   const account = {
@@ -106,6 +95,7 @@ try {
     if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(m.text());
   });
   await page.addInitScript(naclSource);
+  await page.addInitScript(`window.__base58 = ${base58.toString()};`);
   await page.addInitScript(testWallet, JSON.parse(env("ROOT_SECRET")));
   await page.goto(`${api}/console`);
   const wallet = base58(nacl.sign.keyPair().publicKey);

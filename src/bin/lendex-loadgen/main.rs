@@ -35,6 +35,25 @@ struct Cli {
     command: Command,
 }
 
+/// Where the chain is, for the chain-* commands.
+#[derive(clap::Args)]
+struct ChainArgs {
+    #[arg(long, env = "RPC_URL", default_value = "http://127.0.0.1:8899")]
+    rpc: String,
+    #[arg(
+        long,
+        env = "PROGRAM_ID",
+        default_value = "7TixJ1md75J4RgQGhjeB8AdYEFuhSdoHRYn27EPDhKW7"
+    )]
+    program: String,
+}
+
+impl ChainArgs {
+    fn program(&self) -> Pubkey {
+        self.program.parse().expect("PROGRAM_ID is a pubkey")
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Replace the localnet market with a synthetic one: every owner deposits in
@@ -80,14 +99,8 @@ enum Command {
     /// Write the same market on a chain (surfpool) and register its pools at
     /// slot 0 in PostgreSQL, for the service to index from the chain.
     ChainSeed {
-        #[arg(long, env = "RPC_URL", default_value = "http://127.0.0.1:8899")]
-        rpc: String,
-        #[arg(
-            long,
-            env = "PROGRAM_ID",
-            default_value = "7TixJ1md75J4RgQGhjeB8AdYEFuhSdoHRYn27EPDhKW7"
-        )]
-        program: String,
+        #[command(flatten)]
+        chain: ChainArgs,
         #[arg(long, default_value_t = 10)]
         pools: usize,
         #[arg(long, default_value_t = 25_000)]
@@ -105,16 +118,10 @@ enum Command {
     ChainPriceLatency {
         #[arg(long, default_value = "http://127.0.0.1:18080")]
         api: String,
-        #[arg(long, env = "RPC_URL", default_value = "http://127.0.0.1:8899")]
-        rpc: String,
+        #[command(flatten)]
+        chain: ChainArgs,
         #[arg(long, env = "WS_URL", default_value = "ws://127.0.0.1:8900")]
         ws: String,
-        #[arg(
-            long,
-            env = "PROGRAM_ID",
-            default_value = "7TixJ1md75J4RgQGhjeB8AdYEFuhSdoHRYn27EPDhKW7"
-        )]
-        program: String,
         #[arg(long, default_value_t = 20)]
         rounds: usize,
         /// Pool 0's price in the low rounds, in percent (30: every owner sinks).
@@ -175,8 +182,7 @@ async fn main() {
             seconds,
         } => admin_calls(&cli.database_url, &api, concurrency, seconds).await,
         Command::ChainSeed {
-            rpc,
-            program,
+            chain: at,
             pools,
             owners,
             positions_per_owner,
@@ -184,11 +190,10 @@ async fn main() {
             concurrency,
         } => {
             let db = connect(&cli.database_url).await;
-            let program = program.parse().expect("PROGRAM_ID is a pubkey");
             chain::seed(
                 &db,
-                &rpc,
-                program,
+                &at.rpc,
+                at.program(),
                 pools,
                 owners,
                 positions_per_owner,
@@ -199,15 +204,11 @@ async fn main() {
         }
         Command::ChainPriceLatency {
             api,
-            rpc,
+            chain: at,
             ws,
-            program,
             rounds,
             low_percent,
-        } => {
-            let program = program.parse().expect("PROGRAM_ID is a pubkey");
-            chain::price_latency(&api, &rpc, &ws, program, rounds, low_percent).await
-        }
+        } => chain::price_latency(&api, &at.rpc, &ws, at.program(), rounds, low_percent).await,
         Command::PriceLatency {
             api,
             rounds,
