@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use futures_util::{StreamExt, TryStreamExt};
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 
@@ -21,6 +22,9 @@ use crate::db::queries;
 use crate::domain::accounts::{check_pool, check_position};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
+
+/// Pools scanned at once in a reconcile (the RPC gate bounds the requests).
+const PARALLEL_SCANS: usize = 8;
 
 /// What one complete refresh did.
 #[derive(Debug, Clone, Default)]
@@ -347,33 +351,43 @@ impl Refresher {
         }
 
         // 2. Positions of each live pool: a full scan, then upsert and prune.
-        for (address, key) in live {
-            tracing::debug!(pool = %address, "scanning positions");
-            let scan = ScanPoolPositions {
-                program,
-                pool: key,
-                deadline: rpc_timeout * 4,
-            };
-            let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
-            report.slot = report.slot.min(slot);
-            let positions: Vec<_> = accounts
-                .into_iter()
-                .filter_map(|(k, a)| {
-                    check_position(&program, Some((&a.owner, &a.data)), &key, None)
-                        .ok()
-                        .map(|p| (k.to_string(), p))
-                })
-                .collect();
-            let (written, removed) = write(
-                &writer,
-                RefreshPoolPositions {
+        // The pools' scans and writes overlap (the RPC gate still admits the
+        // scans at max_rps), so a reconcile takes about requests / max_rps, not
+        // the sum of every scan and write.
+        let scans = live.into_iter().map(|(address, key)| {
+            let (chain, writer) = (chain.clone(), writer.clone());
+            async move {
+                tracing::debug!(pool = %address, "scanning positions");
+                let scan = ScanPoolPositions {
+                    program,
+                    pool: key,
+                    deadline: rpc_timeout * 4,
+                };
+                let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
+                let positions: Vec<_> = accounts
+                    .into_iter()
+                    .filter_map(|(k, a)| {
+                        check_position(&program, Some((&a.owner, &a.data)), &key, None)
+                            .ok()
+                            .map(|p| (k.to_string(), p))
+                    })
+                    .collect();
+                let refresh = RefreshPoolPositions {
                     cluster,
                     pool_address: address,
                     slot,
                     positions,
-                },
-            )
+                };
+                let (written, removed) = write(&writer, refresh).await?;
+                Ok::<_, ApiError>((slot, written, removed))
+            }
+        });
+        let done: Vec<(u64, u64, u64)> = futures_util::stream::iter(scans)
+            .buffer_unordered(PARALLEL_SCANS)
+            .try_collect()
             .await?;
+        for (slot, written, removed) in done {
+            report.slot = report.slot.min(slot);
             report.positions += written;
             report.removed += removed;
         }
