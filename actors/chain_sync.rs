@@ -332,6 +332,7 @@ impl Refresher {
             .await
             .map_err(|_| ApiError::Internal)??;
         let mut live = Vec::new();
+        let mut pool_writes = Vec::new();
         for ((address, key), read) in registered.iter().zip(reads.iter()) {
             report.slot = report.slot.min(read.slot);
             let Ok(pool) = check_pool(&program, read.parts()) else {
@@ -346,9 +347,11 @@ impl Refresher {
                 symbol: None,
                 catch_up: true,
             };
-            write(&writer, sync).await?;
+            // Sent together: the writer commits them as one batch.
+            pool_writes.push(write(&writer, sync));
             live.push((address.clone(), *key));
         }
+        futures_util::future::try_join_all(pool_writes).await?;
 
         // 2. Positions of each live pool: a full scan, then upsert and prune.
         // The pools' scans and writes overlap (the RPC gate still admits the
