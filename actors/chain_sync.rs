@@ -9,9 +9,9 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use futures_util::{StreamExt, TryStreamExt};
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
+use futures_util::{StreamExt, TryStreamExt};
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::actors::chain_stream::{StreamDeps, StreamReport, stream_forever};

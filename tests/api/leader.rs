@@ -179,33 +179,29 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
     chain
         .set(&address, &program, &encode_position(&position))
         .await;
-    let wanted = |events: &[(String, Value)], name: &str| {
-        events
-            .iter()
-            .any(|(n, d)| n == name && d["owner"] == sinker.to_string())
-    };
-    let mut events = Vec::new();
-    while !wanted(&events, "candidate_start") {
-        let more = read_events(&mut feed, &mut buffer, 1, Duration::from_secs(10)).await;
-        assert!(
-            !more.is_empty(),
-            "no candidate_start on the new leader's feed: {events:?}"
-        );
-        events.extend(more);
-    }
+    let sinker = sinker.to_string();
+    until_event(&mut feed, &mut buffer, "candidate_start", &sinker).await;
     let mut moved = pool_data.clone();
     moved.oracle_price = Some(200_000_000);
     chain.set(&pool_key, &program, &encode_pool(&moved)).await;
-    let mut events = Vec::new();
-    while !wanted(&events, "candidate_update") {
-        let more = read_events(&mut feed, &mut buffer, 1, Duration::from_secs(10)).await;
-        assert!(
-            !more.is_empty(),
-            "the price move never reached the new leader's feed: {events:?}"
-        );
-        events.extend(more);
-    }
+    until_event(&mut feed, &mut buffer, "candidate_update", &sinker).await;
     println!("takeover after SIGKILL: {took:?}");
     b.kill().unwrap();
     b.wait().unwrap();
+}
+
+/// Reads the feed until `name` arrives for `owner` (each read waits up to 10 s).
+async fn until_event(feed: &mut reqwest::Response, buffer: &mut String, name: &str, owner: &str) {
+    let mut events = Vec::new();
+    while !events
+        .iter()
+        .any(|(n, d): &(String, Value)| n == name && d["owner"] == owner)
+    {
+        let more = read_events(feed, buffer, 1, Duration::from_secs(10)).await;
+        assert!(
+            !more.is_empty(),
+            "no {name} for {owner} on the new leader's feed: {events:?}"
+        );
+        events.extend(more);
+    }
 }

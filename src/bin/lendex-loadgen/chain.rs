@@ -17,7 +17,7 @@ use lendex::domain::accounts::*;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::wad::WAD;
 
-use crate::{feed, key, market};
+use crate::{MarketArgs, feed, key, market};
 
 fn key_of(label: &str) -> Pubkey {
     key(label).parse().expect("a derived key is a pubkey")
@@ -65,22 +65,19 @@ fn pool_account(program: &Pubkey, i: usize, authority: Pubkey) -> LendingPool {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 pub async fn seed(
     db: &tokio_postgres::Client,
     rpc: &str,
     program: Pubkey,
-    pools: usize,
-    owners: usize,
-    per_owner: usize,
-    underwater: f64,
+    shape: &MarketArgs,
     concurrency: usize,
 ) {
+    let (pools, owners) = (shape.pools, shape.owners);
     let started = Instant::now();
     let chain = RpcClient::new_with_timeout(rpc.to_string(), Duration::from_secs(60));
     let token_program: Pubkey = SPL_TOKEN_PROGRAM.parse().unwrap();
     let authority = key_of("load authority");
-    let market = market::build(pools, owners, per_owner, underwater);
+    let market = market::build(shape);
 
     // Every account to write: (address, owner program, data).
     let mut accounts: Vec<(Pubkey, Pubkey, Vec<u8>)> = Vec::new();

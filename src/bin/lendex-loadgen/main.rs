@@ -35,6 +35,19 @@ struct Cli {
     command: Command,
 }
 
+/// The synthetic market's shape (see market.rs).
+#[derive(clap::Args)]
+struct MarketArgs {
+    #[arg(long, default_value_t = 10)]
+    pools: usize,
+    #[arg(long, default_value_t = 25_000)]
+    owners: usize,
+    #[arg(long, default_value_t = 4)]
+    positions_per_owner: usize,
+    #[arg(long, default_value_t = 0.01)]
+    underwater: f64,
+}
+
 /// Where the chain is, for the chain-* commands.
 #[derive(clap::Args)]
 struct ChainArgs {
@@ -60,14 +73,8 @@ enum Command {
     /// pool 0 (so a pool-0 price change re-scores every position) and has
     /// positions in other pools; `underwater` of the owners borrow past their limit.
     Seed {
-        #[arg(long, default_value_t = 10)]
-        pools: usize,
-        #[arg(long, default_value_t = 25_000)]
-        owners: usize,
-        #[arg(long, default_value_t = 4)]
-        positions_per_owner: usize,
-        #[arg(long, default_value_t = 0.01)]
-        underwater: f64,
+        #[command(flatten)]
+        market: MarketArgs,
     },
     /// Serve GET /api/positions/unhealthy computed by SQL (from positions and pools,
     /// or with --stored from the indexed health_factor_wad column).
@@ -101,14 +108,8 @@ enum Command {
     ChainSeed {
         #[command(flatten)]
         chain: ChainArgs,
-        #[arg(long, default_value_t = 10)]
-        pools: usize,
-        #[arg(long, default_value_t = 25_000)]
-        owners: usize,
-        #[arg(long, default_value_t = 4)]
-        positions_per_owner: usize,
-        #[arg(long, default_value_t = 0.01)]
-        underwater: f64,
+        #[command(flatten)]
+        market: MarketArgs,
         /// surfnet_setAccount calls in flight.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
@@ -157,21 +158,7 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Seed {
-            pools,
-            owners,
-            positions_per_owner,
-            underwater,
-        } => {
-            seed(
-                &cli.database_url,
-                pools,
-                owners,
-                positions_per_owner,
-                underwater,
-            )
-            .await
-        }
+        Command::Seed { market } => seed(&cli.database_url, &market).await,
         Command::SqlBaseline { bind, stored } => {
             sql_baseline(&cli.database_url, &bind, stored).await
         }
@@ -183,24 +170,11 @@ async fn main() {
         } => admin_calls(&cli.database_url, &api, concurrency, seconds).await,
         Command::ChainSeed {
             chain: at,
-            pools,
-            owners,
-            positions_per_owner,
-            underwater,
+            market,
             concurrency,
         } => {
             let db = connect(&cli.database_url).await;
-            chain::seed(
-                &db,
-                &at.rpc,
-                at.program(),
-                pools,
-                owners,
-                positions_per_owner,
-                underwater,
-                concurrency,
-            )
-            .await
+            chain::seed(&db, &at.rpc, at.program(), &market, concurrency).await
         }
         Command::ChainPriceLatency {
             api,
@@ -218,7 +192,8 @@ async fn main() {
 }
 
 /// Pool i: decimals cycle 6, 8, 9; $1 at expo -8 scaled per pool; threshold 0.8.
-async fn seed(url: &str, pools: usize, owners: usize, per_owner: usize, underwater: f64) {
+async fn seed(url: &str, shape: &MarketArgs) {
+    let (pools, owners) = (shape.pools, shape.owners);
     let started = Instant::now();
     let db = connect(url).await;
     db.batch_execute("DELETE FROM pools WHERE cluster = 'localnet'")
@@ -230,7 +205,7 @@ async fn seed(url: &str, pools: usize, owners: usize, per_owner: usize, underwat
         let vault = key(&format!("load vault {i}"));
         market::insert_pool(&db, i, [address, &mint, &key("load authority"), &vault], 1).await;
     }
-    let market = market::build(pools, owners, per_owner, underwater);
+    let market = market::build(shape);
     let sink = db
         .copy_in("COPY positions (cluster, position_address, pool_address, owner, deposit_shares, borrow_principal,
                    deposit_idx_snap, borrow_idx_snap, original_deposit, slot) FROM STDIN")

@@ -30,7 +30,13 @@ pub struct Market {
     pub sunk: usize,
 }
 
-pub fn build(pools: usize, owners: usize, per_owner: usize, underwater: f64) -> Market {
+pub fn build(shape: &crate::MarketArgs) -> Market {
+    let (pools, owners, per_owner, underwater) = (
+        shape.pools,
+        shape.owners,
+        shape.positions_per_owner,
+        shape.underwater,
+    );
     assert!(pools >= 2, "the market needs pool 0 and at least one more");
     let mut rng = StdRng::seed_from_u64(7);
     let mut sunk = 0;
