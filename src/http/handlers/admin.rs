@@ -2,7 +2,7 @@
 
 use crate::http::openapi::schemas::{NonceText, PubkeyText, RoleName, WalletSignature};
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::actors::db_writer::write;
@@ -12,6 +12,7 @@ use crate::db::writes::{AddAdmin, RevokeAdmin};
 use crate::domain::auth_message::{READ_AUDIT_ACTION, add_admin_action, revoke_admin_action};
 use crate::domain::enums::is_role;
 use crate::domain::limits::clamp_limit;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::Params;
@@ -44,7 +45,8 @@ pub struct AuditResponse {
     pub entries: Vec<AuditEntry>,
 }
 
-#[derive(Deserialize, ToSchema)]
+/// The body of POST /api/admin/allowlist: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct AddAdminRequest {
     #[schema(value_type = PubkeyText)]
     pub actor: String,
@@ -62,7 +64,8 @@ pub struct AddAdminRequest {
     pub label: Option<String>,
 }
 
-#[derive(Deserialize, ToSchema)]
+/// The body of DELETE /api/admin/allowlist: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct RevokeAdminRequest {
     #[schema(value_type = PubkeyText)]
     pub actor: String,
@@ -73,6 +76,67 @@ pub struct RevokeAdminRequest {
     pub signature: String,
     #[schema(value_type = PubkeyText)]
     pub pubkey: String,
+}
+
+/// An add-admin call as the handler needs it.
+pub struct AddAdminCall<'a> {
+    pub creds: Credentials<'a>,
+    pub pubkey: Pubkey,
+    pub role: &'a str,
+    pub label: Option<&'a str>,
+}
+
+impl AddAdminRequest {
+    /// Spec 4.4's errors, in its order: missing fields, then the role, then
+    /// anything malformed (`invalid`), all before any nonce is spent.
+    pub fn parse(body: &JsonBody) -> ApiResult<AddAdminCall<'_>> {
+        let creds = credentials(body)?;
+        let pubkey = body.str("pubkey")?;
+        let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
+            return Err(ApiError::MissingFields);
+        };
+        let role = match body.str("role") {
+            Ok(Some(role)) if is_role(role) => role,
+            _ => return Err(ApiError::InvalidRole),
+        };
+        let label = body.str("label")?;
+        if label.is_some_and(|l| l.chars().count() > MAX_LABEL_CHARS) {
+            return Err(ApiError::Invalid);
+        }
+        let (Ok(pubkey), Ok(_)) = (parse_pubkey(pubkey), parse_pubkey(creds.actor)) else {
+            return Err(ApiError::Invalid);
+        };
+        Ok(AddAdminCall {
+            creds,
+            pubkey,
+            role,
+            label,
+        })
+    }
+}
+
+/// A revoke-admin call as the handler needs it.
+pub struct RevokeAdminCall<'a> {
+    pub creds: Credentials<'a>,
+    pub pubkey: Pubkey,
+}
+
+impl RevokeAdminRequest {
+    /// Spec 4.5's errors, in its order, before any nonce is spent.
+    pub fn parse(body: &JsonBody) -> ApiResult<RevokeAdminCall<'_>> {
+        let creds = credentials(body)?;
+        let pubkey = body.str("pubkey")?;
+        let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
+            return Err(ApiError::MissingFields);
+        };
+        let (Ok(key), Ok(_)) = (parse_pubkey(pubkey), parse_pubkey(creds.actor)) else {
+            return Err(ApiError::Invalid);
+        };
+        if creds.actor == pubkey {
+            return Err(ApiError::CannotRevokeYourself);
+        }
+        Ok(RevokeAdminCall { creds, pubkey: key })
+    }
 }
 
 #[utoipa::path(get, path = "/api/admin/me", tag = "admin",
@@ -107,26 +171,16 @@ pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> 
         (status = 400, body = ErrorBody, description = "bad json | missing fields | invalid role | invalid"),
         (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized | super_admin required")))]
 pub async fn add_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
-    let creds = credentials(&body)?;
-    let pubkey = body.str("pubkey")?;
-    let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
-        return Err(ApiError::MissingFields);
-    };
-    let role = match body.str("role") {
-        Ok(Some(role)) if is_role(role) => role,
-        _ => return Err(ApiError::InvalidRole),
-    };
-    let label = body.str("label")?;
-    if label.is_some_and(|l| l.chars().count() > MAX_LABEL_CHARS) {
-        return Err(ApiError::Invalid);
-    }
-    if body.pubkey("pubkey").is_err() || body.pubkey("actor").is_err() {
-        return Err(ApiError::Invalid);
-    }
+    let AddAdminCall {
+        creds,
+        pubkey,
+        role,
+        label,
+    } = AddAdminRequest::parse(&body)?;
     authorize(
         &state,
         &creds,
-        &add_admin_action(pubkey, role),
+        &add_admin_action(&pubkey.to_string(), role),
         Need::SuperAdmin,
     )
     .await?;
@@ -146,21 +200,11 @@ pub async fn add_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         (status = 401, body = ErrorBody, description = "bad signature | nonce invalid or expired | not authorized | super_admin required"),
         (status = 404, body = ErrorBody, description = "not found: no active entry for pubkey")))]
 pub async fn revoke_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
-    let creds = credentials(&body)?;
-    let pubkey = body.str("pubkey")?;
-    let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
-        return Err(ApiError::MissingFields);
-    };
-    if body.pubkey("pubkey").is_err() || body.pubkey("actor").is_err() {
-        return Err(ApiError::Invalid);
-    }
-    if creds.actor == pubkey {
-        return Err(ApiError::CannotRevokeYourself);
-    }
+    let RevokeAdminCall { creds, pubkey } = RevokeAdminRequest::parse(&body)?;
     authorize(
         &state,
         &creds,
-        &revoke_admin_action(pubkey),
+        &revoke_admin_action(&pubkey.to_string()),
         Need::SuperAdmin,
     )
     .await?;
@@ -236,5 +280,73 @@ async fn check_audit_credentials(req: &HttpRequest, state: &AppState) -> ApiResu
         Ok(_) => Ok(()),
         Err(e @ (ApiError::DatabaseUnavailable | ApiError::Internal)) => Err(e),
         Err(_) => Err(ApiError::Forbidden),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "11111111111111111111111111111111";
+    const B: &str = "So11111111111111111111111111111111111111112";
+
+    fn add(json: &str) -> ApiResult<(Pubkey, String, Option<String>)> {
+        let body = JsonBody::parse(json.as_bytes()).unwrap();
+        AddAdminRequest::parse(&body)
+            .map(|c| (c.pubkey, c.role.into(), c.label.map(str::to_string)))
+    }
+
+    #[test]
+    fn add_admin_errors_in_the_spec_order() {
+        let creds = format!(r#""actor":"{A}","nonce":"n","signature":"s""#);
+        let ok = add(&format!(
+            r#"{{{creds},"pubkey":"{B}","role":"pool_admin","label":"x"}}"#
+        ))
+        .unwrap();
+        assert_eq!(
+            (ok.0.to_string(), ok.1, ok.2),
+            (B.to_string(), "pool_admin".into(), Some("x".into()))
+        );
+        // Missing fields before a bad role; a bad role before a bad pubkey.
+        assert!(matches!(
+            add(&format!(r#"{{{creds},"role":"root"}}"#)),
+            Err(ApiError::MissingFields)
+        ));
+        assert!(matches!(
+            add(&format!(r#"{{{creds},"pubkey":"bad","role":"root"}}"#)),
+            Err(ApiError::InvalidRole)
+        ));
+        assert!(matches!(
+            add(&format!(
+                r#"{{{creds},"pubkey":"bad","role":"pool_admin"}}"#
+            )),
+            Err(ApiError::Invalid)
+        ));
+        let long = "x".repeat(MAX_LABEL_CHARS + 1);
+        assert!(matches!(
+            add(&format!(
+                r#"{{{creds},"pubkey":"{B}","role":"pool_admin","label":"{long}"}}"#
+            )),
+            Err(ApiError::Invalid)
+        ));
+    }
+
+    #[test]
+    fn revoking_yourself_is_refused_before_any_signature_check() {
+        let body = JsonBody::parse(
+            format!(r#"{{"actor":"{A}","nonce":"n","signature":"s","pubkey":"{A}"}}"#).as_bytes(),
+        )
+        .unwrap();
+        assert!(matches!(
+            RevokeAdminRequest::parse(&body),
+            Err(ApiError::CannotRevokeYourself)
+        ));
+        let body =
+            JsonBody::parse(br#"{"actor":"bad","nonce":"n","signature":"s","pubkey":"bad"}"#)
+                .unwrap();
+        assert!(matches!(
+            RevokeAdminRequest::parse(&body),
+            Err(ApiError::Invalid)
+        ));
     }
 }

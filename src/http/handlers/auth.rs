@@ -3,18 +3,19 @@
 use crate::http::openapi::schemas::{ActionText, PubkeyText};
 use actix_web::{HttpResponse, web};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::actors::nonce_registry::IssueNonce;
 use crate::domain::auth_message::{canonical_message, is_valid_action};
-use crate::domain::pubkey::is_pubkey;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
 use crate::http::state::AppState;
 
-#[derive(Deserialize, ToSchema)]
+/// The body of POST /api/auth/nonce: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct NonceRequest {
     /// Base58 wallet the nonce is issued to.
     #[schema(value_type = PubkeyText)]
@@ -22,6 +23,30 @@ pub struct NonceRequest {
     /// The operation it is for, e.g. `add_admin:<pubkey>:<role>` (1-256 printable ASCII).
     #[schema(value_type = ActionText)]
     pub action: String,
+}
+
+/// A nonce request as the handler needs it.
+pub struct NonceCall<'a> {
+    pub pubkey: Pubkey,
+    pub action: &'a str,
+}
+
+impl NonceRequest {
+    /// Spec 4.1's errors, in its order: a non-string pubkey counts as an invalid
+    /// one, then `pubkey and action required`, `invalid pubkey`, and an action
+    /// outside 1-256 printable ASCII is `invalid`.
+    pub fn parse(body: &JsonBody) -> ApiResult<NonceCall<'_>> {
+        let pubkey = body.str("pubkey").map_err(|_| ApiError::InvalidPubkey)?;
+        let action = body.str("action")?;
+        let (Some(pubkey), Some(action)) = (pubkey, action) else {
+            return Err(ApiError::Required("pubkey and action required"));
+        };
+        let pubkey = parse_pubkey(pubkey).map_err(|_| ApiError::InvalidPubkey)?;
+        if !is_valid_action(action) {
+            return Err(ApiError::Invalid);
+        }
+        Ok(NonceCall { pubkey, action })
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -46,17 +71,7 @@ pub async fn issue_nonce(
     state: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let pubkey = body.str("pubkey").map_err(|_| ApiError::InvalidPubkey)?;
-    let action = body.str("action")?;
-    let (Some(pubkey), Some(action)) = (pubkey, action) else {
-        return Err(ApiError::Required("pubkey and action required"));
-    };
-    if !is_pubkey(pubkey) {
-        return Err(ApiError::InvalidPubkey);
-    }
-    if !is_valid_action(action) {
-        return Err(ApiError::Invalid);
-    }
+    let NonceCall { pubkey, action } = NonceRequest::parse(&body)?;
     let issued = state
         .nonces
         .send(IssueNonce {
@@ -74,4 +89,45 @@ pub async fn issue_nonce(
 
 fn iso(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> ApiResult<String> {
+        let body = JsonBody::parse(json.as_bytes()).unwrap();
+        NonceRequest::parse(&body).map(|c| format!("{} {}", c.pubkey, c.action))
+    }
+
+    #[test]
+    fn errors_in_the_spec_order() {
+        let key = "11111111111111111111111111111111";
+        assert_eq!(
+            parse(&format!(r#"{{"pubkey":"{key}","action":"add_admin:x:y"}}"#)).unwrap(),
+            format!("{key} add_admin:x:y")
+        );
+        // A pubkey of the wrong type is an invalid pubkey, even with no action.
+        assert!(matches!(
+            parse(r#"{"pubkey":5}"#),
+            Err(ApiError::InvalidPubkey)
+        ));
+        assert!(matches!(
+            parse(r#"{"pubkey":""}"#),
+            Err(ApiError::Required(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"action":"a"}"#),
+            Err(ApiError::Required(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"pubkey":"0OIl","action":"a"}"#),
+            Err(ApiError::InvalidPubkey)
+        ));
+        let long = "a".repeat(257);
+        assert!(matches!(
+            parse(&format!(r#"{{"pubkey":"{key}","action":"{long}"}}"#)),
+            Err(ApiError::Invalid)
+        ));
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::http::openapi::schemas::{NonceText, PubkeyText, TxSignature, WalletSignature};
 use actix_web::{HttpResponse, web};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
@@ -14,14 +14,96 @@ use crate::db::chain_writes::{RegisterPool, SyncPool};
 use crate::db::queries;
 use crate::domain::accounts::{check_pool, mint_decimals, pool_address};
 use crate::domain::auth_message::init_pool_action;
-use crate::domain::pubkey::parse_pubkey;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
 use crate::http::registered::ensure_registered;
-use crate::http::signed::{Need, authorize, credentials};
+use crate::http::signed::{Credentials, Need, authorize, credentials};
 use crate::http::state::AppState;
 use crate::model::Pool;
+
+/// A pool registration as the handler needs it.
+pub struct InitPoolCall<'a> {
+    pub creds: Credentials<'a>,
+    pub actor: Pubkey,
+    pub pool: Pubkey,
+    pub mint: Pubkey,
+    pub authority: Pubkey,
+    pub vault: Pubkey,
+    /// (pool, authority, vault)
+    pub bumps: (u8, u8, u8),
+    pub symbol: Option<&'a str>,
+    pub init_signature: &'a str,
+}
+
+impl InitPoolRequest {
+    /// Spec 4.8's `missing fields` first, then `invalid` for anything malformed,
+    /// all before any nonce is spent.
+    pub fn parse(body: &JsonBody) -> ApiResult<InitPoolCall<'_>> {
+        let creds = credentials(body)?;
+        let fields = (
+            body.str("pool_address")?,
+            body.str("token_mint")?,
+            body.str("authority")?,
+            body.str("vault")?,
+            body.str("init_signature")?,
+        );
+        let bumps = (
+            body.u8("pool_bump")?,
+            body.u8("authority_bump")?,
+            body.u8("vault_bump")?,
+        );
+        let (
+            Some(creds),
+            (Some(pool_addr), Some(mint), Some(authority), Some(vault), Some(init_signature)),
+            (Some(pool_bump), Some(authority_bump), Some(vault_bump)),
+        ) = (creds, fields, bumps)
+        else {
+            return Err(ApiError::MissingFields);
+        };
+        let symbol = symbol(body)?;
+        let keys = [creds.actor, pool_addr, mint, authority, vault].map(parse_pubkey);
+        let [
+            Ok(actor_key),
+            Ok(pool_key),
+            Ok(mint_key),
+            Ok(authority_key),
+            Ok(vault_key),
+        ] = keys
+        else {
+            return Err(ApiError::Invalid);
+        };
+        if init_signature.chars().count() > MAX_SIGNATURE_CHARS
+            || !init_signature.chars().all(|c| c.is_ascii_graphic())
+        {
+            return Err(ApiError::Invalid);
+        }
+        Ok(InitPoolCall {
+            actor: actor_key,
+            pool: pool_key,
+            mint: mint_key,
+            authority: authority_key,
+            vault: vault_key,
+            bumps: (pool_bump, authority_bump, vault_bump),
+            symbol,
+            init_signature,
+            creds,
+        })
+    }
+}
+
+impl SyncPoolRequest {
+    /// Spec 4.9's `pool_address required` and `bad pubkey: <reason>`, then an
+    /// over-long symbol is `invalid`. Returns (pool, symbol).
+    pub fn parse(body: &JsonBody) -> ApiResult<(Pubkey, Option<&str>)> {
+        let pool = body
+            .str("pool_address")?
+            .ok_or(ApiError::Required("pool_address required"))?;
+        let pool = parse_pubkey(pool).map_err(ApiError::BadPubkey)?;
+        Ok((pool, symbol(body)?))
+    }
+}
 
 /// Longest symbol accepted.
 const MAX_SYMBOL_CHARS: usize = 32;
@@ -32,7 +114,8 @@ pub struct PoolsResponse {
     pub pools: Vec<Pool>,
 }
 
-#[derive(Deserialize, ToSchema)]
+/// The body of POST /api/pools/init: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct InitPoolRequest {
     #[schema(value_type = PubkeyText)]
     pub actor: String,
@@ -70,7 +153,8 @@ pub struct InitPoolResponse {
     pub created: bool,
 }
 
-#[derive(Deserialize, ToSchema)]
+/// The body of POST /api/pools/sync: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct SyncPoolRequest {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
@@ -112,46 +196,25 @@ fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
         (status = 404, body = ErrorBody, description = "pool account not found"),
         (status = 502, body = ErrorBody, description = "rpc unavailable")))]
 pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
-    let creds = credentials(&body)?;
-    let fields = (
-        body.str("pool_address")?,
-        body.str("token_mint")?,
-        body.str("authority")?,
-        body.str("vault")?,
-        body.str("init_signature")?,
-    );
-    let bumps = (
-        body.u8("pool_bump")?,
-        body.u8("authority_bump")?,
-        body.u8("vault_bump")?,
-    );
-    let (
-        Some(creds),
-        (Some(pool_addr), Some(mint), Some(authority), Some(vault), Some(init_signature)),
-        (Some(pool_bump), Some(authority_bump), Some(vault_bump)),
-    ) = (creds, fields, bumps)
-    else {
-        return Err(ApiError::MissingFields);
-    };
-    let symbol = symbol(&body)?;
-    let keys = [creds.actor, pool_addr, mint, authority, vault].map(parse_pubkey);
-    let [
-        Ok(actor_key),
-        Ok(pool_key),
-        Ok(mint_key),
-        Ok(authority_key),
-        Ok(vault_key),
-    ] = keys
-    else {
-        return Err(ApiError::Invalid);
-    };
-    if init_signature.chars().count() > MAX_SIGNATURE_CHARS
-        || !init_signature.chars().all(|c| c.is_ascii_graphic())
-    {
-        return Err(ApiError::Invalid);
-    }
-
-    authorize(&state, &creds, &init_pool_action(mint), Need::AnyAdmin).await?;
+    let InitPoolCall {
+        creds,
+        actor: actor_key,
+        pool: pool_key,
+        mint: mint_key,
+        authority: authority_key,
+        vault: vault_key,
+        bumps: (pool_bump, authority_bump, vault_bump),
+        symbol,
+        init_signature,
+    } = InitPoolRequest::parse(&body)?;
+    let pool_addr = pool_key.to_string();
+    authorize(
+        &state,
+        &creds,
+        &init_pool_action(&mint_key.to_string()),
+        Need::AnyAdmin,
+    )
+    .await?;
 
     let reads = state
         .chain
@@ -185,7 +248,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         &state.writer,
         RegisterPool {
             cluster: state.cluster.as_str(),
-            pool_address: pool_addr.to_string(),
+            pool_address: pool_addr.clone(),
             pool,
             slot: reads[0].slot,
             symbol: symbol.map(str::to_string),
@@ -203,7 +266,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     }
     Ok(HttpResponse::Ok().json(InitPoolResponse {
         ok: true,
-        pool_address: pool_addr.to_string(),
+        pool_address: pool_addr,
         created,
     }))
 }
@@ -219,12 +282,9 @@ pub async fn sync_pool(
     state: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let pool_addr = body
-        .str("pool_address")?
-        .ok_or(ApiError::Required("pool_address required"))?;
-    let pool_key = parse_pubkey(pool_addr).map_err(ApiError::BadPubkey)?;
-    let symbol = symbol(&body)?;
-    ensure_registered(&state, pool_addr).await?;
+    let (pool_key, symbol) = SyncPoolRequest::parse(&body)?;
+    let pool_addr = pool_key.to_string();
+    ensure_registered(&state, &pool_addr).await?;
     let reads = state
         .chain
         .send(ReadAccounts {

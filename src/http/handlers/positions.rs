@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::http::openapi::schemas::{PubkeyText, U64Text, U128Text, WadText};
 use actix_web::{HttpRequest, HttpResponse, web, web::Bytes};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
@@ -36,13 +36,28 @@ pub struct PositionsResponse {
     pub positions: Vec<Position>,
 }
 
-#[derive(Deserialize, ToSchema)]
+/// The body of POST /api/positions/sync: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct SyncPositionRequest {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
     /// The wallet; the position address is derived from pool and wallet.
     #[schema(value_type = PubkeyText)]
     pub user: String,
+}
+
+impl SyncPositionRequest {
+    /// Both fields or `missing fields`; both pubkeys or `invalid`. Returns
+    /// (pool, user).
+    pub fn parse(body: &JsonBody) -> ApiResult<(Pubkey, Pubkey)> {
+        let (Some(pool), Some(user)) = (body.str("pool_address")?, body.str("user")?) else {
+            return Err(ApiError::MissingFields);
+        };
+        let (Ok(pool), Ok(user)) = (parse_pubkey(pool), parse_pubkey(user)) else {
+            return Err(ApiError::Invalid);
+        };
+        Ok((pool, user))
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -110,13 +125,9 @@ pub async fn sync_position(
     state: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let (Some(pool_addr), Some(user)) = (body.str("pool_address")?, body.str("user")?) else {
-        return Err(ApiError::MissingFields);
-    };
-    let (Ok(pool_key), Ok(user_key)) = (parse_pubkey(pool_addr), parse_pubkey(user)) else {
-        return Err(ApiError::Invalid);
-    };
-    ensure_registered(&state, pool_addr).await?;
+    let (pool_key, user_key) = SyncPositionRequest::parse(&body)?;
+    let pool_addr = pool_key.to_string();
+    ensure_registered(&state, &pool_addr).await?;
     let position_key = position_address(&state.program_id, &pool_key, &user_key).0;
     // One getMultipleAccounts for both; identical concurrent syncs share it.
     let reads = state
@@ -142,10 +153,10 @@ pub async fn sync_position(
         &state.writer,
         SyncPosition {
             cluster: state.cluster.as_str(),
-            pool_address: pool_addr.to_string(),
+            pool_address: pool_addr,
             pool,
             position_address: position_key.to_string(),
-            owner: user.to_string(),
+            owner: user_key.to_string(),
             position,
             slot: reads[0].slot.min(reads[1].slot),
         },

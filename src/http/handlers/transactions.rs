@@ -2,7 +2,7 @@
 
 use crate::http::openapi::schemas::{PubkeyText, TxActionName, TxSignature, TxStatusName, U64Text};
 use actix_web::{HttpResponse, web};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::actors::db_writer::write;
@@ -11,7 +11,7 @@ use crate::db::queries;
 use crate::db::writes::RecordTransaction;
 use crate::domain::enums::{is_tx_action, is_tx_status, is_u64_decimal};
 use crate::domain::limits::clamp_limit;
-use crate::domain::pubkey::parse_pubkey;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
@@ -27,7 +27,8 @@ pub struct TransactionsResponse {
     pub transactions: Vec<Transaction>,
 }
 
-#[derive(Deserialize, ToSchema)]
+/// The body of POST /api/transactions: documented here, read by `parse`.
+#[derive(ToSchema)]
 pub struct RecordTransactionRequest {
     /// Chain transaction signature; the idempotency key.
     #[schema(value_type = TxSignature)]
@@ -48,6 +49,60 @@ pub struct RecordTransactionRequest {
     pub status: Option<String>,
     #[schema(max_length = 4096)]
     pub error_msg: Option<String>,
+}
+
+/// A transaction record as the handler needs it.
+pub struct RecordTransactionCall<'a> {
+    pub signature: &'a str,
+    pub wallet: Pubkey,
+    pub action: &'a str,
+    pub pool_address: Option<Pubkey>,
+    pub amount: Option<&'a str>,
+    /// `confirmed` when absent.
+    pub status: &'a str,
+    pub error_msg: Option<&'a str>,
+}
+
+impl RecordTransactionRequest {
+    /// Spec 4.15's `signature, wallet, action required` first; any malformed
+    /// field after that is `invalid` (decisions §4).
+    pub fn parse(body: &JsonBody) -> ApiResult<RecordTransactionCall<'_>> {
+        let (signature, wallet, action) = (
+            body.str("signature")?,
+            body.str("wallet")?,
+            body.str("action")?,
+        );
+        let (Some(signature), Some(wallet), Some(action)) = (signature, wallet, action) else {
+            return Err(ApiError::Required("signature, wallet, action required"));
+        };
+        let valid_signature = signature.chars().count() <= MAX_SIGNATURE_CHARS
+            && signature.chars().all(|c| c.is_ascii_graphic());
+        let wallet = parse_pubkey(wallet).map_err(|_| ApiError::Invalid);
+        let pool_address = body
+            .str("pool_address")?
+            .map(|p| parse_pubkey(p).map_err(|_| ApiError::Invalid))
+            .transpose()?;
+        let amount = body.str("amount")?;
+        let status = body.str("status")?.unwrap_or("confirmed");
+        let error_msg = body.str("error_msg")?;
+        if !valid_signature
+            || !is_tx_action(action)
+            || !is_tx_status(status)
+            || amount.is_some_and(|a| !is_u64_decimal(a))
+            || error_msg.is_some_and(|m| m.chars().count() > MAX_ERROR_MSG_CHARS)
+        {
+            return Err(ApiError::Invalid);
+        }
+        Ok(RecordTransactionCall {
+            signature,
+            wallet: wallet?,
+            action,
+            pool_address,
+            amount,
+            status,
+            error_msg,
+        })
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -106,43 +161,26 @@ pub async fn record_transaction(
     state: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let (signature, wallet, action) = (
-        body.str("signature")?,
-        body.str("wallet")?,
-        body.str("action")?,
-    );
-    let (Some(signature), Some(wallet), Some(action)) = (signature, wallet, action) else {
-        return Err(ApiError::Required("signature, wallet, action required"));
-    };
-    let valid_signature = signature.chars().count() <= MAX_SIGNATURE_CHARS
-        && signature.chars().all(|c| c.is_ascii_graphic());
-    let wallet_ok = body.pubkey("wallet").is_ok();
-    let pool_address = body.pubkey("pool_address")?;
-    let amount = body.str("amount")?;
-    let status = body.str("status")?.unwrap_or("confirmed");
-    let error_msg = body.str("error_msg")?;
-    if !valid_signature
-        || !wallet_ok
-        || !is_tx_action(action)
-        || !is_tx_status(status)
-        || amount.is_some_and(|a| !is_u64_decimal(a))
-        || error_msg.is_some_and(|m| m.chars().count() > MAX_ERROR_MSG_CHARS)
-    {
-        return Err(ApiError::Invalid);
-    }
+    let RecordTransactionCall {
+        signature,
+        wallet,
+        action,
+        pool_address,
+        amount,
+        status,
+        error_msg,
+    } = RecordTransactionRequest::parse(&body)?;
     let cmd = RecordTransaction {
         cluster: state.cluster.as_str(),
         signature: signature.to_string(),
-        pool_address: pool_address.map(str::to_string),
+        pool_address: pool_address.map(|p| p.to_string()),
         wallet: wallet.to_string(),
         action: action.to_string(),
         amount: amount.map(str::to_string),
         status: status.to_string(),
         error_msg: error_msg.map(str::to_string),
     };
-    let borrower = (action == "borrow")
-        .then(|| parse_pubkey(wallet).ok())
-        .flatten();
+    let borrower = (action == "borrow").then_some(wallet);
     let id = write(&state.writer, cmd).await?;
     if let Some(borrower) = borrower {
         // Committed: this replica's cached borrow list goes before the answer
