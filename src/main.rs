@@ -22,21 +22,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the HTTP API (migrates first). Stops gracefully on SIGINT/SIGTERM.
-    Serve,
-    /// Apply the SQL migrations and seed the bootstrap super-admin (SUPER_ADMIN_PUBKEY).
-    Migrate,
-    /// Seed a demo market on the local chain and register it with the running service (localnet only).
-    Demo {
-        /// Base URL of the running service.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        api: String,
-        /// Number of owners (each has 1 to 7 positions).
-        #[arg(long, default_value_t = 600)]
-        owners: usize,
-    },
-    /// Print the effective settings (defaults, file and environment merged) as TOML.
-    Config,
+    #[command(flatten)]
+    Local(LocalCommand),
     /// Write a new keypair file (Solana CLI format) and print its pubkey.
     Keygen {
         /// Where to write it; an existing file is never overwritten.
@@ -54,6 +41,26 @@ enum Command {
         #[command(subcommand)]
         command: RemoteCommand,
     },
+}
+
+/// The commands that run against this machine's settings and database.
+#[derive(Subcommand)]
+enum LocalCommand {
+    /// Run the HTTP API (migrates first). Stops gracefully on SIGINT/SIGTERM.
+    Serve,
+    /// Apply the SQL migrations and seed the bootstrap super-admin (SUPER_ADMIN_PUBKEY).
+    Migrate,
+    /// Seed a demo market on the local chain and register it with the running service (localnet only).
+    Demo {
+        /// Base URL of the running service.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        api: String,
+        /// Number of owners (each has 1 to 7 positions).
+        #[arg(long, default_value_t = 600)]
+        owners: usize,
+    },
+    /// Print the effective settings (defaults, file and environment merged) as TOML.
+    Config,
     /// Operator recovery: change the admin allowlist directly, with no nonce.
     Admin {
         #[command(subcommand)]
@@ -164,65 +171,77 @@ fn default_url(bind: &str) -> String {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging();
-    // Needs no settings: works anywhere, before any config exists.
-    if let Command::Keygen { outfile } = &cli.command {
-        return exit(lendex::remote::keygen(Some(outfile)));
+    match cli.command {
+        // Needs no settings: works anywhere, before any config exists.
+        Command::Keygen { outfile } => exit(lendex::remote::keygen(Some(&outfile))),
+        Command::Local(local) => match load(&cli.config) {
+            Ok(config) => exit(actix_rt::System::new().block_on(run(local, config))),
+            Err(code) => code,
+        },
+        Command::Remote {
+            url,
+            keypair,
+            command,
+        } => match load(&cli.config) {
+            Ok(config) => remote(&config, url, &keypair, command),
+            Err(code) => code,
+        },
     }
-    let config = match Config::load(Some(&cli.config)) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("lendex: {e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    if let Command::Remote {
-        url,
+}
+
+/// The merged settings, or exit code 2 with the reason on stderr.
+fn load(path: &std::path::Path) -> Result<Config, std::process::ExitCode> {
+    Config::load(Some(path)).map_err(|e| {
+        eprintln!("lendex: {e}");
+        std::process::ExitCode::from(2)
+    })
+}
+
+/// `lendex remote`: the server's JSON on stdout, or its error body on stderr.
+fn remote(
+    config: &Config,
+    url: Option<String>,
+    keypair: &std::path::Path,
+    command: RemoteCommand,
+) -> std::process::ExitCode {
+    let url = url.unwrap_or_else(|| default_url(&config.server.bind));
+    let answer = actix_rt::System::new().block_on(lendex::remote::run(
+        config,
+        &url,
         keypair,
-        command,
-    } = cli.command
-    {
-        let url = url.unwrap_or_else(|| default_url(&config.server.bind));
-        let answer = actix_rt::System::new().block_on(lendex::remote::run(
-            &config,
-            &url,
-            &keypair,
-            command.into(),
-        ));
-        return match answer {
-            Ok(body) => {
-                println!("{body}");
-                std::process::ExitCode::SUCCESS
-            }
-            // The server's error body, as it sent it.
-            Err(lendex::remote::Failure::Answer(body)) => {
-                eprintln!("{body}");
-                std::process::ExitCode::FAILURE
-            }
-            Err(lendex::remote::Failure::Other(e)) => exit(Err(e)),
-        };
-    }
-    let result = actix_rt::System::new().block_on(async move {
-        match cli.command {
-            Command::Keygen { .. } | Command::Remote { .. } => unreachable!("handled above"),
-            Command::Serve => lendex::app::serve(config).await,
-            Command::Migrate => lendex::ops::migrate(&config).await,
-            Command::Config => lendex::ops::print_config(&config),
-            Command::Demo { api, owners } => lendex::demo::run(&config, &api, owners).await,
-            Command::Admin { command } => match command {
-                AdminCommand::Add {
-                    pubkey,
-                    role,
-                    label,
-                } => lendex::ops::admin_add(&config, &pubkey, &role, label).await,
-                AdminCommand::Revoke { pubkey } => {
-                    lendex::ops::admin_revoke(&config, &pubkey).await
-                }
-                AdminCommand::List => lendex::ops::admin_list(&config).await,
-                AdminCommand::RepairDecimals => lendex::ops::repair_decimals(&config).await,
-            },
+        command.into(),
+    ));
+    match answer {
+        Ok(body) => {
+            println!("{body}");
+            std::process::ExitCode::SUCCESS
         }
-    });
-    exit(result)
+        // The server's error body, as it sent it.
+        Err(lendex::remote::Failure::Answer(body)) => {
+            eprintln!("{body}");
+            std::process::ExitCode::FAILURE
+        }
+        Err(lendex::remote::Failure::Other(e)) => exit(Err(e)),
+    }
+}
+
+async fn run(command: LocalCommand, config: Config) -> Result<(), String> {
+    match command {
+        LocalCommand::Serve => lendex::app::serve(config).await,
+        LocalCommand::Migrate => lendex::ops::migrate(&config).await,
+        LocalCommand::Config => lendex::ops::print_config(&config),
+        LocalCommand::Demo { api, owners } => lendex::demo::run(&config, &api, owners).await,
+        LocalCommand::Admin { command } => match command {
+            AdminCommand::Add {
+                pubkey,
+                role,
+                label,
+            } => lendex::ops::admin_add(&config, &pubkey, &role, label).await,
+            AdminCommand::Revoke { pubkey } => lendex::ops::admin_revoke(&config, &pubkey).await,
+            AdminCommand::List => lendex::ops::admin_list(&config).await,
+            AdminCommand::RepairDecimals => lendex::ops::repair_decimals(&config).await,
+        },
+    }
 }
 
 fn exit(result: Result<(), String>) -> std::process::ExitCode {
