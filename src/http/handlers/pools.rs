@@ -79,13 +79,14 @@ impl InitPoolRequest {
         {
             return Err(ApiError::Invalid);
         }
+        let bumps = (pool_bump, authority_bump, vault_bump);
         Ok(InitPoolCall {
             actor: actor_key,
             pool: pool_key,
             mint: mint_key,
             authority: authority_key,
             vault: vault_key,
-            bumps: (pool_bump, authority_bump, vault_bump),
+            bumps,
             symbol,
             init_signature,
             creds,
@@ -196,22 +197,12 @@ fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
         (status = 404, body = ErrorBody, description = "pool account not found"),
         (status = 502, body = ErrorBody, description = "rpc unavailable")))]
 pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
-    let InitPoolCall {
-        creds,
-        actor: actor_key,
-        pool: pool_key,
-        mint: mint_key,
-        authority: authority_key,
-        vault: vault_key,
-        bumps: (pool_bump, authority_bump, vault_bump),
-        symbol,
-        init_signature,
-    } = InitPoolRequest::parse(&body)?;
-    let pool_addr = pool_key.to_string();
+    let call = InitPoolRequest::parse(&body)?;
+    let pool_addr = call.pool.to_string();
     authorize(
         &state,
-        &creds,
-        &init_pool_action(&mint_key.to_string()),
+        &call.creds,
+        &init_pool_action(&call.mint.to_string()),
         Need::AnyAdmin,
     )
     .await?;
@@ -219,22 +210,21 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     let reads = state
         .chain
         .send(ReadAccounts {
-            keys: vec![pool_key, mint_key],
+            keys: vec![call.pool, call.mint],
         })
         .await
         .map_err(|_| ApiError::Internal)??;
     let pool = check_pool(&state.program_id, reads[0].parts())?;
-    if pool.token_mint != mint_key || pool_address(&state.program_id, &mint_key).0 != pool_key {
+    if pool.token_mint != call.mint || pool_address(&state.program_id, &call.mint).0 != call.pool {
         return Err(ApiError::Invalid);
     }
     // Only the pool's on-chain authority may list it.
-    if pool.authority != actor_key {
+    if pool.authority != call.actor {
         return Err(ApiError::NotAuthorized);
     }
-    if pool.authority != authority_key
-        || pool.vault != vault_key
-        || (pool.pool_bump, pool.authority_bump, pool.vault_bump)
-            != (pool_bump, authority_bump, vault_bump)
+    if pool.authority != call.authority
+        || pool.vault != call.vault
+        || (pool.pool_bump, pool.authority_bump, pool.vault_bump) != call.bumps
     {
         return Err(ApiError::Invalid);
     }
@@ -251,14 +241,14 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
             pool_address: pool_addr.clone(),
             pool,
             slot: reads[0].slot,
-            symbol: symbol.map(str::to_string),
+            symbol: call.symbol.map(str::to_string),
             decimals,
-            created_by: creds.actor.to_string(),
-            init_signature: init_signature.to_string(),
+            created_by: call.creds.actor.to_string(),
+            init_signature: call.init_signature.to_string(),
         },
     )
     .await?;
-    after_write(&state.cache, Vec::new(), vec![pool_key]).await;
+    after_write(&state.cache, Vec::new(), vec![call.pool]).await;
     if created {
         // Its positions are read now, not at the next reconciliation (if this
         // replica leads; another leader finds the pool at its next one).
