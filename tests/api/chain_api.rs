@@ -258,13 +258,7 @@ async fn pool_sync_refreshes_registered_pools_only() {
     );
     // On chain but never registered: not in the index, and sync will not put it there.
     let (unlisted, _) = t.create_pool(6, None, None).await;
-    let res = t
-        .app
-        .post(
-            "/api/pools/sync",
-            &json!({ "pool_address": unlisted.to_string() }),
-        )
-        .await;
+    let res = t.sync_pool(&unlisted).await;
     assert_eq!(res, (404, error("pool account not found")));
     assert_eq!(t.app.get("/api/pools").await.1["pools"], json!([]));
 
@@ -324,23 +318,10 @@ async fn pool_sync_refreshes_registered_pools_only() {
     t.chain
         .set(&address, &Pubkey::new_unique(), &encode_pool(&pool))
         .await;
-    assert_eq!(
-        t.app
-            .post(
-                "/api/pools/sync",
-                &json!({ "pool_address": address.to_string() })
-            )
-            .await,
-        (400, error("invalid"))
-    );
+    assert_eq!(t.sync_pool(&address).await, (400, error("invalid")));
     t.chain.remove(&address).await;
     assert_eq!(
-        t.app
-            .post(
-                "/api/pools/sync",
-                &json!({ "pool_address": address.to_string() })
-            )
-            .await,
+        t.sync_pool(&address).await,
         (404, error("pool account not found"))
     );
     assert_eq!(

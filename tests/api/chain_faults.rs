@@ -49,13 +49,7 @@ async fn rpc_faults_give_502_within_the_timeout_and_reads_keep_answering() {
             took < Duration::from_millis(1500 + 1500),
             "{fault:?}: answered after {took:?}"
         );
-        let res = t
-            .app
-            .post(
-                "/api/pools/sync",
-                &json!({ "pool_address": pool.to_string() }),
-            )
-            .await;
+        let res = t.sync_pool(&pool).await;
         assert_eq!(res, (502, error("rpc unavailable")), "{fault:?}");
 
         // Health says so, quickly, with HTTP 200.
@@ -98,13 +92,7 @@ async fn a_429_is_retried_after_its_retry_after() {
         times: 2,
     });
     let started = Instant::now();
-    let res = t
-        .app
-        .post(
-            "/api/pools/sync",
-            &json!({ "pool_address": pool.to_string() }),
-        )
-        .await;
+    let res = t.sync_pool(&pool).await;
     assert_eq!(res.0, 200, "{res:?}");
     // Two 429s, each honoured for its 1 s, then the real answer.
     assert!(

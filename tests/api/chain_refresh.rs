@@ -31,16 +31,7 @@ async fn older_reads_never_overwrite_newer_rows() {
     data.total_deposits = 1;
     t.chain.set(&pool, &t.program, &encode_pool(&data)).await;
     t.put_position(&pool, &key(&user), 999, 0).await;
-    assert_eq!(
-        t.app
-            .post(
-                "/api/pools/sync",
-                &json!({ "pool_address": pool.to_string() })
-            )
-            .await
-            .0,
-        200
-    );
+    assert_eq!(t.sync_pool(&pool).await.0, 200);
     assert_eq!(t.app.post("/api/positions/sync", &body).await.0, 200);
     let row = db
         .query_one("SELECT total_deposits::text FROM pools", &[])
@@ -75,16 +66,7 @@ async fn older_reads_never_overwrite_newer_rows() {
     assert_eq!(n, 1);
     // Once the stored read is older again, reads apply.
     db.execute("UPDATE pools SET slot = 0", &[]).await.unwrap();
-    assert_eq!(
-        t.app
-            .post(
-                "/api/pools/sync",
-                &json!({ "pool_address": pool.to_string() })
-            )
-            .await
-            .0,
-        200
-    );
+    assert_eq!(t.sync_pool(&pool).await.0, 200);
     let row = db
         .query_one("SELECT total_deposits::text FROM pools", &[])
         .await

@@ -274,6 +274,16 @@ impl ChainApp {
         (address, pool)
     }
 
+    /// POST /api/pools/sync for `pool`.
+    pub async fn sync_pool(&self, pool: &Pubkey) -> (u16, serde_json::Value) {
+        self.app
+            .post(
+                "/api/pools/sync",
+                &json!({ "pool_address": pool.to_string() }),
+            )
+            .await
+    }
+
     pub async fn put_position(
         &self,
         pool: &Pubkey,

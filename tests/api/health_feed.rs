@@ -58,14 +58,7 @@ impl Market {
             .chain
             .set(&self.sol, &self.t.program, &encode_pool(&self.sol_data))
             .await;
-        let res = self
-            .t
-            .app
-            .post(
-                "/api/pools/sync",
-                &json!({ "pool_address": self.sol.to_string() }),
-            )
-            .await;
+        let res = self.t.sync_pool(&self.sol).await;
         assert_eq!(res.0, 200);
     }
 
@@ -263,16 +256,7 @@ async fn detail_computes_tokens_debt_interest_apys_and_borrows() {
         .set(&pos, &m.t.program, &encode_position(&borrowed))
         .await;
     for pool in [m.usdc, m.sol] {
-        assert_eq!(
-            m.t.app
-                .post(
-                    "/api/pools/sync",
-                    &json!({ "pool_address": pool.to_string() })
-                )
-                .await
-                .0,
-            200
-        );
+        assert_eq!(m.t.sync_pool(&pool).await.0, 200);
         let body = json!({ "pool_address": pool.to_string(), "user": owner });
         assert_eq!(m.t.app.post("/api/positions/sync", &body).await.0, 200);
     }
