@@ -6,6 +6,7 @@ use num_bigint::BigUint;
 use proptest::prelude::*;
 
 use super::*;
+use crate::domain::wad::value_wad_at;
 
 const USD: i64 = 100_000_000; // $1 at expo -8
 
@@ -362,4 +363,74 @@ proptest! {
             prop_assert!(q.seize_amount.to_string().parse::<BigUint>().unwrap() <= held);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// The 256-bit path either gives up or equals the 512-bit definition, also at
+    /// the saturating edges (exponents past ±90, indexes up to u128::MAX).
+    #[test]
+    fn the_256_bit_path_equals_the_definition_or_gives_up(
+        ps in proptest::collection::vec(rpos(), 2..4),
+        expos in proptest::collection::vec(prop_oneof![-12i32..=4, -120i32..=120], 4),
+        indexes in proptest::collection::vec(prop_oneof![Just(WAD), any::<u128>()], 4),
+        conf in prop_oneof![Just(0u64), any::<u64>()],
+    ) {
+        let ps: Vec<RPos> = ps.into_iter().enumerate().map(|(i, mut p)| {
+            p.pool = Pubkey::new_from_array([i as u8 + 1; 32]);
+            p.expo = expos[i];
+            p.deposit_index = indexes[i];
+            p.borrow_index = indexes[3 - i];
+            p
+        }).collect();
+        let mut data = inputs(&ps);
+        for (_, terms, _) in &mut data {
+            terms.oracle_conf = Some(conf);
+        }
+        let positions: Vec<QuoteInput> = ps.iter().zip(&data).map(|(p, (pricing, terms, amounts))| {
+            QuoteInput { pool: &p.pool, position: &p.pool, pricing, terms, amounts }
+        }).collect();
+        for d in &positions {
+            for c in &positions {
+                let Ok(wide) = pair_amounts::<Big>(d, c);
+                if let Ok(narrow) = pair_amounts::<U256>(d, c) {
+                    let fields = |a: Option<Amounts<Big>>| a.map(|a| [a.repay, a.seize, a.repay_value, a.seize_value, a.fee, a.profit]);
+                    prop_assert_eq!(fields(narrow.map(Amounts::widen)), fields(wide));
+                }
+            }
+        }
+        let Ok(wide) = health_factor_with_confidence_in::<Big>(&positions);
+        if let Ok(narrow) = health_factor_with_confidence_in::<U256>(&positions) {
+            prop_assert_eq!(narrow, wide);
+        }
+        prop_assert_eq!(health_factor_with_confidence(&positions), wide);
+    }
+}
+
+#[test]
+fn realistic_quotes_take_the_256_bit_path() {
+    let (sol, usdc) = (pricing(Some(1_000 * USD), -8, 9), pricing(Some(USD), -8, 6));
+    let terms = terms();
+    let (collateral, debt) = (amounts(1_000_000_000, 0), amounts(0, 1_000_000_000));
+    let (a, b) = (
+        Pubkey::new_from_array([1; 32]),
+        Pubkey::new_from_array([2; 32]),
+    );
+    let c = QuoteInput {
+        pool: &a,
+        position: &a,
+        pricing: &sol,
+        terms: &terms,
+        amounts: &collateral,
+    };
+    let d = QuoteInput {
+        pool: &b,
+        position: &b,
+        pricing: &usdc,
+        terms: &terms,
+        amounts: &debt,
+    };
+    assert!(matches!(pair_amounts::<U256>(&d, &c), Ok(Some(_))));
+    assert!(health_factor_with_confidence_in::<U256>(&[c, d]).is_ok());
 }

@@ -8,3 +8,4 @@ pub mod liquidation;
 pub mod pubkey;
 pub mod rates;
 pub mod wad;
+pub mod wide;

@@ -6,39 +6,49 @@
 
 use ruint::aliases::{U256, U512};
 
+use super::wide::Wide;
+
 pub const WAD: u128 = 1_000_000_000_000_000_000;
 /// Health factor of an account with no (priced) debt: Aave's convention.
 pub const NO_DEBT_HEALTH_FACTOR: u128 = u128::MAX;
 
 pub type Big = U512;
 
-fn big(x: u128) -> Big {
-    Big::from(x)
-}
-
-fn pow10(exp: u32) -> Big {
-    Big::from(10u8).saturating_pow(Big::from(exp))
-}
-
 /// deposit_tokens = floor(deposit_shares x deposit_index_wad / WAD)
 pub fn deposit_tokens(deposit_shares: u64, deposit_index_wad: u128) -> Big {
-    big(deposit_shares.into()) * big(deposit_index_wad) / big(WAD)
+    let Ok(tokens) = deposit_tokens_in(deposit_shares, deposit_index_wad);
+    tokens
+}
+
+/// `deposit_tokens` at any width.
+pub fn deposit_tokens_in<W: Wide>(shares: u64, index_wad: u128) -> Result<W, W::Err> {
+    Ok(W::of(shares.into()).mul(W::of(index_wad))? / W::of(WAD))
 }
 
 /// borrow_debt = ceil(borrow_principal x borrow_index_wad / borrow_idx_snap);
 /// a snapshot of 0 means the debt is the principal.
 pub fn borrow_debt(borrow_principal: u64, borrow_index_wad: u128, borrow_idx_snap: u128) -> Big {
-    let principal = big(borrow_principal.into());
-    if borrow_idx_snap == 0 {
-        return principal;
+    let Ok(debt) = borrow_debt_in(borrow_principal, borrow_index_wad, borrow_idx_snap);
+    debt
+}
+
+/// `borrow_debt` at any width.
+pub fn borrow_debt_in<W: Wide>(
+    principal: u64,
+    index_wad: u128,
+    idx_snap: u128,
+) -> Result<W, W::Err> {
+    let principal = W::of(principal.into());
+    if idx_snap == 0 {
+        return Ok(principal);
     }
-    let num = principal * big(borrow_index_wad);
-    let den = big(borrow_idx_snap);
+    let num = principal.mul(W::of(index_wad))?;
+    let den = W::of(idx_snap);
     let q = num / den;
-    if num % den == Big::ZERO {
-        q
+    if num % den == W::ZERO {
+        Ok(q)
     } else {
-        q + Big::from(1u8)
+        q.add(W::ONE)
     }
 }
 
@@ -51,11 +61,6 @@ pub fn total_exponent(expo: i32, decimals: u8) -> i64 {
     18 + i64::from(expo) - i64::from(decimals)
 }
 
-/// 10^exp in 512 bits (exp at most MAX_TOTAL_EXPONENT here).
-pub fn pow10_big(exp: u32) -> Big {
-    pow10(exp)
-}
-
 /// value_wad = amount x price x 10^(18 + expo - decimals); a negative total
 /// exponent divides, flooring. `price` must be positive (callers check).
 pub fn value_wad(amount: Big, price: i64, expo: i32, decimals: u8) -> Big {
@@ -66,21 +71,27 @@ pub fn value_wad(amount: Big, price: i64, expo: i32, decimals: u8) -> Big {
 /// `value_wad` at any non-negative price, as wide as a u128 (a price plus its
 /// oracle confidence can pass i64::MAX).
 pub fn value_wad_at(amount: Big, price: u128, expo: i32, decimals: u8) -> Big {
-    let base = amount.saturating_mul(Big::from(price));
+    let Ok(value) = value_wad_in(amount, price, expo, decimals);
+    value
+}
+
+/// `value_wad_at` at any width.
+pub fn value_wad_in<W: Wide>(amount: W, price: u128, expo: i32, decimals: u8) -> Result<W, W::Err> {
+    let base = amount.sat_mul(W::of(price))?;
     let total = total_exponent(expo, decimals);
     if total >= 0 {
         if total > MAX_TOTAL_EXPONENT {
-            return if base == Big::ZERO {
-                Big::ZERO
+            return if base == W::ZERO {
+                Ok(W::ZERO)
             } else {
-                Big::MAX
+                W::saturated()
             };
         }
-        base.saturating_mul(pow10(total as u32))
+        base.sat_mul(W::pow10(total as u32)?)
     } else if -total > MAX_TOTAL_EXPONENT {
-        Big::ZERO
+        Ok(W::ZERO)
     } else {
-        base / pow10((-total) as u32)
+        Ok(base / W::pow10((-total) as u32)?)
     }
 }
 
@@ -122,73 +133,32 @@ pub fn position_terms(pool: &PoolPricing, position: &PositionAmounts) -> (Big, B
     };
     // Realistic values fit in 256 bits; the exact same integer math there is
     // several times faster. Any overflow falls back to 512 bits.
-    if let Some((c, d)) = position_terms_256(pool, position, price, expo) {
-        return (Big::from(c), Big::from(d));
+    if let Ok((c, d)) = position_terms_in::<U256>(pool, position, price, expo) {
+        return (c.widen(), d.widen());
     }
-    let tokens = deposit_tokens(position.deposit_shares, pool.deposit_index_wad);
-    let collateral = value_wad(tokens, price, expo, pool.decimals)
-        .saturating_mul(big(pool.liquidation_threshold_wad))
-        / big(WAD);
-    let debt_tokens = borrow_debt(
-        position.borrow_principal,
-        pool.borrow_index_wad,
-        position.borrow_idx_snap,
-    );
-    let debt = value_wad(debt_tokens, price, expo, pool.decimals);
-    (collateral, debt)
+    let Ok(terms) = position_terms_in(pool, position, price, expo);
+    terms
 }
 
-/// 10^n for n in 0..=76 (every power of ten below 2^256), computed once.
-fn pow10_256(n: usize) -> U256 {
-    static TABLE: std::sync::OnceLock<[U256; 77]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut table = [U256::from(1u8); 77];
-        for i in 1..77 {
-            table[i] = table[i - 1] * U256::from(10u8);
-        }
-        table
-    })[n]
-}
-
-/// `position_terms` in 256-bit integers; `None` if any step would overflow.
-fn position_terms_256(
+/// `position_terms` of a priced pool at any width.
+fn position_terms_in<W: Wide>(
     pool: &PoolPricing,
     position: &PositionAmounts,
     price: i64,
     expo: i32,
-) -> Option<(U256, U256)> {
-    let wad = U256::from(WAD);
-    let total = 18 + i64::from(expo) - i64::from(pool.decimals);
-    if total.abs() > 76 {
-        return None;
-    }
-    let scale = pow10_256(total.unsigned_abs() as usize);
-    let price = U256::from(price.unsigned_abs());
-    let value = |amount: U256| -> Option<U256> {
-        let base = amount.checked_mul(price)?;
-        if total >= 0 {
-            base.checked_mul(scale)
-        } else {
-            Some(base / scale)
-        }
-    };
-    let tokens =
-        U256::from(position.deposit_shares).checked_mul(U256::from(pool.deposit_index_wad))? / wad;
-    let collateral = value(tokens)?.checked_mul(U256::from(pool.liquidation_threshold_wad))? / wad;
-    let principal = U256::from(position.borrow_principal);
-    let debt_tokens = if position.borrow_idx_snap == 0 {
-        principal
-    } else {
-        let num = principal.checked_mul(U256::from(pool.borrow_index_wad))?;
-        let den = U256::from(position.borrow_idx_snap);
-        let q = num / den;
-        if num % den == U256::ZERO {
-            q
-        } else {
-            q + U256::from(1u8)
-        }
-    };
-    Some((collateral, value(debt_tokens)?))
+) -> Result<(W, W), W::Err> {
+    let price = u128::from(price.unsigned_abs());
+    let tokens = deposit_tokens_in::<W>(position.deposit_shares, pool.deposit_index_wad)?;
+    let collateral = value_wad_in(tokens, price, expo, pool.decimals)?
+        .sat_mul(W::of(pool.liquidation_threshold_wad))?
+        / W::of(WAD);
+    let debt_tokens = borrow_debt_in::<W>(
+        position.borrow_principal,
+        pool.borrow_index_wad,
+        position.borrow_idx_snap,
+    )?;
+    let debt = value_wad_in(debt_tokens, price, expo, pool.decimals)?;
+    Ok((collateral, debt))
 }
 
 /// 10^n for n in 0..=38 (every power of ten below 2^128).
@@ -242,15 +212,16 @@ fn position_terms_128(
 
 /// floor(sum collateral x WAD / sum debt), clamped to u128 max; u128 max with no debt.
 pub fn health_factor_from_sums(collateral: Big, debt: Big) -> u128 {
-    if debt == Big::ZERO {
-        return NO_DEBT_HEALTH_FACTOR;
+    let Ok(hf) = health_factor_from_sums_in(collateral, debt);
+    hf
+}
+
+/// `health_factor_from_sums` at any width.
+pub fn health_factor_from_sums_in<W: Wide>(collateral: W, debt: W) -> Result<u128, W::Err> {
+    if debt == W::ZERO {
+        return Ok(NO_DEBT_HEALTH_FACTOR);
     }
-    let hf = collateral.saturating_mul(big(WAD)) / debt;
-    if hf > big(u128::MAX) {
-        u128::MAX
-    } else {
-        hf.to::<u128>()
-    }
+    Ok((collateral.sat_mul(W::of(WAD))? / debt).clamp_u128())
 }
 
 /// The account health factor over all of an owner's positions (decisions §3).
@@ -284,7 +255,7 @@ fn health_factor_256<'a>(
         };
         let (c, d) = match position_terms_128(pool, position, price, expo) {
             Some((c, d)) => (U256::from(c), U256::from(d)),
-            None => position_terms_256(pool, position, price, expo)?,
+            None => position_terms_in::<U256>(pool, position, price, expo).ok()?,
         };
         collateral = collateral.checked_add(c)?;
         debt = debt.checked_add(d)?;
@@ -427,7 +398,7 @@ mod tests {
                 liquidation_threshold_wad: lt, deposit_index_wad: di, borrow_index_wad: bi };
             let position = PositionAmounts { deposit_shares: shares, borrow_principal: principal, borrow_idx_snap: snap };
             if let Some((c, d)) = position_terms_128(&pool, &position, price, expo) {
-                let (wc, wd) = position_terms_256(&pool, &position, price, expo).unwrap();
+                let (wc, wd) = position_terms_in::<U256>(&pool, &position, price, expo).unwrap();
                 prop_assert_eq!(U256::from(c), wc);
                 prop_assert_eq!(U256::from(d), wd);
             }
@@ -436,10 +407,8 @@ mod tests {
         #[test]
         fn fast_path_equals_wide_path(pool in pool(), position in position()) {
             if let Some((price, expo)) = pool.price()
-                && let Some((c, d)) = position_terms_256(&pool, &position, price, expo) {
-                    let tokens = deposit_tokens(position.deposit_shares, pool.deposit_index_wad);
-                    let wide_c = value_wad(tokens, price, expo, pool.decimals).saturating_mul(Big::from(pool.liquidation_threshold_wad)) / Big::from(WAD);
-                    let wide_d = value_wad(borrow_debt(position.borrow_principal, pool.borrow_index_wad, position.borrow_idx_snap), price, expo, pool.decimals);
+                && let Ok((c, d)) = position_terms_in::<U256>(&pool, &position, price, expo) {
+                    let Ok((wide_c, wide_d)) = position_terms_in::<U512>(&pool, &position, price, expo);
                     prop_assert_eq!(Big::from(c), wide_c);
                     prop_assert_eq!(Big::from(d), wide_d);
                 }
