@@ -11,7 +11,11 @@ impl Engine {
     /// healthy, or stays in the watch band, is updated in place, without touching
     /// the LRU order or the ranking (the common case of a price move).
     pub(super) fn rescore_pool(&mut self, id: PoolId) {
-        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
+        // In slot order: owners and their positions were allocated in load order,
+        // so this walks memory forwards instead of in the set's hash order (the
+        // re-score is bound by cache misses, not arithmetic).
+        let mut members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
+        members.sort_unstable();
         let (pools, owners) = (&self.pools, &self.owners);
         let scored = par_map(&members, |&member| {
             let positions = &owners[member as usize].positions;

@@ -187,8 +187,11 @@ fn check(engine: &mut Engine, model: &Model, max_owners: usize) {
             ),
         }
         if let Some(view) = engine.peek(key) {
-            let mut held: Vec<PositionState> =
-                view.positions.iter().map(|(p, _)| (*p).clone()).collect();
+            let mut held: Vec<PositionState> = view
+                .positions
+                .iter()
+                .map(|(p, pool)| p.state(pool.state.address))
+                .collect();
             held.sort_by_key(|p| p.address);
             assert_eq!(&held, positions);
         }

@@ -116,8 +116,9 @@ pub fn rows_of(
     let mut rows: Vec<UnhealthyRow> = view
         .positions
         .iter()
-        .filter(|(p, _)| {
-            debt_in_pool.is_none_or(|pool| p.pool == *pool && p.amounts.borrow_principal > 0)
+        .filter(|(p, held_in)| {
+            debt_in_pool
+                .is_none_or(|pool| held_in.state.address == *pool && p.amounts.borrow_principal > 0)
         })
         .map(|(p, pool)| UnhealthyRow {
             position_address: p.address.to_string(),

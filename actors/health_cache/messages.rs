@@ -6,7 +6,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::actor::{Borrows, HealthCache};
-use super::engine::{PoolEntry, PositionState};
+use super::engine::{Held, PoolEntry, PositionState};
 use super::feed::{self, Answer, OwnerBody};
 use super::subscriber::{FeedStream, Subscriber};
 use crate::domain::pubkey::Pubkey;
@@ -161,9 +161,9 @@ pub struct OwnerRow {
 }
 
 impl OwnerRow {
-    fn new(position: &PositionState, pool: &PoolEntry) -> Self {
+    fn new(position: &Held, pool: &PoolEntry) -> Self {
         OwnerRow {
-            position: position.clone(),
+            position: position.state(pool.state.address),
             symbol: pool.state.symbol.clone(),
             deposit_index_wad: pool.state.pricing.deposit_index_wad,
             borrow_index_wad: pool.state.pricing.borrow_index_wad,

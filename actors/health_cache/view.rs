@@ -1,7 +1,7 @@
 //! What readers see of the engine: an owner's positions with their pools and
 //! quote (`OwnerView`), and the feed events the engine reports (`FeedEvent`).
 
-use super::engine::{PoolEntry, PoolState, PositionState};
+use super::engine::{Held, PoolEntry, PoolState};
 use crate::domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
 use crate::domain::pubkey::Pubkey;
 
@@ -42,7 +42,7 @@ impl FeedEvent {
 pub struct OwnerView<'a> {
     pub owner: Pubkey,
     pub health_factor: u128,
-    pub positions: Vec<(&'a PositionState, &'a PoolEntry)>,
+    pub positions: Vec<(&'a Held, &'a PoolEntry)>,
     /// The best liquidation quote, while under water.
     pub quote: Option<&'a Quote>,
 }
@@ -64,7 +64,7 @@ impl OwnerView<'_> {
 
 /// The quote inputs of positions with their pools.
 pub(super) fn quote_inputs<'a>(
-    positions: impl Iterator<Item = (&'a PositionState, &'a PoolState)>,
+    positions: impl Iterator<Item = (&'a Held, &'a PoolState)>,
 ) -> Vec<QuoteInput<'a>> {
     positions
         .map(|(p, pool)| QuoteInput {
