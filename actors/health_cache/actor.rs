@@ -296,12 +296,12 @@ impl HealthCache {
             return;
         }
         let now = chrono::Utc::now().timestamp();
-        // 25k owners sinking at once is 25k frames: rendered on every core.
+        // 25k owners sinking at once is 25k frames: rendered on every core, each
+        // core's share into one buffer.
         let (engine, max_age) = (&self.engine, self.max_oracle_age);
-        let chunks: Vec<&[FeedEvent]> = events.chunks(256).collect();
-        let rendered = super::parallel::par_map(&chunks, |chunk| {
-            let mut out = Vec::with_capacity(chunk.len() * 2048);
-            for event in chunk.iter() {
+        let rendered = super::parallel::par_chunks(&events, |part| {
+            let mut out = Vec::with_capacity(part.len() * 2048);
+            for event in part {
                 match event {
                     FeedEvent::Stop(owner, hf) => {
                         out.extend_from_slice(&feed::sse_frame(event.name(), owner, *hf, &[], None))

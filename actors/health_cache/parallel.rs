@@ -19,20 +19,29 @@ fn threads() -> usize {
 
 /// `f` of every item, in the items' order.
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    par_chunks(items, |part| part.iter().map(&f).collect::<Vec<R>>())
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// `f` of consecutive parts of `items`, one part per core (one part when there
+/// are too few items to share), in the items' order.
+pub fn par_chunks<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
     let n = threads().min(items.len() / MIN_PER_THREAD).max(1);
     if n == 1 {
-        return items.iter().map(f).collect();
+        return vec![f(items)];
     }
     let chunk = items.len().div_ceil(n);
     let f = &f;
     std::thread::scope(|scope| {
         let parts: Vec<_> = items
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .map(|part| scope.spawn(move || f(part)))
             .collect();
         parts
             .into_iter()
-            .flat_map(|part| part.join().expect("pure work does not panic"))
+            .map(|part| part.join().expect("pure work does not panic"))
             .collect()
     })
 }
@@ -47,6 +56,9 @@ mod tests {
             let items: Vec<usize> = (0..len).collect();
             let squares = par_map(&items, |i| i * i);
             assert_eq!(squares, items.iter().map(|i| i * i).collect::<Vec<_>>());
+            let sums = par_chunks(&items, |part| part.iter().sum::<usize>());
+            assert_eq!(sums.iter().sum::<usize>(), items.iter().sum::<usize>());
+            assert!(len < 2 * MIN_PER_THREAD || sums.len() == threads().min(len / MIN_PER_THREAD));
         }
     }
 }
