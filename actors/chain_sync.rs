@@ -367,6 +367,7 @@ impl Refresher {
                     deadline: rpc_timeout * 4,
                 };
                 let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
+                let scanned = Instant::now();
                 let positions: Vec<_> = accounts
                     .into_iter()
                     .filter_map(|(k, a)| {
@@ -382,6 +383,15 @@ impl Refresher {
                     positions,
                 };
                 let (written, removed) = write(&writer, refresh).await?;
+                // Where a reconcile's time goes (since it started): the scan's
+                // answer, then its rows committed.
+                tracing::debug!(
+                    pool = %key,
+                    scanned_ms = scanned.duration_since(started).as_millis() as u64,
+                    written_ms = started.elapsed().as_millis() as u64,
+                    written,
+                    "pool positions reconciled"
+                );
                 Ok::<_, ApiError>((slot, written, removed))
             }
         });

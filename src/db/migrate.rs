@@ -21,6 +21,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0004_hot_health_factor_writes",
         include_str!("../../sql/0004_hot_health_factor_writes.sql"),
     ),
+    (
+        "0005_hot_position_refresh",
+        include_str!("../../sql/0005_hot_position_refresh.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.
