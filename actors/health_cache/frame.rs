@@ -28,7 +28,8 @@ pub fn write_candidate(
         return false;
     };
     let owner_text = owner.to_string();
-    let hf = view.health_factor;
+    // Written 2 + 2 x rows times: formatted once.
+    let hf = view.health_factor.to_string();
     let stale_entry = |p: &PoolEntry| {
         p.state.pricing.oracle_price.is_some() && now - p.state.last_update_ts > max_oracle_age
     };
@@ -75,6 +76,7 @@ pub fn write_candidate(
             };
             let texts = QuoteTexts {
                 owner: &owner_text,
+                health_factor: &hf,
                 debt_pool: &debt_pool.address_text,
                 collateral_pool: &collateral_pool.address_text,
                 debt_position,
@@ -92,6 +94,7 @@ pub fn write_candidate(
 /// The base58 texts a quote repeats from the frame's rows.
 struct QuoteTexts<'a> {
     owner: &'a str,
+    health_factor: &'a str,
     debt_pool: &'a str,
     collateral_pool: &'a str,
     debt_position: &'a str,
@@ -104,7 +107,7 @@ fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteText
         out,
         "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{}}}",
         t.owner,
-        view.health_factor,
+        t.health_factor,
         view.health_factor_with_confidence(),
         t.debt_pool,
         t.collateral_pool,
