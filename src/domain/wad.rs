@@ -260,15 +260,7 @@ fn health_factor_256<'a>(
         collateral = collateral.checked_add(c)?;
         debt = debt.checked_add(d)?;
     }
-    if debt == U256::ZERO {
-        return Some(NO_DEBT_HEALTH_FACTOR);
-    }
-    let hf = collateral.checked_mul(U256::from(WAD))? / debt;
-    Some(if hf > U256::from(u128::MAX) {
-        u128::MAX
-    } else {
-        hf.to::<u128>()
-    })
+    health_factor_from_sums_in(collateral, debt).ok()
 }
 
 #[cfg(test)]

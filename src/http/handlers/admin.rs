@@ -78,6 +78,17 @@ pub struct RevokeAdminRequest {
     pub pubkey: String,
 }
 
+/// The credentials and the target wallet of an allowlist call: both required
+/// (spec 4.4 and 4.5 check them first, before anything else about the body).
+fn signed_target(body: &JsonBody) -> ApiResult<(Credentials<'_>, &str)> {
+    let creds = credentials(body)?;
+    let pubkey = body.str("pubkey")?;
+    match (creds, pubkey) {
+        (Some(creds), Some(pubkey)) => Ok((creds, pubkey)),
+        _ => Err(ApiError::MissingFields),
+    }
+}
+
 /// An add-admin call as the handler needs it.
 pub struct AddAdminCall<'a> {
     pub creds: Credentials<'a>,
@@ -90,11 +101,7 @@ impl AddAdminRequest {
     /// Spec 4.4's errors, in its order: missing fields, then the role, then
     /// anything malformed (`invalid`), all before any nonce is spent.
     pub fn parse(body: &JsonBody) -> ApiResult<AddAdminCall<'_>> {
-        let creds = credentials(body)?;
-        let pubkey = body.str("pubkey")?;
-        let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
-            return Err(ApiError::MissingFields);
-        };
+        let (creds, pubkey) = signed_target(body)?;
         let role = match body.str("role") {
             Ok(Some(role)) if is_role(role) => role,
             _ => return Err(ApiError::InvalidRole),
@@ -124,11 +131,7 @@ pub struct RevokeAdminCall<'a> {
 impl RevokeAdminRequest {
     /// Spec 4.5's errors, in its order, before any nonce is spent.
     pub fn parse(body: &JsonBody) -> ApiResult<RevokeAdminCall<'_>> {
-        let creds = credentials(body)?;
-        let pubkey = body.str("pubkey")?;
-        let (Some(creds), Some(pubkey)) = (creds, pubkey) else {
-            return Err(ApiError::MissingFields);
-        };
+        let (creds, pubkey) = signed_target(body)?;
         let (Ok(key), Ok(_)) = (parse_pubkey(pubkey), parse_pubkey(creds.actor)) else {
             return Err(ApiError::Invalid);
         };
