@@ -326,12 +326,24 @@ async fn sql_baseline(url: &str, bind: &str, stored: bool) {
                       q: web::Query<std::collections::HashMap<String, String>>| async move {
                     let limit =
                         lendex::domain::limits::clamp_limit(q.get("limit").map(String::as_str));
-                    let client = pool.get().await.unwrap();
-                    let stmt = client.prepare_cached(sql).await.unwrap();
-                    let rows: Vec<Row> = client
-                        .query(&stmt, &[&limit])
-                        .await
-                        .unwrap()
+                    // Under 64 connections the pool's wait times out: answer as
+                    // the service would (503), not with a panicking worker.
+                    let read = async {
+                        let client = pool.get().await.map_err(|e| e.to_string())?;
+                        let stmt = client
+                            .prepare_cached(sql)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        client
+                            .query(&stmt, &[&limit])
+                            .await
+                            .map_err(|e| e.to_string())
+                    };
+                    let Ok(read) = read.await else {
+                        return HttpResponse::ServiceUnavailable()
+                            .json(serde_json::json!({ "error": "database unavailable" }));
+                    };
+                    let rows: Vec<Row> = read
                         .iter()
                         .map(|r| Row {
                             position_address: r.get(0),
