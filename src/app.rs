@@ -12,7 +12,9 @@ use deadpool_postgres::Pool;
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::Writers;
-use crate::actors::health_cache::{CloseStreams, FlushWrites, HealthCache, LoadAll};
+use crate::actors::health_cache::{
+    AwaitListening, CloseStreams, FlushWrites, HealthCache, LoadAll,
+};
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
 use crate::db;
@@ -75,6 +77,16 @@ pub async fn start(config: Config) -> Result<Service, String> {
     );
     let rendered = cache.rendered();
     let cache = cache.start();
+    // Listen first, then load: a change committed in between is then announced.
+    // Bounded: with the database down, start goes on and the reconnecting
+    // listener reloads everything once it is up.
+    let listen_wait = Duration::from_millis(config.database.acquire_timeout_ms);
+    if tokio::time::timeout(listen_wait, cache.send(AwaitListening))
+        .await
+        .is_err()
+    {
+        tracing::warn!("LISTEN connection not up at start; loading anyway");
+    }
     // Serve the feed from a loaded cache; if the database is down, the cache keeps
     // retrying in the background and the feed answers 503 until it is loaded.
     if !matches!(cache.send(LoadAll).await, Ok(Ok(()))) {

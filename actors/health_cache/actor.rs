@@ -77,8 +77,12 @@ pub struct HealthCache {
     rendered_version: u64,
     pub(super) ready: bool,
     pub(super) listening: bool,
+    /// Callers of `AwaitListening` until the LISTEN connection is up.
+    pub(super) listening_waiters: Vec<tokio::sync::oneshot::Sender<()>>,
+    /// The LISTEN connection has been up at least once.
+    pub(super) listened: bool,
     pending: Pending,
-    fetching: bool,
+    pub(super) fetching: bool,
     write_scheduled: bool,
     pub(super) subscribers: Vec<Subscriber>,
     pub(super) dropped_subscribers: u64,
@@ -120,6 +124,8 @@ impl HealthCache {
             rendered_version: 0,
             ready: false,
             listening: false,
+            listening_waiters: Vec::new(),
+            listened: false,
             pending: Pending::default(),
             fetching: false,
             write_scheduled: false,

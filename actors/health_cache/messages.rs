@@ -82,8 +82,43 @@ pub struct Listening(pub bool);
 impl Handler<Listening> for HealthCache {
     type Result = ();
 
-    fn handle(&mut self, msg: Listening, _: &mut Self::Context) {
+    fn handle(&mut self, msg: Listening, ctx: &mut Self::Context) {
         self.listening = msg.0;
+        if !msg.0 {
+            return;
+        }
+        for waiter in self.listening_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+        // The first LISTEN came up after a load had begun (start stopped waiting
+        // for it): what was committed in between is unknown. Later reconnects
+        // reload on their own (listen.rs).
+        let first = !std::mem::replace(&mut self.listened, true);
+        if first && (self.ready || self.fetching) {
+            ctx.notify(Resync);
+        }
+    }
+}
+
+/// Resolves once the LISTEN connection is up. The first load starts after it: a
+/// change committed between the load's read and the first LISTEN would
+/// otherwise never reach the cache (only later reconnects reload everything).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AwaitListening;
+
+impl Handler<AwaitListening> for HealthCache {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: AwaitListening, _: &mut Self::Context) -> Self::Result {
+        if self.listening {
+            return Box::pin(async {});
+        }
+        let (tx, rx) = oneshot::channel();
+        self.listening_waiters.push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
     }
 }
 

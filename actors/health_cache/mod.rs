@@ -27,8 +27,8 @@ pub mod view;
 
 pub use actor::{Borrows, HealthCache};
 pub use messages::{
-    BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites, KeepBorrows, LoadAll, OwnerOf,
-    OwnerPositions, OwnerRow, Render, Stats, Subscribe,
+    AwaitListening, BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites, KeepBorrows,
+    LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Stats, Subscribe,
 };
 
 use actix::Addr;
