@@ -22,84 +22,90 @@ use handlers::{
     admin, auth, console, health, liquidations, metrics, pools, positions, transactions,
 };
 
-/// Every route under /api. A known path with an unknown method is 405 with the
-/// JSON error body and an `Allow` header; an unknown path is 404 (set on the
-/// App). GET routes answer HEAD too (same handler, no body).
+/// Every route. A known path with an unknown method is 405 with the JSON error
+/// body and an `Allow` header; an unknown path is 404 (set on the App). GET
+/// routes answer HEAD too (same handler, no body). The routes sit in one flat
+/// list, each named by its pattern (the metrics' route label, read without
+/// formatting it per request), not under a scope: one match per request.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api")
-            // The liquidators' hot paths first: resources are matched in order.
-            .service(read(
-                resource("/positions/unhealthy", GET),
-                positions::unhealthy,
-            ))
-            .service(read(
-                resource("/liquidations", GET),
-                liquidations::liquidations,
-            ))
-            .service(read(
-                resource("/positions/at-risk", GET),
-                liquidations::at_risk,
-            ))
-            .service(
-                // An endless stream: no HEAD.
-                resource("/positions/unhealthy/stream", "GET")
-                    .route(web::get().to(positions::unhealthy_stream)),
+    cfg
+        // The liquidators' hot paths first: resources are matched in order.
+        .service(read(
+            resource("/api/positions/unhealthy", GET),
+            positions::unhealthy,
+        ))
+        .service(read(
+            resource("/api/liquidations", GET),
+            liquidations::liquidations,
+        ))
+        .service(read(
+            resource("/api/positions/at-risk", GET),
+            liquidations::at_risk,
+        ))
+        .service(
+            // An endless stream: no HEAD.
+            resource("/api/positions/unhealthy/stream", "GET")
+                .route(web::get().to(positions::unhealthy_stream)),
+        )
+        .service(
+            resource("/api/positions/sync", "POST").route(web::post().to(positions::sync_position)),
+        )
+        // Fixed paths before "/api/positions/{user}", which would match them too.
+        .service(read(
+            resource("/api/positions/{user}/detail", GET),
+            positions::detail,
+        ))
+        .service(read(
+            resource("/api/positions/{user}", GET),
+            positions::list_positions,
+        ))
+        .service(resource("/api/auth/nonce", "POST").route(web::post().to(auth::issue_nonce)))
+        .service(read(resource("/api/admin/me", GET), admin::me))
+        .service(
+            read(
+                resource("/api/admin/allowlist", "GET, HEAD, POST, DELETE"),
+                admin::list_admins,
             )
-            .service(
-                resource("/positions/sync", "POST").route(web::post().to(positions::sync_position)),
+            .route(web::post().to(admin::add_admin))
+            .route(web::delete().to(admin::revoke_admin)),
+        )
+        .service(read(resource("/api/admin/audit", GET), admin::audit))
+        .service(read(resource("/api/pools", GET), pools::list_pools))
+        .service(resource("/api/pools/init", "POST").route(web::post().to(pools::init_pool)))
+        .service(resource("/api/pools/sync", "POST").route(web::post().to(pools::sync_pool)))
+        .service(
+            read(
+                resource("/api/transactions", "GET, HEAD, POST"),
+                transactions::list_transactions,
             )
-            // Fixed paths before "/positions/{user}", which would match them too.
-            .service(read(
-                resource("/positions/{user}/detail", GET),
-                positions::detail,
-            ))
-            .service(read(
-                resource("/positions/{user}", GET),
-                positions::list_positions,
-            ))
-            .service(resource("/auth/nonce", "POST").route(web::post().to(auth::issue_nonce)))
-            .service(read(resource("/admin/me", GET), admin::me))
-            .service(
-                read(
-                    resource("/admin/allowlist", "GET, HEAD, POST, DELETE"),
-                    admin::list_admins,
-                )
-                .route(web::post().to(admin::add_admin))
-                .route(web::delete().to(admin::revoke_admin)),
-            )
-            .service(read(resource("/admin/audit", GET), admin::audit))
-            .service(read(resource("/pools", GET), pools::list_pools))
-            .service(resource("/pools/init", "POST").route(web::post().to(pools::init_pool)))
-            .service(resource("/pools/sync", "POST").route(web::post().to(pools::sync_pool)))
-            .service(
-                read(
-                    resource("/transactions", "GET, HEAD, POST"),
-                    transactions::list_transactions,
-                )
-                .route(web::post().to(transactions::record_transaction)),
-            )
-            .service(read(resource("/health", GET), health::health))
-            .service(read(resource("/openapi.json", GET), openapi::openapi_json)),
-    )
-    // Outside /api (decisions §9), where scrapers look for it.
-    .service(read(resource("/metrics", GET), metrics::metrics))
-    .service(read(resource("/console", GET), console::page))
-    .service(read(resource("/console/{file}", GET), console::file));
+            .route(web::post().to(transactions::record_transaction)),
+        )
+        .service(read(resource("/api/health", GET), health::health))
+        .service(read(
+            resource("/api/openapi.json", GET),
+            openapi::openapi_json,
+        ))
+        // Outside /api (decisions §9), where scrapers look for it.
+        .service(read(resource("/metrics", GET), metrics::metrics))
+        .service(read(resource("/console", GET), console::page))
+        .service(read(resource("/console/{file}", GET), console::file));
 }
 
 const GET: &str = "GET, HEAD";
 
-/// A resource that answers `allow`; any other method is 405 with that `Allow`.
+/// A resource named by its pattern that answers `allow`; any other method is
+/// 405 with that `Allow`.
 fn resource(path: &str, allow: &'static str) -> actix_web::Resource {
-    web::resource(path).default_service(web::to(move || async move {
-        let mut response = ApiError::MethodNotAllowed.error_response();
-        response.headers_mut().insert(
-            actix_web::http::header::ALLOW,
-            actix_web::http::header::HeaderValue::from_static(allow),
-        );
-        response
-    }))
+    web::resource(path)
+        .name(path)
+        .default_service(web::to(move || async move {
+            let mut response = ApiError::MethodNotAllowed.error_response();
+            response.headers_mut().insert(
+                actix_web::http::header::ALLOW,
+                actix_web::http::header::HeaderValue::from_static(allow),
+            );
+            response
+        }))
 }
 
 /// GET with `handler`, and HEAD with the same handler (actix sends no body).

@@ -102,10 +102,11 @@ fn app(
             let response = srv.call(req);
             async move {
                 let response = response.await?;
-                // By route pattern, never by path: a path holds a wallet.
+                // By route pattern (each route is named by it), never by path:
+                // a path holds a wallet.
                 let request = response.request();
-                crate::metrics::http_request(
-                    request.match_pattern().as_deref().unwrap_or("unmatched"),
+                crate::metrics::http::record(
+                    request.match_name().unwrap_or("unmatched"),
                     request.method().as_str(),
                     response.status().as_u16(),
                     started.elapsed(),

@@ -32,5 +32,5 @@ pub struct AppState {
     pub rendered: SharedRendered,
     pub limiter: PublicWriteLimiter,
     /// Renders the Prometheus series (GET /metrics).
-    pub metrics: metrics_exporter_prometheus::PrometheusHandle,
+    pub metrics: crate::metrics::Metrics,
 }

@@ -63,12 +63,24 @@ async fn requests_engine_and_writer_are_scraped() {
         assert_eq!(app.get("/api/positions/unhealthy").await.0, 200);
     }
     assert_eq!(app.get("/api/no-such-route").await.0, 404);
+    // A method a client invents is counted, under one label, not its own.
+    let brew = reqwest::Method::from_bytes(b"BREW").unwrap();
+    let res = app
+        .http
+        .request(brew, app.url("/api/pools"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 405);
+    let invented = r#"lendex_http_requests_total{route="/api/pools",method="other",status="405"}"#;
     let wallet = Wallet::new();
     app.add_admin(&wallet, "pool_admin").await;
     let after = scrape(&app).await;
 
     assert!(value(&after, ok) - value(&before, ok) >= 3.0, "{after:?}");
     assert!(value(&after, missing) - value(&before, missing) >= 1.0);
+    assert!(value(&after, invented) - value(&before, invented) >= 1.0);
+    assert!(after.keys().all(|k| !k.contains("BREW")));
     // The path of a route with a wallet in it is never a label.
     assert!(after.keys().all(|k| !k.contains(&wallet.pubkey())));
     let bucket = r#"lendex_http_request_duration_seconds_count{route="/api/positions/unhealthy"}"#;

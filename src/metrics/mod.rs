@@ -10,20 +10,16 @@
 //! The recorder is process-wide (the facade's design): two services in one
 //! process (the integration tests) share one set of series.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::fmt::Write as _;
+pub mod http;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics::{
-    Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
-    histogram,
+    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
 };
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub const HTTP_REQUESTS: &str = "lendex_http_requests_total";
-pub const HTTP_DURATION: &str = "lendex_http_request_duration_seconds";
 pub const RPC_REQUESTS: &str = "lendex_rpc_requests_total";
 pub const RPC_DURATION: &str = "lendex_rpc_request_duration_seconds";
 pub const RPC_RATE_LIMITED: &str = "lendex_rpc_rate_limited_total";
@@ -59,10 +55,26 @@ const SIZE_BUCKETS: &[f64] = &[
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
 ];
 
-/// Installs the recorder (once per process) and returns the handle /metrics renders.
-pub fn install() -> PrometheusHandle {
+/// How often the recorder's histogram samples are folded into their buckets
+/// when nobody scrapes (they are kept one by one until then).
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Renders every series: the recorder's, then the HTTP ones (`http`).
+#[derive(Clone)]
+pub struct Metrics(PrometheusHandle);
+
+impl Metrics {
+    pub fn render(&self) -> String {
+        let mut out = self.0.render();
+        http::render(&mut out);
+        out
+    }
+}
+
+/// Installs the recorder (once per process) and returns what /metrics renders.
+pub fn install() -> Metrics {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
+    let handle = HANDLE
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
@@ -75,21 +87,25 @@ pub fn install() -> PrometheusHandle {
             // Fails only when another recorder is installed; then that one records.
             let _ = metrics::set_global_recorder(recorder);
             describe();
+            // The recorder keeps every histogram sample until it is drained;
+            // without a scrape that is memory growing with traffic. A thread of
+            // its own, as the exporter's own `install` does, whatever runtime runs.
+            let upkeep = handle.clone();
+            let _ = std::thread::Builder::new()
+                .name("metrics-upkeep".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(UPKEEP_EVERY);
+                        upkeep.run_upkeep();
+                    }
+                });
             handle
         })
-        .clone()
+        .clone();
+    Metrics(handle)
 }
 
 fn describe() {
-    describe_counter!(
-        HTTP_REQUESTS,
-        "HTTP requests answered, by route pattern, method and status"
-    );
-    describe_histogram!(
-        HTTP_DURATION,
-        Unit::Seconds,
-        "Time to answer an HTTP request (to the headers of a stream)"
-    );
     describe_counter!(
         RPC_REQUESTS,
         "JSON-RPC requests to the chain, by method and outcome (ok, error, rate_limited, queue_full)"
@@ -177,29 +193,6 @@ fn describe() {
         SYNC_RECONNECTS,
         "Websocket connections made after the first"
     );
-}
-
-pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
-    // The feed's pollers make this the hottest path: each worker keeps the
-    // handles of the series it has seen, so a request costs one map lookup.
-    type Seen = HashMap<String, (Counter, Histogram), foldhash::fast::RandomState>;
-    thread_local! {
-        static SEEN: RefCell<(String, Seen)> = RefCell::default();
-    }
-    SEEN.with_borrow_mut(|(key, seen)| {
-        key.clear();
-        let _ = write!(key, "{route} {method} {status}");
-        if !seen.contains_key(key.as_str()) {
-            let handles = (
-                counter!(HTTP_REQUESTS, "route" => route.to_string(), "method" => method.to_string(), "status" => status.to_string()),
-                histogram!(HTTP_DURATION, "route" => route.to_string()),
-            );
-            seen.insert(key.clone(), handles);
-        }
-        let (requests, duration) = &seen[key.as_str()];
-        requests.increment(1);
-        duration.record(took.as_secs_f64());
-    });
 }
 
 pub fn rpc_request(method: &str, outcome: &'static str, took: Duration) {
