@@ -301,7 +301,7 @@ impl HealthCache {
         if self.subscribers.is_empty() || events.is_empty() {
             return;
         }
-        let now = chrono::Utc::now().timestamp();
+        let now = feed::now_seconds();
         // 25k owners sinking at once is 25k frames: rendered on every core, each
         // core's share into one buffer.
         let (engine, max_age) = (&self.engine, self.max_oracle_age);
@@ -405,7 +405,7 @@ impl HealthCache {
         if !self.ready {
             return Err(ApiError::DatabaseUnavailable);
         }
-        let now = chrono::Utc::now().timestamp();
+        let now = feed::now_seconds();
         if let Some(body) = feed::cached_answer(&self.rendered, &answer, now) {
             return Ok(body);
         }

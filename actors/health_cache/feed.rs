@@ -236,6 +236,14 @@ const MAX_OWNER_BODIES: usize = 10_000;
 /// Shared between the actor (the only writer) and the HTTP workers.
 pub type SharedRendered = Arc<RwLock<Rendered>>;
 
+/// The Unix second answers are rendered and kept for (and oracle ages
+/// measured at). Read per request: no calendar arithmetic.
+pub fn now_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// A rendered answer for this second, if one is there.
 pub fn cached_answer(shared: &SharedRendered, answer: &Answer, now: i64) -> Option<Bytes> {
     let rendered = shared.read().unwrap_or_else(|e| e.into_inner());

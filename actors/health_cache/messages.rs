@@ -314,7 +314,7 @@ impl Handler<Subscribe> for HealthCache {
         if !self.ready {
             return Err(ApiError::DatabaseUnavailable);
         }
-        let now = chrono::Utc::now().timestamp();
+        let now = feed::now_seconds();
         let version = self.engine.version();
         let snapshot = match &self.snapshot {
             Some((v, at, frames)) if *v == version && *at == now => frames.clone(),

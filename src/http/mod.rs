@@ -7,6 +7,7 @@ pub mod extract;
 pub mod handlers;
 pub mod json_errors;
 pub mod openapi;
+pub mod query;
 pub mod rate_limit;
 pub mod registered;
 pub mod rendered;

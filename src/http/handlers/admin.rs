@@ -148,7 +148,7 @@ impl RevokeAdminRequest {
         (status = 400, body = ErrorBody, description = "missing fields | invalid")))]
 pub async fn me(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let pubkey = params.pubkey("pubkey")?.ok_or(ApiError::MissingFields)?;
-    let role = active_role(&state, pubkey).await?.map(|r| match r {
+    let role = active_role(&state, &pubkey).await?.map(|r| match r {
         Role::SuperAdmin => "super_admin".to_string(),
         Role::PoolAdmin => "pool_admin".to_string(),
     });
@@ -239,7 +239,7 @@ pub async fn audit(
     if state.cluster == Cluster::Mainnet {
         check_audit_credentials(&req, &state).await?;
     }
-    let limit = clamp_limit(params.get("limit"));
+    let limit = clamp_limit(params.get("limit").as_deref());
     let client = state.db.get().await?;
     let rows = match (params.get("actor"), params.get("action")) {
         (None, None) => {

@@ -29,13 +29,13 @@ const DEFAULT_BELOW: u128 = WAD + WAD / 10;
 pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let min_profit_wad = match params.get("min_profit_wad") {
         None => 0,
-        Some(v) => parse_u128_decimal(v).ok_or(ApiError::Invalid)?,
+        Some(v) => parse_u128_decimal(&v).ok_or(ApiError::Invalid)?,
     };
     let filter = QuoteFilter {
         debt_pool: params.key("debt_pool")?,
         collateral_pool: params.key("collateral_pool")?,
         min_profit_wad,
-        limit: clamp_limit(params.get("limit")) as usize,
+        limit: clamp_limit(params.get("limit").as_deref()) as usize,
     };
     serve_answer(&state, Answer::Liquidations(filter)).await
 }
@@ -49,10 +49,10 @@ pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResu
 pub async fn at_risk(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let below = match params.get("below") {
         None => DEFAULT_BELOW,
-        Some(v) => parse_u128_decimal(v)
+        Some(v) => parse_u128_decimal(&v)
             .filter(|b| *b > WAD && *b <= 2 * WAD)
             .ok_or(ApiError::Invalid)?,
     };
-    let limit = clamp_limit(params.get("limit")) as usize;
+    let limit = clamp_limit(params.get("limit").as_deref()) as usize;
     serve_answer(&state, Answer::AtRisk { below, limit }).await
 }

@@ -178,7 +178,7 @@ pub async fn sync_position(
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let pool = params.key("pool")?;
-    let limit = clamp_limit(params.get("limit")) as usize;
+    let limit = clamp_limit(params.get("limit").as_deref()) as usize;
     serve_answer(&state, Answer::Unhealthy { pool, limit }).await
 }
 

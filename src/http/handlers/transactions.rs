@@ -122,7 +122,7 @@ pub async fn list_transactions(
 ) -> ApiResult<HttpResponse> {
     let wallet = params.pubkey("wallet")?;
     let pool = params.pubkey("pool")?;
-    let limit = clamp_limit(params.get("limit"));
+    let limit = clamp_limit(params.get("limit").as_deref());
     let cluster = state.cluster.as_str();
     let client = state.db.get().await?;
     let rows = match (wallet, pool) {

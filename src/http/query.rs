@@ -1,0 +1,82 @@
+//! Query strings, read in place: `application/x-www-form-urlencoded` pairs
+//! split on `&` and the first `=`, with `+` as a space and `%XX` escapes
+//! decoded (invalid UTF-8 replaced), as `form_urlencoded` reads them. A part
+//! without escapes is borrowed, so the liquidators' `?limit=50` costs no
+//! allocation.
+
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode;
+
+/// Every pair, in order; empty `&&` sequences are skipped.
+pub fn pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
+    query.split('&').filter(|p| !p.is_empty()).map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (decode(key), decode(value))
+    })
+}
+
+/// The value of the last pair named `key`, if any.
+pub fn last<'q>(query: &'q str, key: &str) -> Option<Cow<'q, str>> {
+    pairs(query)
+        .filter(|(k, _)| k == key)
+        .last()
+        .map(|(_, v)| v)
+}
+
+fn decode(part: &str) -> Cow<'_, str> {
+    if !part.bytes().any(|b| b == b'%' || b == b'+') {
+        return Cow::Borrowed(part);
+    }
+    let spaced = part.replace('+', " ");
+    Cow::Owned(
+        percent_decode(spaced.as_bytes())
+            .decode_utf8_lossy()
+            .into_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(query: &str) -> Vec<(String, String)> {
+        form_urlencoded::parse(query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
+
+    fn ours(query: &str) -> Vec<(String, String)> {
+        pairs(query)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn plain_parts_are_borrowed_and_escapes_decoded() {
+        let got: Vec<_> = pairs("limit=50&pool=&a+b=%41%2&x").collect();
+        assert!(matches!(
+            got[0],
+            (Cow::Borrowed("limit"), Cow::Borrowed("50"))
+        ));
+        assert_eq!(got[1], (Cow::Borrowed("pool"), Cow::Borrowed("")));
+        assert_eq!(
+            got[2],
+            (Cow::Owned::<str>("a b".into()), Cow::Owned("A%2".into()))
+        );
+        assert_eq!(got[3], (Cow::Borrowed("x"), Cow::Borrowed("")));
+        assert_eq!(last("limit=5&limit=7", "limit").as_deref(), Some("7"));
+        assert_eq!(last("limit=5", "pool"), None);
+        assert_eq!(last("a=b=c", "a").as_deref(), Some("b=c"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Reads every query string exactly as the decoder used before.
+        #[test]
+        fn reads_as_form_urlencoded_does(query in "([a-z=&+%]|%[0-9a-fA-F]{2}|%[c-f][0-9a-f]|é){0,24}") {
+            prop_assert_eq!(ours(&query), reference(&query));
+        }
+    }
+}
