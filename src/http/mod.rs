@@ -5,7 +5,9 @@
 pub mod body;
 pub mod extract;
 pub mod handlers;
+pub mod hot_reads;
 pub mod json_errors;
+pub mod observe;
 pub mod openapi;
 pub mod query;
 pub mod rate_limit;

@@ -8,6 +8,48 @@ use std::borrow::Cow;
 
 use percent_encoding::percent_decode;
 
+use crate::domain::pubkey::{Pubkey, is_pubkey, parse_pubkey};
+use crate::error::{ApiError, ApiResult};
+
+/// A request's query string, read through typed getters.
+#[derive(Clone, Copy)]
+pub struct Query<'q>(pub &'q str);
+
+impl<'q> Query<'q> {
+    /// `400 invalid` when a key or value holds a NUL (PostgreSQL text cannot).
+    /// The request line holds no raw NUL (the parser refuses it), so only an
+    /// escape can make one.
+    pub fn check(self) -> ApiResult<Self> {
+        let has_nul = self.0.contains('%')
+            && pairs(self.0).any(|(k, v)| k.contains('\0') || v.contains('\0'));
+        if has_nul {
+            Err(ApiError::Invalid)
+        } else {
+            Ok(self)
+        }
+    }
+
+    /// A parameter (the last one when repeated); an empty value counts as absent.
+    pub fn get(self, key: &str) -> Option<Cow<'q, str>> {
+        last(self.0, key).filter(|v| !v.is_empty())
+    }
+
+    /// A parameter that must be a base58 pubkey when present, parsed (else `400 invalid`).
+    pub fn key(self, key: &str) -> ApiResult<Option<Pubkey>> {
+        self.get(key)
+            .map(|v| parse_pubkey(&v).map_err(|_| ApiError::Invalid))
+            .transpose()
+    }
+
+    /// A parameter that must be a base58 pubkey when present (else `400 invalid`).
+    pub fn pubkey(self, key: &str) -> ApiResult<Option<Cow<'q, str>>> {
+        match self.get(key) {
+            Some(v) if !is_pubkey(&v) => Err(ApiError::Invalid),
+            other => Ok(other),
+        }
+    }
+}
+
 /// Every pair, in order; empty `&&` sequences are skipped.
 pub fn pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
     query.split('&').filter(|p| !p.is_empty()).map(|pair| {
@@ -69,6 +111,18 @@ mod tests {
         assert_eq!(last("limit=5&limit=7", "limit").as_deref(), Some("7"));
         assert_eq!(last("limit=5", "pool"), None);
         assert_eq!(last("a=b=c", "a").as_deref(), Some("b=c"));
+        assert_eq!(last("li%6Dit=1&limit=2&x=3", "limit").as_deref(), Some("2"));
+        assert_eq!(last("limit=1&li%6Dit=%32", "limit").as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn a_nul_anywhere_is_invalid_and_empty_values_are_absent() {
+        assert!(Query("a=%00").check().is_err());
+        assert!(Query("%00=1").check().is_err());
+        assert!(Query("a=0&b=%2500").check().is_ok());
+        assert_eq!(Query("limit=&limit=").get("limit"), None);
+        assert!(Query("pool=xyz").key("pool").is_err());
+        assert_eq!(Query("").key("pool").unwrap(), None);
     }
 
     proptest! {
@@ -76,7 +130,13 @@ mod tests {
         /// Reads every query string exactly as the decoder used before.
         #[test]
         fn reads_as_form_urlencoded_does(query in "([a-z=&+%]|%[0-9a-fA-F]{2}|%[c-f][0-9a-f]|é){0,24}") {
-            prop_assert_eq!(ours(&query), reference(&query));
+            let expected = reference(&query);
+            prop_assert_eq!(ours(&query), expected.clone());
+            for key in ["a", "b", "", " ", "a b"] {
+                let want = expected.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+                let got = last(&query, key);
+                prop_assert_eq!(got.as_deref(), want);
+            }
         }
     }
 }

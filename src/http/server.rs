@@ -1,19 +1,27 @@
-//! The HTTP server: the actix-web App (routes, request log) served by
-//! actix-http's HTTP/1 service on sockets wrapped by `json_errors`. This is
+//! The HTTP server: the actix-web App (routes, request log), with the cache's
+//! rendered polls answered ahead of it (`hot_reads`), served by actix-http's
+//! HTTP/1 service on sockets wrapped by `json_errors`. This is
 //! actix_web::HttpServer's own assembly, done here because HttpServer cannot
 //! wrap a connection's socket.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use actix_http::{HttpService, Protocol};
+use actix_http::{HttpService, Protocol, Request, Response};
 use actix_server::Server;
-use actix_service::{IntoServiceFactory, ServiceFactoryExt, fn_service, map_config};
+use actix_service::{
+    IntoServiceFactory, ServiceFactoryExt, apply_fn_factory, fn_service, map_config,
+};
 use actix_web::dev::{AppConfig, Service as _};
 use actix_web::rt::net::TcpStream;
 use actix_web::{App, web};
 
+use futures_util::TryFutureExt;
+use futures_util::future::{Either, ready};
+
+use super::hot_reads;
 use super::json_errors::JsonErrors;
+use super::observe::Observed;
 use super::state::AppState;
 use crate::config::ServerConfig;
 
@@ -55,11 +63,24 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
                     .on_connect_ext(|io: &JsonErrors<TcpStream>, ext| {
                         super::socket::on_connect(io.get_ref(), ext)
                     })
-                    .finish(map_config(
-                        app(state.clone())
-                            .into_factory()
-                            .map_err(|e| e.error_response()),
-                        |_| AppConfig::default(),
+                    .finish(apply_fn_factory(
+                        map_config(
+                            app(state.clone())
+                                .into_factory()
+                                .map_err(|e| e.error_response()),
+                            |_| AppConfig::default(),
+                        ),
+                        // The polled answers the cache has rendered skip the App.
+                        {
+                            let state = state.clone();
+                            move |req: Request, app: &_| match hot_reads::answer(
+                                &state.rendered,
+                                &req,
+                            ) {
+                                Some(response) => Either::Left(ready(Ok(response))),
+                                None => Either::Right(app.call(req).map_ok(Response::from)),
+                            }
+                        },
                     ));
                 fn_service(|io: TcpStream| async move {
                     let peer = io.peer_addr().ok();
@@ -79,7 +100,7 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
     })
 }
 
-/// The application: shared state, one log line per request, the routes.
+/// The application: shared state, each request observed (`observe`), the routes.
 fn app(
     state: web::Data<AppState>,
 ) -> App<
@@ -94,29 +115,17 @@ fn app(
     App::new()
         .app_data(state)
         .wrap_fn(|req, srv| {
-            // One line per request; nothing is captured when the level is off
-            // (the feed's pollers make this the hottest path).
-            let started = Instant::now();
-            let logged = tracing::enabled!(tracing::Level::INFO)
-                .then(|| (req.method().clone(), req.path().to_string()));
+            let observed = Observed::start(req.method(), req.path());
             let response = srv.call(req);
             async move {
                 let response = response.await?;
-                // By route pattern (each route is named by it), never by path:
-                // a path holds a wallet.
+                // Each route is named by its pattern.
                 let request = response.request();
-                crate::metrics::http::record(
+                observed.finish(
                     request.match_name().unwrap_or("unmatched"),
-                    request.method().as_str(),
+                    request.method(),
                     response.status().as_u16(),
-                    started.elapsed(),
                 );
-                if let Some((method, path)) = logged {
-                    tracing::info!(
-                        %method, %path, status = response.status().as_u16(),
-                        latency_ms = started.elapsed().as_secs_f64() * 1000.0, "request"
-                    );
-                }
                 Ok(response)
             }
         })

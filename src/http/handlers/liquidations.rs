@@ -12,6 +12,7 @@ use crate::domain::wad::WAD;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::Params;
 use crate::http::openapi::schemas::{PubkeyText, WadText};
+use crate::http::query::Query;
 use crate::http::rendered::serve_answer;
 use crate::http::state::AppState;
 
@@ -27,17 +28,21 @@ const DEFAULT_BELOW: u128 = WAD + WAD / 10;
         (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    let min_profit_wad = match params.get("min_profit_wad") {
+    serve_answer(&state, liquidations_answer(params.query())?).await
+}
+
+/// The answer GET /api/liquidations asks for (also read by `hot_reads`).
+pub fn liquidations_answer(query: Query) -> ApiResult<Answer> {
+    let min_profit_wad = match query.get("min_profit_wad") {
         None => 0,
         Some(v) => parse_u128_decimal(&v).ok_or(ApiError::Invalid)?,
     };
-    let filter = QuoteFilter {
-        debt_pool: params.key("debt_pool")?,
-        collateral_pool: params.key("collateral_pool")?,
+    Ok(Answer::Liquidations(QuoteFilter {
+        debt_pool: query.key("debt_pool")?,
+        collateral_pool: query.key("collateral_pool")?,
         min_profit_wad,
-        limit: clamp_limit(params.get("limit").as_deref()) as usize,
-    };
-    serve_answer(&state, Answer::Liquidations(filter)).await
+        limit: clamp_limit(query.get("limit").as_deref()) as usize,
+    }))
 }
 
 #[utoipa::path(get, path = "/api/positions/at-risk", tag = "liquidations",
@@ -47,12 +52,17 @@ pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResu
         (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn at_risk(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    let below = match params.get("below") {
+    serve_answer(&state, at_risk_answer(params.query())?).await
+}
+
+/// The answer GET /api/positions/at-risk asks for (also read by `hot_reads`).
+pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
+    let below = match query.get("below") {
         None => DEFAULT_BELOW,
         Some(v) => parse_u128_decimal(&v)
             .filter(|b| *b > WAD && *b <= 2 * WAD)
             .ok_or(ApiError::Invalid)?,
     };
-    let limit = clamp_limit(params.get("limit").as_deref()) as usize;
-    serve_answer(&state, Answer::AtRisk { below, limit }).await
+    let limit = clamp_limit(query.get("limit").as_deref()) as usize;
+    Ok(Answer::AtRisk { below, limit })
 }

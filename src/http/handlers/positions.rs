@@ -25,6 +25,7 @@ use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
+use crate::http::query::Query;
 use crate::http::registered::ensure_registered;
 use crate::http::rendered::{json_bytes, serve_answer};
 use crate::http::socket::bound_feed_socket;
@@ -177,9 +178,14 @@ pub async fn sync_position(
         (status = 400, body = ErrorBody, description = "invalid (malformed pool)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    let pool = params.key("pool")?;
-    let limit = clamp_limit(params.get("limit").as_deref()) as usize;
-    serve_answer(&state, Answer::Unhealthy { pool, limit }).await
+    serve_answer(&state, unhealthy_answer(params.query())?).await
+}
+
+/// The answer GET /api/positions/unhealthy asks for (also read by `hot_reads`).
+pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
+    let pool = query.key("pool")?;
+    let limit = clamp_limit(query.get("limit").as_deref()) as usize;
+    Ok(Answer::Unhealthy { pool, limit })
 }
 
 /// Spec 2.3.
