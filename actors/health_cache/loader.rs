@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 
 /// Every owner's positions as loaded, with the health factor stored on its rows
 /// when they all agree (else `None`: the rows need a write).
-pub type Owners = HashMap<Pubkey, (Vec<PositionState>, Option<u128>)>;
+pub type Owners = HashMap<Pubkey, (Vec<PositionState>, Option<u128>), foldhash::fast::RandomState>;
 
 /// The whole cluster, for a (re)load.
 pub struct Everything {
@@ -57,8 +57,9 @@ pub async fn load_everything(db: &Pool, cluster: &'static str) -> ApiResult<Ever
     let rows = futures_util::stream::select(a, b);
     pin_mut!(rows);
     let mut owners = Owners::default();
+    let mut pools_seen = PoolKeys::default();
     while let Some(row) = rows.next().await {
-        group(&mut owners, &row?);
+        group(&mut owners, &mut pools_seen, &row?);
     }
     Ok(Everything { pools, owners })
 }
@@ -93,6 +94,7 @@ pub async fn load_changes(
             .copied()
             .collect();
     }
+    let mut pools_seen = PoolKeys::default();
     if !owners.is_empty() {
         for owner in owners {
             out.owners.entry(*owner).or_default();
@@ -101,7 +103,7 @@ pub async fn load_changes(
             .prepare_cached(queries::CACHE_OWNERS_POSITIONS)
             .await?;
         for row in client.query(&stmt, &[&cluster, &text(owners)]).await? {
-            group(&mut out.owners, &row);
+            group(&mut out.owners, &mut pools_seen, &row);
         }
     }
     for pool in fallback_pools {
@@ -109,14 +111,14 @@ pub async fn load_changes(
             .prepare_cached(queries::CACHE_POOL_OWNERS_POSITIONS)
             .await?;
         for row in client.query(&stmt, &[&cluster, &pool.to_string()]).await? {
-            group(&mut out.owners, &row);
+            group(&mut out.owners, &mut pools_seen, &row);
         }
     }
     Ok(out)
 }
 
-fn group(owners: &mut Owners, row: &Row) {
-    let Some((owner, position, stored)) = position_state(row) else {
+fn group(owners: &mut Owners, pools: &mut PoolKeys, row: &Row) {
+    let Some((owner, position, stored)) = position_state(row, pools) else {
         return;
     };
     let entry = owners.entry(owner).or_insert((Vec::new(), Some(stored)));
@@ -168,31 +170,65 @@ fn pool_state(row: &Row) -> Option<PoolState> {
 
 /// A position row of CACHE_*_POSITIONS: its owner, the position, the stored
 /// health factor; `None` (logged) when it cannot be used.
-fn position_state(row: &Row) -> Option<(Pubkey, PositionState, u128)> {
+/// Columns of `cache_position_select!`, by position: a million rows are read
+/// at a cold start, and a lookup by name searches the columns each time.
+mod col {
+    pub const POSITION: usize = 0;
+    pub const POOL: usize = 1;
+    pub const OWNER: usize = 2;
+    pub const DEPOSIT_SHARES: usize = 3;
+    pub const BORROW_PRINCIPAL: usize = 4;
+    pub const DEPOSIT_IDX_SNAP: usize = 5;
+    pub const BORROW_IDX_SNAP: usize = 6;
+    pub const ORIGINAL_DEPOSIT: usize = 7;
+    pub const HEALTH_FACTOR: usize = 8;
+    pub const SYNCED_AT: usize = 9;
+}
+
+/// Pool addresses already decoded: a handful of pools across a million rows,
+/// so a row's pool is found by its text rather than decoded from base58.
+#[derive(Default)]
+struct PoolKeys(Vec<(String, Pubkey)>);
+
+impl PoolKeys {
+    fn get(&mut self, text: &str) -> ApiResult<Pubkey> {
+        if let Some((_, key)) = self.0.iter().find(|(t, _)| t == text) {
+            return Ok(*key);
+        }
+        let parsed = key(text)?;
+        // Bounded: past this many, decode (a cache, not a registry).
+        if self.0.len() < 64 {
+            self.0.push((text.to_string(), parsed));
+        }
+        Ok(parsed)
+    }
+}
+
+fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionState, u128)> {
     let parsed = (|| -> ApiResult<(Pubkey, PositionState, u128)> {
         let position = PositionState {
-            address: key(row.get("position_address"))?,
-            pool: key(row.get("pool_address"))?,
+            address: key(row.get(col::POSITION))?,
+            pool: pools.get(row.get(col::POOL))?,
             amounts: PositionAmounts {
-                deposit_shares: num(row, "deposit_shares")?,
-                borrow_principal: num(row, "borrow_principal")?,
-                borrow_idx_snap: num(row, "borrow_idx_snap")?,
+                deposit_shares: num(row, col::DEPOSIT_SHARES)?,
+                borrow_principal: num(row, col::BORROW_PRINCIPAL)?,
+                borrow_idx_snap: num(row, col::BORROW_IDX_SNAP)?,
             },
-            deposit_idx_snap: num(row, "deposit_idx_snap")?,
-            original_deposit: num(row, "original_deposit")?,
+            deposit_idx_snap: num(row, col::DEPOSIT_IDX_SNAP)?,
+            original_deposit: num(row, col::ORIGINAL_DEPOSIT)?,
             synced_us: row
-                .get::<_, chrono::DateTime<chrono::Utc>>("last_synced_at")
+                .get::<_, chrono::DateTime<chrono::Utc>>(col::SYNCED_AT)
                 .timestamp_micros(),
         };
         Ok((
-            key(row.get("owner"))?,
+            key(row.get(col::OWNER))?,
             position,
-            num(row, "health_factor_wad")?,
+            num(row, col::HEALTH_FACTOR)?,
         ))
     })();
     if parsed.is_err() {
         tracing::warn!(
-            position = row.get::<_, &str>("position_address"),
+            position = row.get::<_, &str>(col::POSITION),
             "position row not usable by the cache; skipped"
         );
     }

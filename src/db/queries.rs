@@ -347,6 +347,7 @@ macro_rules! cache_pool_select {
 pub const CACHE_ALL_POOLS: &str = cache_pool_select!("");
 pub const CACHE_POOLS: &str = cache_pool_select!("AND pool_address = ANY($2::text[])");
 
+// The column order is read by position in actors/health_cache/loader.rs (`col`).
 macro_rules! cache_position_select {
     ($where:literal) => {
         concat!(

@@ -6,10 +6,14 @@ use tokio_postgres::Row;
 use crate::domain::wad::PoolPricing;
 use crate::error::{ApiError, ApiResult};
 
-/// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
-pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> ApiResult<T> {
-    row.get::<_, &str>(column).parse().map_err(|_| {
-        tracing::error!(column, "stored number out of range");
+/// A NUMERIC column read as text, parsed exactly (the schema's domains keep it
+/// in range). By name, or by position where a million rows are read.
+pub fn num<T: std::str::FromStr, I>(row: &Row, column: I) -> ApiResult<T>
+where
+    I: tokio_postgres::row::RowIndex + std::fmt::Display,
+{
+    row.get::<_, &str>(&column).parse().map_err(|_| {
+        tracing::error!(%column, "stored number out of range");
         ApiError::Internal
     })
 }
