@@ -9,6 +9,7 @@ use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
 
 use super::engine::{PoolState, PositionState};
+use crate::db::numeric::Whole;
 use crate::db::queries;
 use crate::db::rows::{num, pool_pricing};
 use crate::domain::liquidation::LiquidationTerms;
@@ -210,12 +211,12 @@ fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionSt
             address: key(row.get(col::POSITION))?,
             pool: pools.get(row.get(col::POOL))?,
             amounts: PositionAmounts {
-                deposit_shares: num(row, col::DEPOSIT_SHARES)?,
-                borrow_principal: num(row, col::BORROW_PRINCIPAL)?,
-                borrow_idx_snap: num(row, col::BORROW_IDX_SNAP)?,
+                deposit_shares: whole(row, col::DEPOSIT_SHARES)?,
+                borrow_principal: whole(row, col::BORROW_PRINCIPAL)?,
+                borrow_idx_snap: whole(row, col::BORROW_IDX_SNAP)?,
             },
-            deposit_idx_snap: num(row, col::DEPOSIT_IDX_SNAP)?,
-            original_deposit: num(row, col::ORIGINAL_DEPOSIT)?,
+            deposit_idx_snap: whole(row, col::DEPOSIT_IDX_SNAP)?,
+            original_deposit: whole(row, col::ORIGINAL_DEPOSIT)?,
             synced_us: row
                 .get::<_, chrono::DateTime<chrono::Utc>>(col::SYNCED_AT)
                 .timestamp_micros(),
@@ -223,7 +224,7 @@ fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionSt
         Ok((
             key(row.get(col::OWNER))?,
             position,
-            num(row, col::HEALTH_FACTOR)?,
+            whole(row, col::HEALTH_FACTOR)?,
         ))
     })();
     if parsed.is_err() {
@@ -233,6 +234,18 @@ fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionSt
         );
     }
     parsed.ok()
+}
+
+/// A NUMERIC column of a position row, exact, in the field's integer type.
+fn whole<T: TryFrom<u128>>(row: &Row, column: usize) -> ApiResult<T> {
+    let Whole(value) = row.try_get(column).map_err(|e| {
+        tracing::error!(column, error = %e, "stored number not readable");
+        ApiError::Internal
+    })?;
+    T::try_from(value).map_err(|_| {
+        tracing::error!(column, "stored number out of range");
+        ApiError::Internal
+    })
 }
 
 fn key(s: &str) -> ApiResult<Pubkey> {

@@ -5,6 +5,7 @@
 pub mod chain_writes;
 pub mod migrate;
 pub mod nonces;
+pub mod numeric;
 pub mod queries;
 pub mod rows;
 pub mod writes;

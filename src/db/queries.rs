@@ -347,14 +347,14 @@ macro_rules! cache_pool_select {
 pub const CACHE_ALL_POOLS: &str = cache_pool_select!("");
 pub const CACHE_POOLS: &str = cache_pool_select!("AND pool_address = ANY($2::text[])");
 
-// The column order is read by position in actors/health_cache/loader.rs (`col`).
+// The column order is read by position in actors/health_cache/loader.rs (`col`),
+// and the NUMERIC columns in binary (db/numeric.rs): a cold start reads a million.
 macro_rules! cache_position_select {
     ($where:literal) => {
         concat!(
-            "SELECT position_address, pool_address, owner, deposit_shares::text AS deposit_shares,
-                    borrow_principal::text AS borrow_principal, deposit_idx_snap::text AS deposit_idx_snap,
-                    borrow_idx_snap::text AS borrow_idx_snap, original_deposit::text AS original_deposit,
-                    health_factor_wad::text AS health_factor_wad, last_synced_at
+            "SELECT position_address, pool_address, owner, deposit_shares, borrow_principal,
+                    deposit_idx_snap, borrow_idx_snap, original_deposit, health_factor_wad,
+                    last_synced_at
              FROM positions WHERE cluster = $1 ",
             $where
         )

@@ -1,5 +1,6 @@
 //! Reading typed values out of rows: NUMERIC columns selected as text and parsed
-//! exactly, and the pricing columns of a pool.
+//! exactly (the cold load reads its million positions' in binary instead:
+//! numeric.rs), and the pricing columns of a pool.
 
 use tokio_postgres::Row;
 

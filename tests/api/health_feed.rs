@@ -671,3 +671,44 @@ async fn evicted_owners_are_still_scored_correctly() {
     healthy.sort();
     assert_eq!(listed, healthy);
 }
+
+/// The cold load reads NUMERIC columns in PostgreSQL's binary form
+/// (`db::numeric`): the values it must read exactly, and the ones it must refuse,
+/// as this PostgreSQL sends them.
+#[actix_rt::test]
+async fn numeric_columns_read_in_binary_are_exact() {
+    use lendex::db::numeric::Whole;
+    let db = TestDb::create().await;
+    let client = db.connect().await;
+    for text in [
+        "0",
+        "1",
+        "9999",
+        "10000",
+        "20000000000",
+        "1000000000000000000",
+        "1230000000000000000000000",
+        "5.000",
+        "340282366920938463463374607431768211455",
+    ] {
+        let row = client
+            .query_one(&format!("SELECT {text}::numeric"), &[])
+            .await
+            .unwrap();
+        let Whole(got) = row.get(0);
+        let want: u128 = text.trim_end_matches(".000").parse().unwrap();
+        assert_eq!(got, want, "{text}");
+    }
+    for text in [
+        "-1",
+        "0.5",
+        "'NaN'",
+        "340282366920938463463374607431768211456",
+    ] {
+        let row = client
+            .query_one(&format!("SELECT {text}::numeric"), &[])
+            .await
+            .unwrap();
+        assert!(row.try_get::<_, Whole>(0).is_err(), "{text}");
+    }
+}
