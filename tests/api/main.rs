@@ -17,6 +17,7 @@ mod http_errors;
 mod leader;
 mod liquidations_api;
 mod metrics_api;
+mod numeric_binary;
 mod process;
 mod remote_cli;
 mod transactions_api;
