@@ -169,8 +169,6 @@ fn pool_state(row: &Row) -> Option<PoolState> {
     parsed.ok()
 }
 
-/// A position row of CACHE_*_POSITIONS: its owner, the position, the stored
-/// health factor; `None` (logged) when it cannot be used.
 /// Columns of `cache_position_select!`, by position: a million rows are read
 /// at a cold start, and a lookup by name searches the columns each time.
 mod col {
@@ -205,6 +203,8 @@ impl PoolKeys {
     }
 }
 
+/// A position row of CACHE_*_POSITIONS: its owner, the position, the stored
+/// health factor; `None` (logged) when it cannot be used.
 fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionState, u128)> {
     let parsed = (|| -> ApiResult<(Pubkey, PositionState, u128)> {
         let position = PositionState {

@@ -1,20 +1,16 @@
 //! Reading typed values out of rows: NUMERIC columns selected as text and parsed
-//! exactly (the cold load reads its million positions' in binary instead:
-//! numeric.rs), and the pricing columns of a pool.
+//! exactly (the cold load reads its million positions' in binary
+//! instead: numeric.rs), and the pricing columns of a pool.
 
 use tokio_postgres::Row;
 
 use crate::domain::wad::PoolPricing;
 use crate::error::{ApiError, ApiResult};
 
-/// A NUMERIC column read as text, parsed exactly (the schema's domains keep it
-/// in range). By name, or by position where a million rows are read.
-pub fn num<T: std::str::FromStr, I>(row: &Row, column: I) -> ApiResult<T>
-where
-    I: tokio_postgres::row::RowIndex + std::fmt::Display,
-{
-    row.get::<_, &str>(&column).parse().map_err(|_| {
-        tracing::error!(%column, "stored number out of range");
+/// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
+pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> ApiResult<T> {
+    row.get::<_, &str>(column).parse().map_err(|_| {
+        tracing::error!(column, "stored number out of range");
         ApiError::Internal
     })
 }

@@ -1,6 +1,7 @@
 //! Prometheus metrics (decisions §9): every name is defined here, once, with its
 //! help text, and recorded through the `metrics` facade; GET /metrics renders
-//! them with `metrics-exporter-prometheus`.
+//! them with `metrics-exporter-prometheus`. The two HTTP series, recorded on
+//! every request, are counted and rendered by `http` instead.
 //!
 //! Events are counted where they happen (an HTTP request, an RPC call, a writer
 //! batch, a re-score, a notification). State that actors already hold (cache
