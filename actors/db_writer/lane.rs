@@ -4,11 +4,11 @@
 //! only after COMMIT returned, so a 2xx always means the row is durable.
 //!
 //! Time is bounded: a stalled database answers 503 `database unavailable`
-//! within `database.write_timeout_ms` (5 s by default). Of that bound, a write
-//! may wait in the queue 40% (past it, it is answered 503 and never applied),
-//! its batch may wait 10% for a connection and run 50%; the connection's own
-//! lock_timeout and statement_timeout (`db::writer_pool`) end a stalled
-//! statement inside that, and a batch that still overruns is abandoned with its
+//! within `database.write_timeout_ms` (5 s by default), shared out by
+//! `db::WriteBudget`: a write that waited in the queue past its share is
+//! answered 503 and never applied; the connection's own lock_timeout and
+//! statement_timeout (`db::writer_pool`) end a stalled statement inside the
+//! run share, and a batch that still overruns it is abandoned with its
 //! connection, so PostgreSQL rolls it back.
 
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::batch::{Pending, QueuedWrite, apply_batch};
+use crate::db::WriteBudget;
 use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ApiError, ApiResult};
 
@@ -51,7 +52,7 @@ pub struct LaneStats {
     pub largest_batch: usize,
     /// Batches that failed as a whole (database down, stalled, or a failed COMMIT).
     pub failed_batches: u64,
-    /// Writes answered 503 unapplied because they waited past half the bound.
+    /// Writes answered 503 unapplied because they waited past the queue share.
     pub expired_writes: u64,
     /// Duration of the last batch, commit included.
     pub last_batch_ms: Option<f64>,
@@ -77,13 +78,13 @@ pub struct LaneWriter {
 }
 
 impl LaneWriter {
-    /// `pool` is the lane's own (see `db::writer_pool`); `write_timeout` the bound.
-    pub fn new(lane: Lane, pool: Pool, write_timeout: Duration) -> LaneWriter {
+    /// `pool` is the lane's own (see `db::writer_pool`), made with the same budget.
+    pub fn new(lane: Lane, pool: Pool, budget: WriteBudget) -> LaneWriter {
         LaneWriter {
             pool,
             commutes: lane.commutes(),
-            max_wait: write_timeout * 2 / 5,
-            max_batch_time: write_timeout / 2,
+            max_wait: budget.queue,
+            max_batch_time: budget.run,
             queue: Vec::new(),
             flushing: false,
             drain_waiters: Vec::new(),

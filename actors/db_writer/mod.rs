@@ -2,7 +2,7 @@
 //! allowlist and the audit log goes through it. (Handshake nonces are the nonce
 //! registry's own: spending one is an authentication step, see there.)
 //!
-//! Writes go to one of three lanes by concern (`db::writes::Lane`): each lane
+//! Writes go to one of four lanes by concern (`db::writes::Lane`): each lane
 //! is an actor with its own queue and connection (`lane.rs`), so a stall on one
 //! table never holds up the others. A lane batches what queues up while it
 //! commits (group commit) and applies a batch in one transaction, runs of a
@@ -19,10 +19,11 @@ use actix::prelude::*;
 pub use lane::{Drain, LaneStats, LaneWriter, Write};
 
 use crate::config::DatabaseConfig;
+use crate::db::WriteBudget;
 use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ApiError, ApiResult};
 
-/// The three lanes, for handlers and actors to write through.
+/// The four lanes, for handlers and actors to write through.
 #[derive(Clone)]
 pub struct Writers {
     index: Addr<LaneWriter>,
@@ -34,10 +35,10 @@ pub struct Writers {
 impl Writers {
     /// Starts every lane, each with its own connection.
     pub fn start(cfg: &DatabaseConfig) -> Result<Writers, String> {
-        let timeout = Duration::from_millis(cfg.write_timeout_ms);
+        let budget = WriteBudget::of(Duration::from_millis(cfg.write_timeout_ms));
         let lane = |lane: Lane| -> Result<Addr<LaneWriter>, String> {
-            let pool = crate::db::writer_pool(cfg, timeout)?;
-            Ok(LaneWriter::new(lane, pool, timeout).start())
+            let pool = crate::db::writer_pool(cfg, budget)?;
+            Ok(LaneWriter::new(lane, pool, budget).start())
         };
         Ok(Writers {
             index: lane(Lane::Index)?,

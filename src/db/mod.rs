@@ -44,11 +44,34 @@ pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, String> {
         .map_err(|e| format!("cannot build database pool: {e}"))
 }
 
+/// How a write's time bound (`database.write_timeout_ms`) is shared out: a write
+/// may wait in its lane's queue 40% of it, its batch 10% for a connection and
+/// 50% to run; PostgreSQL ends a statement that waits for a lock over 40% or
+/// runs over the run share. The one place these shares are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteBudget {
+    pub queue: Duration,
+    pub connect: Duration,
+    pub run: Duration,
+    pub lock: Duration,
+}
+
+impl WriteBudget {
+    pub fn of(bound: Duration) -> WriteBudget {
+        WriteBudget {
+            queue: bound * 2 / 5,
+            connect: bound / 10,
+            run: bound / 2,
+            lock: bound * 2 / 5,
+        }
+    }
+}
+
 /// The connection of one writer lane (`actors::db_writer`): one at a time, made
-/// within a tenth of `write_timeout`, and with PostgreSQL ending a statement
-/// that waits for a lock over 40% of it or runs over half of it, so a stalled
-/// table answers 503 within the bound instead of hanging the lane.
-pub fn writer_pool(cfg: &DatabaseConfig, write_timeout: Duration) -> Result<Pool, String> {
+/// within the budget's connect share, and with PostgreSQL's lock_timeout and
+/// statement_timeout set from it, so a stalled table answers 503 within the
+/// bound instead of hanging the lane.
+pub fn writer_pool(cfg: &DatabaseConfig, budget: WriteBudget) -> Result<Pool, String> {
     let mut pg_config: tokio_postgres::Config = cfg
         .url
         .parse()
@@ -56,8 +79,8 @@ pub fn writer_pool(cfg: &DatabaseConfig, write_timeout: Duration) -> Result<Pool
     let ms = |d: Duration| d.as_millis().max(1);
     pg_config.options(format!(
         "-c lock_timeout={} -c statement_timeout={}",
-        ms(write_timeout * 2 / 5),
-        ms(write_timeout / 2)
+        ms(budget.lock),
+        ms(budget.run)
     ));
     let manager = Manager::from_config(
         pg_config,
@@ -66,7 +89,7 @@ pub fn writer_pool(cfg: &DatabaseConfig, write_timeout: Duration) -> Result<Pool
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    let connect = write_timeout / 10;
+    let connect = budget.connect;
     Pool::builder(manager)
         .max_size(1)
         .runtime(Runtime::Tokio1)
@@ -77,4 +100,19 @@ pub fn writer_pool(cfg: &DatabaseConfig, write_timeout: Duration) -> Result<Pool
         })
         .build()
         .map_err(|e| format!("cannot build database pool: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_fits_its_bound() {
+        for ms in [1, 999, 5000, 60_000] {
+            let bound = Duration::from_millis(ms);
+            let b = WriteBudget::of(bound);
+            assert!(b.queue + b.connect + b.run <= bound, "{ms} ms: {b:?}");
+            assert!(b.lock <= b.run, "a lock wait ends inside the run share");
+        }
+    }
 }
