@@ -2,8 +2,8 @@
 //! these, and `error_response` below is the only place that turns it into the
 //! spec's `{"error": "<short reason>"}` body and HTTP status (spec §7, decisions §4).
 
+use crate::wire::error::ErrorBody;
 use actix_web::{HttpResponse, ResponseError, http::StatusCode};
-use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
@@ -41,12 +41,6 @@ pub enum ApiError {
     Internal,
     RpcUnavailable,
     DatabaseUnavailable,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// Short reason from the closed set of spec §7.
-    pub error: String,
 }
 
 impl ApiError {

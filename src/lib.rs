@@ -19,6 +19,6 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod metrics;
-pub mod model;
 pub mod ops;
 pub mod remote;
+pub mod wire;

@@ -7,7 +7,7 @@ use crate::db::{self, chain_writes, queries, writes};
 use crate::domain::accounts::mint_decimals;
 use crate::domain::enums::is_role;
 use crate::domain::pubkey::parse_pubkey;
-use crate::model::Admin;
+use crate::wire::admin::Admin;
 
 /// The actor recorded for operator changes.
 pub const SYSTEM_ACTOR: &str = "system";

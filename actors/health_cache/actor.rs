@@ -29,7 +29,7 @@ use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::SetHealthFactors;
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
-use crate::model::BorrowTx;
+use crate::wire::positions::BorrowTx;
 
 /// How long health factors from price moves are gathered before one bulk UPDATE.
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);

@@ -8,54 +8,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use crate::http::openapi::schemas::{PubkeyText, U64Text, WadText};
 use actix_web::web::Bytes;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::engine::Engine;
 use super::frame::write_candidate;
-use super::quotes::{LiquidationQuote, QuoteFilter, at_risk_body, liquidations_body};
+use super::quotes::{QuoteFilter, at_risk_body, liquidations_body};
 use super::view::OwnerView;
 use crate::domain::pubkey::Pubkey;
-
-/// Spec 2.4, plus oracle freshness for liquidators.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct UnhealthyRow {
-    #[schema(value_type = PubkeyText)]
-    pub position_address: String,
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-    #[schema(value_type = PubkeyText)]
-    pub owner: String,
-    #[schema(value_type = U64Text)]
-    pub deposit_shares: String,
-    #[schema(value_type = U64Text)]
-    pub borrow_principal: String,
-    #[schema(value_type = WadText)]
-    pub health_factor_wad: String,
-    #[schema(value_type = WadText)]
-    pub account_health_factor_wad: String,
-    /// True when any pool of the account has an oracle price older than
-    /// `health.max_oracle_age_seconds` (by the pool's on-chain last_update_ts).
-    pub oracle_stale: bool,
-}
-
-/// The body of GET /api/positions/unhealthy.
-#[derive(Serialize, ToSchema)]
-pub struct UnhealthyResponse {
-    pub positions: Vec<UnhealthyRow>,
-}
-
-/// The `data` of every SSE event.
-#[derive(Serialize)]
-struct Candidate<'a> {
-    owner: String,
-    account_health_factor_wad: String,
-    positions: &'a [UnhealthyRow],
-    /// The owner's best liquidation quote (null when no pair qualifies, and on stop).
-    liquidation: Option<&'a LiquidationQuote>,
-}
+use crate::wire::liquidations::LiquidationQuote;
+use crate::wire::positions::{Candidate, UnhealthyResponse, UnhealthyRow};
 
 /// One SSE frame: `event: <name>` and the candidate as JSON.
 pub fn sse_frame(

@@ -2,75 +2,15 @@
 //! (GET /api/liquidations, decisions §8) and the at-risk watch list
 //! (GET /api/positions/at-risk).
 
-use crate::http::openapi::schemas::{PubkeyText, U64Text, WadText};
 use actix_web::web::Bytes;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::engine::Engine;
 use super::view::OwnerView;
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
-
-/// One quote: the owner's most profitable (debt pool, collateral pool) pair.
-/// u64/u128 values are decimal strings; values are in WAD USD.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct LiquidationQuote {
-    #[schema(value_type = PubkeyText)]
-    pub owner: String,
-    #[schema(value_type = WadText)]
-    pub account_health_factor_wad: String,
-    /// The health factor with collateral at price - conf and debt at price + conf.
-    #[schema(value_type = WadText)]
-    pub account_health_factor_conf_wad: String,
-    #[schema(value_type = PubkeyText)]
-    pub debt_pool: String,
-    #[schema(value_type = PubkeyText)]
-    pub collateral_pool: String,
-    #[schema(value_type = PubkeyText)]
-    pub debt_position: String,
-    #[schema(value_type = PubkeyText)]
-    pub collateral_position: String,
-    /// What to repay, in debt-token base units.
-    #[schema(value_type = U64Text)]
-    pub repay_amount: String,
-    /// What that seizes, in collateral-token base units.
-    #[schema(value_type = U64Text)]
-    pub seize_amount: String,
-    #[schema(value_type = WadText)]
-    pub repay_value_wad: String,
-    #[schema(value_type = WadText)]
-    pub seize_value_wad: String,
-    /// The protocol's cut of the bonus.
-    #[schema(value_type = WadText)]
-    pub protocol_fee_value_wad: String,
-    /// What the liquidator keeps: bonus minus the protocol's cut.
-    #[schema(value_type = WadText)]
-    pub profit_value_wad: String,
-    /// Either pool's oracle is older than `health.max_oracle_age_seconds`.
-    pub oracle_stale: bool,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct LiquidationsResponse {
-    pub liquidations: Vec<LiquidationQuote>,
-}
-
-/// An owner close to liquidation: 1 WAD <= health factor < `below`.
-#[derive(Serialize, ToSchema)]
-pub struct AtRiskAccount {
-    #[schema(value_type = PubkeyText)]
-    pub owner: String,
-    #[schema(value_type = WadText)]
-    pub account_health_factor_wad: String,
-    #[schema(value_type = WadText)]
-    pub account_health_factor_conf_wad: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct AtRiskResponse {
-    pub accounts: Vec<AtRiskAccount>,
-}
+use crate::wire::liquidations::{
+    AtRiskAccount, AtRiskResponse, LiquidationQuote, LiquidationsResponse,
+};
 
 /// The wire form of an owner's quote.
 pub fn quote_wire(

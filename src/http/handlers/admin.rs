@@ -1,9 +1,7 @@
 //! The admin allowlist and the audit log (spec 4.2 to 4.6).
 
-use crate::http::openapi::schemas::{NonceText, PubkeyText, RoleName, WalletSignature};
+use crate::wire::formats::{NonceText, PubkeyText, WalletSignature};
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::actors::db_writer::write;
 use crate::config::Cluster;
@@ -13,70 +11,19 @@ use crate::domain::auth_message::{READ_AUDIT_ACTION, add_admin_action, revoke_ad
 use crate::domain::enums::is_role;
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::Params;
 use crate::http::signed::{Credentials, Need, Role, active_role, authorize, credentials};
 use crate::http::state::AppState;
-use crate::model::{Admin, AuditEntry};
+use crate::wire::admin::{
+    AddAdminRequest, Admin, AllowlistResponse, AuditEntry, AuditResponse, MeResponse, OkResponse,
+    RevokeAdminRequest,
+};
+use crate::wire::error::ErrorBody;
 
 /// Longest admin label accepted.
 const MAX_LABEL_CHARS: usize = 256;
-
-#[derive(Serialize, ToSchema)]
-pub struct MeResponse {
-    /// `super_admin`, `pool_admin`, or null when the wallet is not an active admin.
-    #[schema(value_type = Option<RoleName>)]
-    pub role: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct AllowlistResponse {
-    pub admins: Vec<Admin>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct OkResponse {
-    pub ok: bool,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct AuditResponse {
-    pub entries: Vec<AuditEntry>,
-}
-
-/// The body of POST /api/admin/allowlist: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct AddAdminRequest {
-    #[schema(value_type = PubkeyText)]
-    pub actor: String,
-    #[schema(value_type = NonceText)]
-    pub nonce: String,
-    /// Base58 ed25519 signature of the message for `add_admin:<pubkey>:<role>`.
-    #[schema(value_type = WalletSignature)]
-    pub signature: String,
-    #[schema(value_type = PubkeyText)]
-    pub pubkey: String,
-    /// `pool_admin` or `super_admin`.
-    #[schema(value_type = RoleName)]
-    pub role: String,
-    #[schema(max_length = 256)]
-    pub label: Option<String>,
-}
-
-/// The body of DELETE /api/admin/allowlist: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct RevokeAdminRequest {
-    #[schema(value_type = PubkeyText)]
-    pub actor: String,
-    #[schema(value_type = NonceText)]
-    pub nonce: String,
-    /// Base58 ed25519 signature of the message for `revoke_admin:<pubkey>`.
-    #[schema(value_type = WalletSignature)]
-    pub signature: String,
-    #[schema(value_type = PubkeyText)]
-    pub pubkey: String,
-}
 
 /// The credentials and the target wallet of an allowlist call: both required
 /// (spec 4.4 and 4.5 check them first, before anything else about the body).

@@ -1,29 +1,17 @@
 //! POST /api/auth/nonce: step 1 of the handshake (spec 4.1, 5.2).
 
-use crate::http::openapi::schemas::{ActionText, PubkeyText};
 use actix_web::{HttpResponse, web};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::actors::nonce_registry::IssueNonce;
 use crate::domain::auth_message::{canonical_message, is_valid_action};
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
 use crate::http::state::AppState;
-
-/// The body of POST /api/auth/nonce: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct NonceRequest {
-    /// Base58 wallet the nonce is issued to.
-    #[schema(value_type = PubkeyText)]
-    pub pubkey: String,
-    /// The operation it is for, e.g. `add_admin:<pubkey>:<role>` (1-256 printable ASCII).
-    #[schema(value_type = ActionText)]
-    pub action: String,
-}
+use crate::wire::auth::{NonceRequest, NonceResponse};
+use crate::wire::error::ErrorBody;
 
 /// A nonce request as the handler needs it.
 pub struct NonceCall<'a> {
@@ -47,16 +35,6 @@ impl NonceRequest {
         }
         Ok(NonceCall { pubkey, action })
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct NonceResponse {
-    /// 32 hexadecimal characters.
-    pub nonce: String,
-    /// The canonical text to sign: `Service admin auth\nAction: <action>\nNonce: <nonce>`.
-    pub message: String,
-    #[serde(rename = "expiresAt")]
-    pub expires_at: String,
 }
 
 #[utoipa::path(post, path = "/api/auth/nonce", tag = "auth", request_body = NonceRequest,

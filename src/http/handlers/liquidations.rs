@@ -5,16 +5,18 @@
 use actix_web::{HttpResponse, web};
 
 use crate::actors::health_cache::feed::Answer;
-use crate::actors::health_cache::quotes::{AtRiskResponse, LiquidationsResponse, QuoteFilter};
+use crate::actors::health_cache::quotes::QuoteFilter;
 use crate::domain::enums::parse_u128_decimal;
 use crate::domain::limits::clamp_limit;
 use crate::domain::wad::WAD;
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult};
 use crate::http::extract::Params;
-use crate::http::openapi::schemas::{PubkeyText, WadText};
 use crate::http::query::Query;
 use crate::http::rendered::serve_answer;
 use crate::http::state::AppState;
+use crate::wire::error::ErrorBody;
+use crate::wire::formats::{PubkeyText, WadText};
+use crate::wire::liquidations::{AtRiskResponse, LiquidationsResponse};
 
 /// The at-risk list's default upper bound: 1.1 WAD.
 const DEFAULT_BELOW: u128 = WAD + WAD / 10;

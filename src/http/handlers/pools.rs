@@ -1,10 +1,7 @@
 //! Pools: the cached index (spec 4.7), registration by an allowlisted admin
 //! (4.8, decisions §5) and the refresh of a registered pool from chain (4.9).
 
-use crate::http::openapi::schemas::{NonceText, PubkeyText, TxSignature, WalletSignature};
 use actix_web::{HttpResponse, web};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::chain_sync::Reconcile;
@@ -15,13 +12,16 @@ use crate::db::queries;
 use crate::domain::accounts::{check_pool, mint_decimals, pool_address};
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
 use crate::http::registered::ensure_registered;
 use crate::http::signed::{Credentials, Need, authorize, credentials};
 use crate::http::state::AppState;
-use crate::model::Pool;
+use crate::wire::error::ErrorBody;
+use crate::wire::pools::{
+    InitPoolRequest, InitPoolResponse, Pool, PoolsResponse, SyncPoolRequest, SyncPoolResponse,
+};
 
 /// A pool registration as the handler needs it.
 pub struct InitPoolCall<'a> {
@@ -109,67 +109,6 @@ impl SyncPoolRequest {
 /// Longest symbol accepted.
 const MAX_SYMBOL_CHARS: usize = 32;
 const MAX_SIGNATURE_CHARS: usize = 128;
-
-#[derive(Serialize, ToSchema)]
-pub struct PoolsResponse {
-    pub pools: Vec<Pool>,
-}
-
-/// The body of POST /api/pools/init: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct InitPoolRequest {
-    #[schema(value_type = PubkeyText)]
-    pub actor: String,
-    #[schema(value_type = NonceText)]
-    pub nonce: String,
-    /// Base58 ed25519 signature of the message for `init_pool:<token_mint>`.
-    #[schema(value_type = WalletSignature)]
-    pub signature: String,
-    /// PDA(["pool", token_mint]).
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-    #[schema(value_type = PubkeyText)]
-    pub token_mint: String,
-    #[schema(max_length = 32)]
-    pub symbol: Option<String>,
-    /// Equals the actor and the on-chain authority.
-    #[schema(value_type = PubkeyText)]
-    pub authority: String,
-    #[schema(value_type = PubkeyText)]
-    pub vault: String,
-    pub pool_bump: u8,
-    pub authority_bump: u8,
-    pub vault_bump: u8,
-    /// Signature of the on-chain initialisation transaction.
-    #[schema(value_type = TxSignature)]
-    pub init_signature: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct InitPoolResponse {
-    pub ok: bool,
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-    /// False when the pool was already registered (nothing changed).
-    pub created: bool,
-}
-
-/// The body of POST /api/pools/sync: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct SyncPoolRequest {
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-    /// Fills the symbol only while the stored one is null.
-    #[schema(max_length = 32)]
-    pub symbol: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SyncPoolResponse {
-    pub ok: bool,
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-}
 
 #[utoipa::path(get, path = "/api/pools", tag = "pools",
     responses((status = 200, body = PoolsResponse, description = "registered pools of the cluster")))]

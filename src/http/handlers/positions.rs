@@ -5,24 +5,23 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::http::openapi::schemas::{PubkeyText, U64Text, U128Text, WadText};
+use crate::wire::formats::PubkeyText;
 use actix_web::{HttpRequest, HttpResponse, web, web::Bytes};
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
-use crate::actors::health_cache::feed::{
-    Answer, OwnerBody, UnhealthyResponse, cached_owner_body, keep_owner_body,
+use crate::actors::health_cache::feed::{Answer, OwnerBody, cached_owner_body, keep_owner_body};
+use crate::actors::health_cache::{
+    KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Subscribe, after_write,
 };
-use crate::actors::health_cache::{KeepBorrows, OwnerOf, OwnerPositions, Subscribe, after_write};
 use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
 use crate::domain::accounts::{AccountCheck, check_pool, check_position, position_address};
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::query::Query;
@@ -30,22 +29,12 @@ use crate::http::registered::ensure_registered;
 use crate::http::rendered::{json_bytes, serve_answer};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
-use crate::model::{BorrowTx, Position};
-
-#[derive(Serialize, ToSchema)]
-pub struct PositionsResponse {
-    pub positions: Vec<Position>,
-}
-
-/// The body of POST /api/positions/sync: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct SyncPositionRequest {
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-    /// The wallet; the position address is derived from pool and wallet.
-    #[schema(value_type = PubkeyText)]
-    pub user: String,
-}
+use crate::wire::error::ErrorBody;
+use crate::wire::positions::{
+    BorrowTx, DetailResponse, Position, PositionDetail, PositionsResponse, SyncPositionRequest,
+    SyncPositionResponse, UnhealthyResponse,
+};
+use chrono::DateTime;
 
 impl SyncPositionRequest {
     /// Both fields or `missing fields`; both pubkeys or `invalid`. Returns
@@ -59,15 +48,6 @@ impl SyncPositionRequest {
         };
         Ok((pool, user))
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SyncPositionResponse {
-    pub ok: bool,
-    /// False when the position no longer exists on chain (the row was removed).
-    pub exists: bool,
-    #[schema(value_type = PubkeyText)]
-    pub position_address: String,
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}", tag = "positions",
@@ -86,7 +66,7 @@ pub async fn list_positions(
     let positions = held
         .rows
         .iter()
-        .map(|r| Position::new(&owner, held.health_factor, r))
+        .map(|r| position(&owner, held.health_factor, r))
         .collect();
     let body = render(&PositionsResponse { positions })?;
     keep_owner_body(
@@ -97,6 +77,22 @@ pub async fn list_positions(
         body.clone(),
     );
     Ok(json_bytes(body))
+}
+
+/// A position as the health cache holds it, with the owner's account health factor.
+fn position(owner: &Pubkey, health_factor: u128, row: &OwnerRow) -> Position {
+    let p = &row.position;
+    Position {
+        position_address: p.address.to_string(),
+        pool_address: p.pool.to_string(),
+        owner: owner.to_string(),
+        deposit_shares: p.amounts.deposit_shares.to_string(),
+        borrow_principal: p.amounts.borrow_principal.to_string(),
+        deposit_idx_snap: p.deposit_idx_snap.to_string(),
+        borrow_idx_snap: p.amounts.borrow_idx_snap.to_string(),
+        health_factor_wad: health_factor.to_string(),
+        last_synced_at: DateTime::from_timestamp_micros(p.synced_us).unwrap_or_default(),
+    }
 }
 
 fn render(value: &impl Serialize) -> ApiResult<Bytes> {
@@ -186,45 +182,6 @@ pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
     let pool = query.key("pool")?;
     let limit = clamp_limit(query.get("limit").as_deref()) as usize;
     Ok(Answer::Unhealthy { pool, limit })
-}
-
-/// Spec 2.3.
-#[derive(Serialize, ToSchema)]
-pub struct PositionDetail {
-    #[schema(value_type = PubkeyText)]
-    pub pool_address: String,
-    /// The pool's symbol, or "" when it has none.
-    pub symbol: String,
-    #[schema(value_type = U64Text)]
-    pub deposit_shares: String,
-    #[schema(value_type = U64Text)]
-    pub borrow_principal: String,
-    /// floor(deposit_shares x deposit_index / WAD)
-    #[schema(value_type = U128Text)]
-    pub deposit_tokens: String,
-    /// ceil(borrow_principal x borrow_index / borrow_idx_snap): principal plus interest.
-    #[schema(value_type = U128Text)]
-    pub borrow_debt: String,
-    #[schema(value_type = U64Text)]
-    pub original_deposit: String,
-    #[schema(value_type = U128Text)]
-    pub principal: String,
-    /// borrow_debt - principal.
-    #[schema(value_type = U128Text)]
-    pub interest: String,
-    /// Fraction (0.05 is 5%).
-    pub supply_apy: f64,
-    pub borrow_apy: f64,
-    /// Borrows of this wallet in this pool, not failed, newest first, at most 10.
-    pub borrow_txs: Vec<BorrowTx>,
-    /// The account-level health factor, the same on every row.
-    #[schema(value_type = WadText)]
-    pub health_factor_wad: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct DetailResponse {
-    pub positions: Vec<PositionDetail>,
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",

@@ -1,9 +1,7 @@
 //! The append-only transaction log (spec 4.14, 4.15).
 
-use crate::http::openapi::schemas::{PubkeyText, TxActionName, TxSignature, TxStatusName, U64Text};
+use crate::wire::formats::PubkeyText;
 use actix_web::{HttpResponse, web};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::BorrowsChanged;
@@ -12,44 +10,18 @@ use crate::db::writes::RecordTransaction;
 use crate::domain::enums::{is_tx_action, is_tx_status, is_u64_decimal};
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::state::AppState;
-use crate::model::Transaction;
+use crate::wire::error::ErrorBody;
+use crate::wire::transactions::{
+    RecordTransactionRequest, RecordTransactionResponse, Transaction, TransactionsResponse,
+};
 
 /// Bounds on free-text fields (a signature is 88 base58 characters at most).
 const MAX_SIGNATURE_CHARS: usize = 128;
 const MAX_ERROR_MSG_CHARS: usize = 4096;
-
-#[derive(Serialize, ToSchema)]
-pub struct TransactionsResponse {
-    pub transactions: Vec<Transaction>,
-}
-
-/// The body of POST /api/transactions: documented here, read by `parse`.
-#[derive(ToSchema)]
-pub struct RecordTransactionRequest {
-    /// Chain transaction signature; the idempotency key.
-    #[schema(value_type = TxSignature)]
-    pub signature: String,
-    #[schema(value_type = PubkeyText)]
-    pub wallet: String,
-    /// deposit, withdraw, borrow, repay, liquidate, flash, init, update_pool, pause,
-    /// resume, collect_fees or update_oracle.
-    #[schema(value_type = TxActionName)]
-    pub action: String,
-    #[schema(value_type = Option<PubkeyText>)]
-    pub pool_address: Option<String>,
-    /// u64 as a decimal string.
-    #[schema(value_type = Option<U64Text>)]
-    pub amount: Option<String>,
-    /// pending, confirmed (the default) or failed.
-    #[schema(value_type = Option<TxStatusName>)]
-    pub status: Option<String>,
-    #[schema(max_length = 4096)]
-    pub error_msg: Option<String>,
-}
 
 /// A transaction record as the handler needs it.
 pub struct RecordTransactionCall<'a> {
@@ -103,12 +75,6 @@ impl RecordTransactionRequest {
             error_msg,
         })
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct RecordTransactionResponse {
-    pub ok: bool,
-    pub id: i64,
 }
 
 #[utoipa::path(get, path = "/api/transactions", tag = "transactions",

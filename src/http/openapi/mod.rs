@@ -1,8 +1,6 @@
 //! GET /api/openapi.json: the OpenAPI 3 document, generated from the handlers'
 //! annotations and the response types, so it cannot drift from the code.
 
-pub mod schemas;
-
 use actix_web::HttpResponse;
 use utoipa::OpenApi;
 use utoipa::openapi::path::Operation;
@@ -10,7 +8,7 @@ use utoipa::openapi::schema::Ref;
 use utoipa::openapi::{ContentBuilder, ResponseBuilder};
 
 use super::handlers::{admin, auth, health, liquidations, pools, positions, transactions};
-use crate::error::ErrorBody;
+use crate::wire::error::ErrorBody;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -134,7 +132,7 @@ mod tests {
         }
         assert_eq!(operations, 19);
         let pubkey = &doc["components"]["schemas"]["Pubkey"];
-        assert_eq!(pubkey["pattern"], schemas::PUBKEY_PATTERN);
+        assert_eq!(pubkey["pattern"], crate::wire::formats::PUBKEY_PATTERN);
         let role = &doc["components"]["schemas"]["Role"]["enum"];
         assert_eq!(role, &serde_json::json!(["super_admin", "pool_admin"]));
     }

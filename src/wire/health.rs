@@ -1,0 +1,129 @@
+//! GET /api/health (spec 4.16, decisions §7): each backend's state.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Serialize, ToSchema)]
+pub struct HealthResponse {
+    /// "ok" or "degraded".
+    pub status: String,
+    pub timestamp: String,
+    pub checks: HealthChecks,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HealthChecks {
+    pub database: DatabaseCheck,
+    pub rpc: RpcCheck,
+    pub counts: Counts,
+    pub sync: SyncCheck,
+    pub cache: CacheCheck,
+    pub writer: WriterCheck,
+}
+
+/// The database writer's lanes (index, admin, tx_log), each with its own queue
+/// and connection.
+#[derive(Serialize, ToSchema)]
+pub struct WriterCheck {
+    pub lanes: Vec<LaneCheck>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LaneCheck {
+    /// index, admin or tx_log.
+    pub lane: String,
+    /// Writes waiting for the next batch.
+    pub queued: usize,
+    pub batches: u64,
+    pub writes: u64,
+    #[serde(rename = "largestBatch")]
+    pub largest_batch: usize,
+    /// Batches that failed as a whole (database down or stalled).
+    #[serde(rename = "failedBatches")]
+    pub failed_batches: u64,
+    /// Writes answered 503 unapplied after waiting past their share of database.write_timeout_ms.
+    #[serde(rename = "expiredWrites")]
+    pub expired_writes: u64,
+    /// Duration of the last batch, commit included.
+    #[serde(rename = "lastBatchMs")]
+    pub last_batch_ms: Option<f64>,
+}
+
+/// The health-factor cache: loaded (the feed answers), listening for changes
+/// (else it may miss some, and reloads once the connection is back), and its size.
+#[derive(Serialize, ToSchema)]
+pub struct CacheCheck {
+    /// Loaded and listening.
+    pub ok: bool,
+    pub listening: bool,
+    pub owners: usize,
+    #[serde(rename = "unhealthyOwners")]
+    pub unhealthy_owners: usize,
+    /// Owners at or above 1.0 and below 2.0 WAD (the at-risk band).
+    #[serde(rename = "watchedOwners")]
+    pub watched_owners: usize,
+    pub pools: usize,
+    pub evictions: u64,
+    pub subscribers: usize,
+    /// Subscribers dropped because they fell too far behind.
+    #[serde(rename = "droppedSubscribers")]
+    pub dropped_subscribers: u64,
+    /// Bumped by every change to the feed.
+    #[serde(rename = "feedVersion")]
+    pub feed_version: u64,
+}
+
+/// The background refresh: the slot and time of the last complete refresh.
+#[derive(Serialize, ToSchema)]
+pub struct SyncCheck {
+    /// False when the last complete refresh is older than 3 intervals + 30 s
+    /// (on the leader; a follower does no background work).
+    pub ok: bool,
+    pub enabled: bool,
+    /// `leader`: this replica holds the cluster's ingester lease and does the
+    /// background chain work; `follower`: another one does (or none is enabled).
+    #[schema(value_type = String)]
+    pub role: &'static str,
+    /// Lowest context slot of the last complete refresh (0 before the first).
+    pub slot: u64,
+    #[serde(rename = "lastRefreshAt")]
+    pub last_refresh_at: Option<String>,
+    /// Duration of the last complete refresh.
+    #[serde(rename = "lastRefreshMs")]
+    pub last_refresh_ms: Option<u64>,
+    pub positions: Option<u64>,
+    #[serde(rename = "lastError")]
+    pub last_error: Option<String>,
+    pub stream: StreamCheck,
+}
+
+/// The RPC websocket (on the leader; a follower does not stream).
+#[derive(Serialize, ToSchema)]
+pub struct StreamCheck {
+    pub connected: bool,
+    #[serde(rename = "lastNotificationAt")]
+    pub last_notification_at: Option<String>,
+    /// Connections made after the first.
+    pub reconnects: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DatabaseCheck {
+    pub ok: bool,
+    #[serde(rename = "latencyMs")]
+    pub latency_ms: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RpcCheck {
+    pub ok: bool,
+    pub slot: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Counts {
+    /// Pools of the active cluster.
+    pub pools: i64,
+    /// Transaction records of the active cluster.
+    pub tx_log: i64,
+}

@@ -1,0 +1,145 @@
+//! Positions: a wallet's rows (spec 2.2, 4.10), their detail (2.3, 4.11),
+//! their refresh (4.12), the unhealthy feed (2.4, 4.13) and its SSE events.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::formats::{PubkeyText, TxSignature, U64Text, U128Text, WadText};
+use super::liquidations::LiquidationQuote;
+
+/// Spec 2.2.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Position {
+    #[schema(value_type = PubkeyText)]
+    pub position_address: String,
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
+    pub owner: String,
+    #[schema(value_type = U64Text)]
+    pub deposit_shares: String,
+    #[schema(value_type = U64Text)]
+    pub borrow_principal: String,
+    #[schema(value_type = WadText)]
+    pub deposit_idx_snap: String,
+    #[schema(value_type = WadText)]
+    pub borrow_idx_snap: String,
+    /// The owner's account-level health factor (u128 max with no debt).
+    #[schema(value_type = WadText)]
+    pub health_factor_wad: String,
+    pub last_synced_at: DateTime<Utc>,
+}
+
+/// One of `borrow_txs` in position detail (spec 2.3): a borrow of the wallet in
+/// the pool, from the transaction log.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BorrowTx {
+    #[schema(value_type = TxSignature)]
+    pub signature: String,
+    #[schema(value_type = Option<U64Text>)]
+    pub amount: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PositionsResponse {
+    pub positions: Vec<Position>,
+}
+
+/// The body of POST /api/positions/sync; its `parse` (http::handlers::positions) reads it
+/// into a typed call.
+#[derive(ToSchema)]
+pub struct SyncPositionRequest {
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    /// The wallet; the position address is derived from pool and wallet.
+    #[schema(value_type = PubkeyText)]
+    pub user: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SyncPositionResponse {
+    pub ok: bool,
+    /// False when the position no longer exists on chain (the row was removed).
+    pub exists: bool,
+    #[schema(value_type = PubkeyText)]
+    pub position_address: String,
+}
+
+/// Spec 2.3.
+#[derive(Serialize, ToSchema)]
+pub struct PositionDetail {
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    /// The pool's symbol, or "" when it has none.
+    pub symbol: String,
+    #[schema(value_type = U64Text)]
+    pub deposit_shares: String,
+    #[schema(value_type = U64Text)]
+    pub borrow_principal: String,
+    /// floor(deposit_shares x deposit_index / WAD)
+    #[schema(value_type = U128Text)]
+    pub deposit_tokens: String,
+    /// ceil(borrow_principal x borrow_index / borrow_idx_snap): principal plus interest.
+    #[schema(value_type = U128Text)]
+    pub borrow_debt: String,
+    #[schema(value_type = U64Text)]
+    pub original_deposit: String,
+    #[schema(value_type = U128Text)]
+    pub principal: String,
+    /// borrow_debt - principal.
+    #[schema(value_type = U128Text)]
+    pub interest: String,
+    /// Fraction (0.05 is 5%).
+    pub supply_apy: f64,
+    pub borrow_apy: f64,
+    /// Borrows of this wallet in this pool, not failed, newest first, at most 10.
+    pub borrow_txs: Vec<BorrowTx>,
+    /// The account-level health factor, the same on every row.
+    #[schema(value_type = WadText)]
+    pub health_factor_wad: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DetailResponse {
+    pub positions: Vec<PositionDetail>,
+}
+
+/// Spec 2.4, plus oracle freshness for liquidators.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UnhealthyRow {
+    #[schema(value_type = PubkeyText)]
+    pub position_address: String,
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
+    pub owner: String,
+    #[schema(value_type = U64Text)]
+    pub deposit_shares: String,
+    #[schema(value_type = U64Text)]
+    pub borrow_principal: String,
+    #[schema(value_type = WadText)]
+    pub health_factor_wad: String,
+    #[schema(value_type = WadText)]
+    pub account_health_factor_wad: String,
+    /// True when any pool of the account has an oracle price older than
+    /// `health.max_oracle_age_seconds` (by the pool's on-chain last_update_ts).
+    pub oracle_stale: bool,
+}
+
+/// The body of GET /api/positions/unhealthy.
+#[derive(Serialize, ToSchema)]
+pub struct UnhealthyResponse {
+    pub positions: Vec<UnhealthyRow>,
+}
+
+/// The `data` of every SSE event.
+#[derive(Serialize)]
+pub struct Candidate<'a> {
+    pub owner: String,
+    pub account_health_factor_wad: String,
+    pub positions: &'a [UnhealthyRow],
+    /// The owner's best liquidation quote (null when no pair qualifies, and on stop).
+    pub liquidation: Option<&'a LiquidationQuote>,
+}
