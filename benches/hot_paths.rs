@@ -7,13 +7,13 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ed25519_dalek::{Signer, SigningKey};
-use lendex::actors::health_cache::engine::{Engine, PoolState, PositionState};
 use lendex::domain::accounts::*;
 use lendex::domain::auth_message::canonical_message;
 use lendex::domain::liquidation::LiquidationTerms;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::rates::RateModel;
 use lendex::domain::wad::*;
+use lendex::engine::{Engine, PoolState, PositionState};
 use lendex::http::signed::{Credentials, verify_signature};
 
 fn pool(price: i64, expo: i32, decimals: u8) -> PoolPricing {

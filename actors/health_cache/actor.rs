@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -17,19 +16,18 @@ use deadpool_postgres::Pool;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
-use super::engine::Engine;
-use super::feed::{self, Answer, OwnerBody, SharedRendered};
-use super::frame::write_candidate;
-use super::listen::listen_forever;
-use super::loader::{self, ChangedRows, Everything};
-use super::messages::WrittenBack;
-use super::subscriber::Subscriber;
-use super::view::FeedEvent;
+use super::messages::{Borrows, Heard, WrittenBack};
 use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::SetHealthFactors;
+use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
+use crate::db::listen::listen_forever;
 use crate::domain::pubkey::Pubkey;
+use crate::engine::Engine;
+use crate::engine::FeedEvent;
+use crate::engine::answers::{self, Answer, OwnerBody, SharedRendered};
+use crate::engine::frame::write_candidate;
 use crate::error::{ApiError, ApiResult};
-use crate::wire::positions::BorrowTx;
+use crate::feed::subscriber::Subscriber;
 
 /// How long health factors from price moves are gathered before one bulk UPDATE.
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
@@ -99,9 +97,6 @@ pub struct HealthCache {
     /// Bumped by every such change: a load that started before is not kept.
     pub(super) borrow_generation: u64,
 }
-
-/// A wallet's recent borrows: (pool address, transaction), newest first per pool.
-pub type Borrows = Arc<Vec<(String, BorrowTx)>>;
 
 impl HealthCache {
     pub fn new(
@@ -199,7 +194,7 @@ impl HealthCache {
     }
 
     fn apply_everything(&mut self, everything: Everything) {
-        feed::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+        answers::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
         self.engine.clear();
         for pool in everything.pools {
             self.engine.upsert_pool(pool);
@@ -218,9 +213,9 @@ impl HealthCache {
     fn apply_changes(&mut self, rows: ChangedRows) {
         // A pool's change shows in every member's answers (values, APYs, symbol).
         if rows.pools.is_empty() && rows.removed_pools.is_empty() {
-            feed::forget_owner_bodies(&self.rendered, Some(rows.owners.keys()), &ALL_BODIES);
+            answers::forget_owner_bodies(&self.rendered, Some(rows.owners.keys()), &ALL_BODIES);
         } else {
-            feed::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+            answers::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
         }
         // Pools first: owners re-scored below must see the new prices.
         for pool in rows.pools {
@@ -295,23 +290,23 @@ impl HealthCache {
     pub(super) fn publish(&mut self) {
         if self.engine.version() != self.rendered_version {
             self.rendered_version = self.engine.version();
-            feed::forget_answers(&self.rendered);
+            answers::forget_answers(&self.rendered);
         }
         let events = self.engine.take_events();
         if self.subscribers.is_empty() || events.is_empty() {
             return;
         }
-        let now = feed::now_seconds();
+        let now = answers::now_seconds();
         // 25k owners sinking at once is 25k frames: rendered on every core, each
         // core's share into one buffer.
         let (engine, max_age) = (&self.engine, self.max_oracle_age);
-        let rendered = super::parallel::par_chunks(&events, |part| {
+        let rendered = crate::engine::parallel::par_chunks(&events, |part| {
             let mut out = Vec::with_capacity(part.len() * 2048);
             for event in part {
                 match event {
-                    FeedEvent::Stop(owner, hf) => {
-                        out.extend_from_slice(&feed::sse_frame(event.name(), owner, *hf, &[], None))
-                    }
+                    FeedEvent::Stop(owner, hf) => out.extend_from_slice(
+                        &crate::engine::unhealthy::sse_frame(event.name(), owner, *hf, &[], None),
+                    ),
                     _ => {
                         write_candidate(
                             &mut out,
@@ -405,12 +400,12 @@ impl HealthCache {
         if !self.ready {
             return Err(ApiError::DatabaseUnavailable);
         }
-        let now = feed::now_seconds();
-        if let Some(body) = feed::cached_answer(&self.rendered, &answer, now) {
+        let now = answers::now_seconds();
+        if let Some(body) = answers::cached_answer(&self.rendered, &answer, now) {
             return Ok(body);
         }
-        let body = feed::render(&self.engine, &answer, now, self.max_oracle_age);
-        feed::keep_answer(&self.rendered, answer, now, body.clone());
+        let body = answers::render(&self.engine, &answer, now, self.max_oracle_age);
+        answers::keep_answer(&self.rendered, answer, now, body.clone());
         Ok(body)
     }
 }
@@ -420,10 +415,14 @@ impl Actor for HealthCache {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(65_536);
+        let me = ctx.address();
         actix_rt::spawn(listen_forever(
             self.database_url.clone(),
             self.cluster,
-            ctx.address(),
+            move |notice| {
+                me.do_send(Heard(notice));
+                me.connected()
+            },
         ));
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {

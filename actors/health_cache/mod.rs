@@ -1,34 +1,24 @@
-//! The health cache: account health factors in memory, the unhealthy ranking,
-//! the liquidators' feed, and each owner's positions for dApp reads.
+//! The health cache: the actor that owns the health engine (`crate::engine`,
+//! pure) and feeds it, publishes what changed to the liquidators' feed
+//! (`crate::feed`), and writes the engine's health factors back.
 //!
-//! - `engine`: the pure core (pools, owners, ranking, LRU; what changed). It is
-//!   the one owner of the account health factor.
-//! - `view`: what readers see of it (an owner's view, the feed events).
-//! - `loader`: PostgreSQL rows to engine inputs.
-//! - `listen`: the LISTEN connection that announces every change, whoever made it.
-//! - `feed`: rendering (unhealthy rows, the SSE frame, shared rendered answers);
-//!   `quotes`: liquidation quotes and the at-risk list as served.
-//! - `actor` + `messages`: the thin actix shell and what others can ask of it.
+//! - `messages`: what the rest of the service can ask of it;
+//! - `handlers`: how each message is answered;
+//! - `actor`: the pipeline: changed rows read (`db::engine_rows`) one batch at
+//!   a time, applied to the engine, published, written back. Changes arrive
+//!   from the LISTEN connection (`db::listen`) and from this replica's writes.
 //!
 //! `positions.health_factor_wad` is written only from here (the write-back of
 //! `SetHealthFactors`); a sync answers only once its owner's value is committed.
 
 mod actor;
-pub mod engine;
-pub mod feed;
-mod frame;
-mod listen;
-mod loader;
+mod handlers;
 mod messages;
-mod parallel;
-pub mod quotes;
-pub mod subscriber;
-pub mod view;
 
-pub use actor::{Borrows, HealthCache};
+pub use actor::HealthCache;
 pub use messages::{
-    AwaitListening, BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites, KeepBorrows,
-    LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Stats, Subscribe,
+    AwaitListening, Borrows, BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites,
+    KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Stats, Subscribe,
 };
 
 use actix::Addr;

@@ -1,8 +1,11 @@
-//! PostgreSQL at the edge: the connection pool, the migration runner and the
-//! named queries. Reads are made here directly by handlers; writes go through the
-//! database-writer actor.
+//! PostgreSQL at the edge: the connection pool, the migration runner, the
+//! named queries and their typed rows, the write commands, and the LISTEN
+//! connection. Reads are made here; writes are applied by the database-writer
+//! actor, which commits them.
 
 pub mod chain_writes;
+pub mod engine_rows;
+pub mod listen;
 pub mod migrate;
 pub mod nonces;
 pub mod numeric;

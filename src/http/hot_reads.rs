@@ -16,7 +16,7 @@ use super::handlers::positions::unhealthy_answer;
 use super::observe::Observed;
 use super::query::Query;
 use super::rendered::json_bytes;
-use crate::actors::health_cache::feed::{Answer, SharedRendered, cached_answer, now_seconds};
+use crate::engine::answers::{Answer, SharedRendered, cached_answer, now_seconds};
 use crate::error::ApiResult;
 
 /// The cache-served routes: pattern (also the metrics label) and the parser.
@@ -49,7 +49,7 @@ mod tests {
     use actix_web::web::Bytes;
 
     use super::*;
-    use crate::actors::health_cache::feed::keep_answer;
+    use crate::engine::answers::keep_answer;
 
     const BODY: &[u8] = br#"{"positions":[]}"#;
 

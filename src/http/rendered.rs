@@ -5,7 +5,7 @@ use actix_web::HttpResponse;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 
 use crate::actors::health_cache::Render;
-use crate::actors::health_cache::feed::{Answer, cached_answer, now_seconds};
+use crate::engine::answers::{Answer, cached_answer, now_seconds};
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 

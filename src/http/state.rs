@@ -10,10 +10,10 @@ use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::HealthCache;
-use crate::actors::health_cache::feed::SharedRendered;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
 use crate::domain::pubkey::Pubkey;
+use crate::engine::answers::SharedRendered;
 use crate::http::rate_limit::PublicWriteLimiter;
 
 /// What every handler can reach: actor addresses, the read pool, the settings.

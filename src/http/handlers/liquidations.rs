@@ -4,11 +4,12 @@
 
 use actix_web::{HttpResponse, web};
 
-use crate::actors::health_cache::feed::Answer;
-use crate::actors::health_cache::quotes::QuoteFilter;
 use crate::domain::enums::parse_u128_decimal;
 use crate::domain::limits::clamp_limit;
 use crate::domain::wad::WAD;
+use crate::engine::WATCH_BELOW;
+use crate::engine::answers::Answer;
+use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::Params;
 use crate::http::query::Query;
@@ -62,7 +63,7 @@ pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
     let below = match query.get("below") {
         None => DEFAULT_BELOW,
         Some(v) => parse_u128_decimal(&v)
-            .filter(|b| *b > WAD && *b <= 2 * WAD)
+            .filter(|b| *b > WAD && *b <= WATCH_BELOW)
             .ok_or(ApiError::Invalid)?,
     };
     let limit = clamp_limit(query.get("limit").as_deref()) as usize;

@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::db_writer::write;
-use crate::actors::health_cache::feed::{Answer, OwnerBody, cached_owner_body, keep_owner_body};
 use crate::actors::health_cache::{
     KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Subscribe, after_write,
 };
@@ -21,6 +20,7 @@ use crate::domain::accounts::{AccountCheck, check_pool, check_position, position
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
+use crate::engine::answers::{Answer, OwnerBody, cached_owner_body, keep_owner_body};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};

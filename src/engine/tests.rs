@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
-use crate::actors::health_cache::view::FeedEvent;
 use crate::domain::liquidation::LiquidationTerms;
+use crate::domain::rates::RateModel;
+use crate::domain::wad::PoolPricing;
 
 const POOLS: usize = 4;
 const OWNERS: u8 = 12;

@@ -1,6 +1,6 @@
-//! From PostgreSQL to engine inputs: the named queries the cache reads, and each
-//! row turned into a `PoolState` or a `PositionState`. The actor runs these off
-//! its own thread and hands the results to the engine.
+//! From PostgreSQL to engine inputs: the named queries the health cache reads,
+//! and each row turned into a `PoolState` or a `PositionState`. The cache's
+//! actor runs these off its own thread and hands the results to the engine.
 
 use std::collections::HashMap;
 
@@ -8,7 +8,6 @@ use deadpool_postgres::Pool;
 use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
 
-use super::engine::{PoolState, PositionState};
 use crate::db::numeric::Whole;
 use crate::db::queries;
 use crate::db::rows::{num, pool_pricing};
@@ -16,6 +15,7 @@ use crate::domain::liquidation::LiquidationTerms;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::RateModel;
 use crate::domain::wad::PositionAmounts;
+use crate::engine::{PoolState, PositionState};
 use crate::error::{ApiError, ApiResult};
 
 /// Every owner's positions as loaded, with the health factor stored on its rows

@@ -14,40 +14,35 @@
 //! feed and the at-risk list must be complete). A pool that lost members to
 //! eviction says so, and its caller re-loads those owners from the database.
 
+pub mod answers;
+pub mod events;
+mod filing;
+pub mod frame;
+pub mod parallel;
+pub mod quotes;
+mod rescore;
+pub mod state;
+pub mod unhealthy;
+pub mod view;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use lru::LruCache;
 
-use super::view::{FeedEvent, OwnerView, quote_inputs};
-use crate::domain::liquidation::{LiquidationTerms, Quote, best_quote};
+pub use events::FeedEvent;
+use filing::{Standing, standing};
+pub use state::{Held, PoolEntry, PoolState, PositionState};
+use view::{OwnerView, quote_inputs};
+
+use crate::domain::liquidation::{Quote, best_quote};
 use crate::domain::pubkey::Pubkey;
-use crate::domain::rates::{RateModel, pool_apys};
-use crate::domain::wad::{PoolPricing, PositionAmounts, WAD, account_health_factor};
+use crate::domain::rates::pool_apys;
+use crate::domain::wad::{PositionAmounts, WAD, account_health_factor};
 
 /// Owners at or above 1 WAD and below this are watched (the at-risk list): never
 /// evicted, like the owners under water.
 pub const WATCH_BELOW: u128 = 2 * WAD;
 
-/// Where an owner stands: under water, watched, or healthy (evictable).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Standing {
-    Unhealthy,
-    Watched,
-    Healthy,
-}
-
-fn standing(hf: u128) -> Standing {
-    if hf < WAD {
-        Standing::Unhealthy
-    } else if hf < WATCH_BELOW {
-        Standing::Watched
-    } else {
-        Standing::Healthy
-    }
-}
-
-/// foldhash: several times faster than SipHash on 32-byte keys, and still seeded
-/// per process, so crafted owner keys cannot flood one bucket.
 type Hasher = foldhash::fast::RandomState;
 type FastMap<K, V> = HashMap<K, V, Hasher>;
 type FastSet<K> = HashSet<K, Hasher>;
@@ -56,85 +51,6 @@ type FastSet<K> = HashSet<K, Hasher>;
 type PoolId = u32;
 /// An owner's place in the slab.
 type Slot = u32;
-
-/// What the engine knows of a pool (the cache's columns of `pools`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PoolState {
-    pub address: Pubkey,
-    pub symbol: Option<String>,
-    pub pricing: PoolPricing,
-    pub rates: RateModel,
-    pub total_deposits: u64,
-    pub total_borrows: u64,
-    /// The pool's on-chain last update (unix seconds): oracle freshness.
-    pub last_update_ts: i64,
-    /// Close factor, bonus, protocol fee and oracle confidence (quotes, §8).
-    pub terms: LiquidationTerms,
-}
-
-/// A pool as held: its state and what is derived from it once per change.
-pub struct PoolEntry {
-    pub state: PoolState,
-    pub supply_apy: f64,
-    pub borrow_apy: f64,
-    /// The address in base58, once: every feed frame names its pools.
-    pub address_text: Box<str>,
-    /// Slots of resident owners with a position in this pool.
-    members: FastSet<Slot>,
-    /// Some owner of this pool was evicted: a change must also re-score from the database.
-    has_evicted_members: bool,
-}
-
-/// One position of an owner (the cache's columns of `positions`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PositionState {
-    pub address: Pubkey,
-    pub pool: Pubkey,
-    pub amounts: PositionAmounts,
-    pub deposit_idx_snap: u128,
-    pub original_deposit: u64,
-    /// last_synced_at in microseconds since the epoch.
-    pub synced_us: i64,
-}
-
-/// A position as held: its state with the pool as a dense id instead of a
-/// 32-byte key (a million positions are 32 MB less), the fields a re-score
-/// reads first.
-#[derive(Debug)]
-pub struct Held {
-    pub amounts: PositionAmounts,
-    pool: PoolId,
-    pub address: Pubkey,
-    pub deposit_idx_snap: u128,
-    pub original_deposit: u64,
-    /// last_synced_at in microseconds since the epoch.
-    pub synced_us: i64,
-}
-
-impl Held {
-    fn new(state: PositionState, pool: PoolId) -> Self {
-        Held {
-            amounts: state.amounts,
-            pool,
-            address: state.address,
-            deposit_idx_snap: state.deposit_idx_snap,
-            original_deposit: state.original_deposit,
-            synced_us: state.synced_us,
-        }
-    }
-
-    /// The position as the engine was given it, with its pool's key.
-    pub fn state(&self, pool: Pubkey) -> PositionState {
-        PositionState {
-            address: self.address,
-            pool,
-            amounts: self.amounts,
-            deposit_idx_snap: self.deposit_idx_snap,
-            original_deposit: self.original_deposit,
-            synced_us: self.synced_us,
-        }
-    }
-}
 
 struct Owner {
     key: Pubkey,
@@ -466,185 +382,6 @@ impl Engine {
             }
         }
     }
-
-    // ---- internals -----------------------------------------------------------------
-
-    fn emit(&mut self, event: FeedEvent) {
-        if self.record_events {
-            self.events.push(event);
-        }
-    }
-
-    fn alloc(&mut self, key: Pubkey) -> Slot {
-        let owner = Owner {
-            key,
-            positions: Vec::new(),
-            hf: u128::MAX,
-            stored_hf: None,
-            quote: None,
-        };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.owners[id as usize] = owner;
-                id
-            }
-            None => {
-                self.owners.push(owner);
-                (self.owners.len() - 1) as Slot
-            }
-        };
-        self.index.insert(key, id);
-        id
-    }
-
-    /// Forgets a slot: out of the index, the ranking, the LRU and its pools.
-    fn release(&mut self, id: Slot) {
-        let owner = &mut self.owners[id as usize];
-        let positions = std::mem::take(&mut owner.positions);
-        let (key, hf) = (owner.key, owner.hf);
-        for p in &positions {
-            if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.members.remove(&id);
-            }
-        }
-        match standing(hf) {
-            Standing::Unhealthy => {
-                self.ranking.remove(&(hf, key));
-            }
-            Standing::Watched => {
-                self.watched -= 1;
-                self.version += 1;
-            }
-            Standing::Healthy => {}
-        }
-        self.owners[id as usize].quote = None;
-        self.lru.pop(&id);
-        self.index.remove(&key);
-        self.dirty.remove(&key);
-        self.free.push(id);
-    }
-
-    /// Records an owner's new health factor and quote (`quote_of` its state),
-    /// files it by standing (ranking, watch list, or LRU), and emits the feed
-    /// event of the transition. `old` is the previous value of a resident owner.
-    fn refile(
-        &mut self,
-        id: Slot,
-        hf: u128,
-        old: Option<u128>,
-        rows_changed: bool,
-        quote: Option<Box<Quote>>,
-    ) {
-        let owner = &mut self.owners[id as usize];
-        let key = owner.key;
-        owner.hf = hf;
-        if owner.stored_hf != Some(hf) {
-            self.dirty.insert(key, hf);
-        } else {
-            self.dirty.remove(&key);
-        }
-        let was = old.map(standing);
-        match (was, old) {
-            (Some(Standing::Unhealthy), Some(h)) => {
-                self.version += 1;
-                self.ranking.remove(&(h, key));
-            }
-            (Some(Standing::Watched), Some(_)) => {
-                self.watched -= 1;
-                self.version += 1;
-            }
-            _ => {}
-        }
-        let quote_changed = self.set_quote(id, quote);
-        match standing(hf) {
-            Standing::Unhealthy => {
-                self.version += 1;
-                self.ranking.insert((hf, key));
-                self.lru.pop(&id);
-                if was != Some(Standing::Unhealthy) {
-                    self.emit(FeedEvent::Start(key, hf));
-                } else if old != Some(hf) || rows_changed || quote_changed {
-                    self.emit(FeedEvent::Update(key, hf));
-                }
-                return;
-            }
-            Standing::Watched => {
-                self.watched += 1;
-                self.version += 1;
-                self.keep(id);
-            }
-            Standing::Healthy => self.keep(id),
-        }
-        if was == Some(Standing::Unhealthy) {
-            self.emit(FeedEvent::Stop(key, hf));
-        }
-    }
-
-    /// Sets an owner's quote; true when it changed.
-    fn set_quote(&mut self, id: Slot, quote: Option<Box<Quote>>) -> bool {
-        let owner = &mut self.owners[id as usize];
-        if owner.quote == quote {
-            return false;
-        }
-        owner.quote = quote;
-        true
-    }
-
-    /// A pool's liquidation terms changed (not its pricing): its members under
-    /// water get new quotes, and the feed says so.
-    fn requote_pool(&mut self, id: PoolId) {
-        self.version += 1;
-        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
-        for member in members {
-            let (key, hf) = (
-                self.owners[member as usize].key,
-                self.owners[member as usize].hf,
-            );
-            let quote = quote_of(&self.pools, &self.owners[member as usize].positions, hf);
-            if hf < WAD && self.set_quote(member, quote) {
-                self.emit(FeedEvent::Update(key, hf));
-            }
-        }
-    }
-
-    /// Puts an owner above water first in the LRU, then evicts past `max_owners`:
-    /// the least recent healthy owners go; watched ones are moved to the front
-    /// (each at most once per call, so this ends even if all are watched).
-    fn keep(&mut self, id: Slot) {
-        self.lru.put(id, ());
-        self.enforce_cap(Some(id));
-    }
-
-    /// Evicts least recent healthy owners while more than `max_owners` are above
-    /// water; `spare` (just filed) is passed over like the watched ones.
-    fn enforce_cap(&mut self, spare: Option<Slot>) {
-        let mut passes = self.lru.len();
-        while self.lru.len() > self.max_owners && passes > 0 {
-            passes -= 1;
-            let Some((&oldest, _)) = self.lru.peek_lru() else {
-                break;
-            };
-            if Some(oldest) == spare
-                || standing(self.owners[oldest as usize].hf) != Standing::Healthy
-            {
-                self.lru.promote(&oldest);
-                continue;
-            }
-            self.lru.pop(&oldest);
-            self.evict(oldest);
-        }
-    }
-
-    /// An owner pushed out of the LRU: its pools remember that a member is missing.
-    fn evict(&mut self, id: Slot) {
-        self.evictions += 1;
-        for p in &self.owners[id as usize].positions {
-            if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.has_evicted_members = true;
-            }
-        }
-        self.release(id);
-    }
 }
 
 /// An owner's account health factor from its positions and the pools.
@@ -681,9 +418,5 @@ fn snapshot(positions: &[Held]) -> Vec<(Pubkey, PositionAmounts)> {
     rows
 }
 
-#[path = "engine_rescore.rs"]
-mod rescore;
-
 #[cfg(test)]
-#[path = "engine_tests.rs"]
 pub(crate) mod tests;

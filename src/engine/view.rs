@@ -1,42 +1,9 @@
 //! What readers see of the engine: an owner's positions with their pools and
-//! quote (`OwnerView`), and the feed events the engine reports (`FeedEvent`).
+//! quote (`OwnerView`).
 
-use super::engine::{Held, PoolEntry, PoolState};
+use super::state::{Held, PoolEntry, PoolState};
 use crate::domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
 use crate::domain::pubkey::Pubkey;
-
-/// A change of the liquidation feed, with the owner's health factor at that moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FeedEvent {
-    /// Fell below 1 WAD (or was below when a subscriber joined).
-    Start(Pubkey, u128),
-    /// Still below, with another value or other rows.
-    Update(Pubkey, u128),
-    /// Back at or above 1 WAD, or no position left.
-    Stop(Pubkey, u128),
-}
-
-impl FeedEvent {
-    pub fn name(&self) -> &'static str {
-        match self {
-            FeedEvent::Start(..) => "candidate_start",
-            FeedEvent::Update(..) => "candidate_update",
-            FeedEvent::Stop(..) => "candidate_stop",
-        }
-    }
-
-    pub fn owner(&self) -> Pubkey {
-        match self {
-            FeedEvent::Start(o, _) | FeedEvent::Update(o, _) | FeedEvent::Stop(o, _) => *o,
-        }
-    }
-
-    pub fn health_factor(&self) -> u128 {
-        match self {
-            FeedEvent::Start(_, h) | FeedEvent::Update(_, h) | FeedEvent::Stop(_, h) => *h,
-        }
-    }
-}
 
 /// A resident owner's positions with their pools, as readers see them.
 pub struct OwnerView<'a> {
@@ -63,7 +30,7 @@ impl OwnerView<'_> {
 }
 
 /// The quote inputs of positions with their pools.
-pub(super) fn quote_inputs<'a>(
+pub fn quote_inputs<'a>(
     positions: impl Iterator<Item = (&'a Held, &'a PoolState)>,
 ) -> Vec<QuoteInput<'a>> {
     positions

@@ -3,8 +3,8 @@
 //! owner's own positions, so they are computed on all cores first; filing them
 //! (ranking, LRU, events, write-back) stays sequential and in member order.
 
+use super::parallel::par_map;
 use super::*;
-use crate::actors::health_cache::parallel::par_map;
 
 impl Engine {
     /// Re-scores every resident member of a repriced pool. An owner that stays

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use actix_web::web::Bytes;
+use bytes::Bytes;
 use futures_util::Stream;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Interval, interval_at};

@@ -1,38 +1,52 @@
-//! The cache's own LISTEN connection. Every change to positions or pool pricing,
-//! whoever makes it (this replica, another one, an external indexer writing SQL),
-//! is announced by the triggers of sql/0002. A lost connection may have missed
-//! some: after reconnecting the cache reloads everything.
+//! A LISTEN connection for the health cache. Every change to positions, pool
+//! pricing or borrows, whoever makes it (this replica, another one, an external
+//! indexer writing SQL), is announced by the triggers of sql/0002 and 0003. A
+//! lost connection may have missed some: after reconnecting, the listener says
+//! so (`Notice::Resync`) and the cache reloads everything.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use actix::Addr;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::actor::HealthCache;
-use super::messages::{BorrowsChanged, Changed, Listening, Resync};
 use crate::domain::pubkey::Pubkey;
 
+/// What the listener tells its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// The connection is up (true) or lost (false).
+    Listening(bool),
+    /// Reconnected: changes made while nobody listened are unknown.
+    Resync,
+    /// Positions of these owners, or these pools, changed.
+    Changed {
+        owners: Vec<Pubkey>,
+        pools: Vec<Pubkey>,
+    },
+    /// Borrows of these wallets were written.
+    BorrowsChanged(Vec<Pubkey>),
+}
+
+/// A trigger's payload.
 #[derive(serde::Deserialize)]
-struct Notice {
+struct Payload {
     cluster: String,
     owner: Option<String>,
     pool_address: Option<String>,
 }
 
-/// Holds a LISTEN connection for as long as the cache lives, reconnecting after
-/// a second when it is lost.
-pub async fn listen_forever(url: String, cluster: &'static str, cache: Addr<HealthCache>) {
+/// Holds a LISTEN connection, reconnecting after a second when it is lost, for
+/// as long as `tell` accepts notices (it returns false once its owner is gone).
+pub async fn listen_forever(url: String, cluster: &'static str, tell: impl Fn(Notice) -> bool) {
     let mut first = true;
     loop {
-        match listen_once(&url, cluster, &cache, first).await {
+        match listen_once(&url, cluster, &tell, first).await {
             Ok(()) => tracing::warn!("LISTEN connection closed; reconnecting"),
             Err(e) => tracing::warn!(error = %e, "LISTEN connection failed; reconnecting"),
         }
-        cache.do_send(Listening(false));
         first = false;
-        if !cache.connected() {
+        if !tell(Notice::Listening(false)) {
             return;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -42,7 +56,7 @@ pub async fn listen_forever(url: String, cluster: &'static str, cache: Addr<Heal
 async fn listen_once(
     url: &str,
     cluster: &str,
-    cache: &Addr<HealthCache>,
+    tell: &impl Fn(Notice) -> bool,
     first: bool,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
@@ -62,10 +76,10 @@ async fn listen_once(
     client
         .batch_execute("LISTEN lendex_positions; LISTEN lendex_pools; LISTEN lendex_borrows")
         .await?;
-    cache.do_send(Listening(true));
+    tell(Notice::Listening(true));
     if !first {
         // Changes made while nobody listened are unknown: reload all.
-        cache.do_send(Resync);
+        tell(Notice::Resync);
     }
     while let Some(first_notice) = rx.recv().await {
         // Gather whatever arrived with it, so a bulk change is one message.
@@ -73,7 +87,7 @@ async fn listen_once(
         let mut pools = HashSet::new();
         let mut borrowers = HashSet::new();
         let mut take = |(channel, payload): (String, String)| {
-            let Ok(n) = serde_json::from_str::<Notice>(&payload) else {
+            let Ok(n) = serde_json::from_str::<Payload>(&payload) else {
                 return;
             };
             if n.cluster != cluster {
@@ -93,13 +107,12 @@ async fn listen_once(
             take(next);
         }
         if !borrowers.is_empty() {
-            cache.do_send(BorrowsChanged(borrowers.into_iter().collect()));
+            tell(Notice::BorrowsChanged(borrowers.into_iter().collect()));
         }
         if !owners.is_empty() || !pools.is_empty() {
-            cache.do_send(Changed {
+            tell(Notice::Changed {
                 owners: owners.into_iter().collect(),
                 pools: pools.into_iter().collect(),
-                write_through: false,
             });
         }
     }

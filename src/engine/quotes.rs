@@ -2,9 +2,9 @@
 //! (GET /api/liquidations, decisions §8) and the at-risk watch list
 //! (GET /api/positions/at-risk).
 
-use actix_web::web::Bytes;
+use bytes::Bytes;
 
-use super::engine::Engine;
+use super::Engine;
 use super::view::OwnerView;
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
@@ -21,9 +21,9 @@ pub fn quote_wire(
     max_oracle_age: i64,
 ) -> LiquidationQuote {
     let stale = |pool: &Pubkey| {
-        engine.pool(pool).is_some_and(|p| {
-            p.state.pricing.oracle_price.is_some() && now - p.state.last_update_ts > max_oracle_age
-        })
+        engine
+            .pool(pool)
+            .is_some_and(|p| p.oracle_stale(now, max_oracle_age))
     };
     LiquidationQuote {
         owner: view.owner.to_string(),

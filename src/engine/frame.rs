@@ -8,8 +8,8 @@
 
 use std::io::Write as _;
 
-use super::engine::{Engine, PoolEntry};
 use super::view::OwnerView;
+use super::{Engine, PoolEntry};
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::wad::Big;
@@ -30,9 +30,7 @@ pub fn write_candidate(
     let owner_text = owner.to_string();
     // Written 2 + 2 x rows times: formatted once.
     let hf = view.health_factor.to_string();
-    let stale_entry = |p: &PoolEntry| {
-        p.state.pricing.oracle_price.is_some() && now - p.state.last_update_ts > max_oracle_age
-    };
+    let stale_entry = |p: &PoolEntry| p.oracle_stale(now, max_oracle_age);
     let stale = view.positions.iter().any(|(_, pool)| stale_entry(pool));
     // Debt rows first, then by address (as `feed::rows_of`).
     let mut rows: Vec<(bool, String, usize)> = view
@@ -139,7 +137,7 @@ impl std::fmt::Display for Decimal<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actors::health_cache::feed::candidate_frame;
+    use crate::engine::unhealthy::candidate_frame;
 
     #[test]
     fn decimal_matches_ruint_at_every_size() {
@@ -156,7 +154,7 @@ mod tests {
 
     #[test]
     fn frames_equal_the_serde_wire_types() {
-        let (engine, owners) = crate::actors::health_cache::engine::tests::sample_market(250);
+        let (engine, owners) = crate::engine::tests::sample_market(250);
         let (mut checked, mut quoted, mut stale) = (0, 0, 0);
         for owner in &owners {
             for (now, age) in [(1_700_000_000, 120), (i64::MAX / 2, 120)] {

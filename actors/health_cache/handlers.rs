@@ -1,0 +1,285 @@
+//! How the health cache answers each message (`messages.rs`): thin, each one
+//! handing the work to the actor's pipeline (`actor.rs`) or the engine.
+
+use actix::prelude::*;
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use super::actor::HealthCache;
+use super::messages::*;
+use crate::db::listen::Notice;
+use crate::domain::pubkey::Pubkey;
+use crate::engine::answers::{self, OwnerBody};
+use crate::engine::{Held, PoolEntry};
+use crate::error::{ApiError, ApiResult};
+use crate::feed::subscriber::{FeedStream, Subscriber};
+
+impl Handler<LoadAll> for HealthCache {
+    type Result = ResponseFuture<ApiResult<()>>;
+
+    fn handle(&mut self, _: LoadAll, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(ctx, |p| p.reload_all = true, Some(tx));
+        Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+    }
+}
+
+impl Handler<Changed> for HealthCache {
+    type Result = ResponseFuture<ApiResult<()>>;
+
+    fn handle(&mut self, msg: Changed, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(
+            ctx,
+            |p| {
+                p.owners.extend(msg.owners);
+                p.pools.extend(msg.pools);
+                p.write_through |= msg.write_through;
+            },
+            Some(tx),
+        );
+        Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+    }
+}
+
+impl Handler<Heard> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, Heard(notice): Heard, ctx: &mut Self::Context) {
+        match notice {
+            Notice::Listening(up) => self.listening_is(up, ctx),
+            Notice::Resync => self.resync(ctx),
+            Notice::Changed { owners, pools } => self.enqueue(
+                ctx,
+                |p| {
+                    p.owners.extend(owners);
+                    p.pools.extend(pools);
+                },
+                None,
+            ),
+            Notice::BorrowsChanged(owners) => self.borrows_changed(owners),
+        }
+    }
+}
+
+impl HealthCache {
+    /// Reload everything, and forget every borrow list (after a lost LISTEN
+    /// connection: changes may have been missed).
+    fn resync(&mut self, ctx: &mut Context<Self>) {
+        self.borrows.clear();
+        self.borrow_generation += 1;
+        self.enqueue(ctx, |p| p.reload_all = true, None);
+    }
+
+    /// Whether the LISTEN connection is up (health reports a cache that may
+    /// miss changes).
+    fn listening_is(&mut self, up: bool, ctx: &mut Context<Self>) {
+        self.listening = up;
+        if !up {
+            return;
+        }
+        for waiter in self.listening_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+        // The first LISTEN came up after a load had begun (start stopped waiting
+        // for it): what was committed in between is unknown. Later reconnects
+        // reload on their own (db::listen).
+        let first = !std::mem::replace(&mut self.listened, true);
+        if first && (self.ready || self.fetching) {
+            self.resync(ctx);
+        }
+    }
+
+    /// Borrows of these wallets were written: their cached lists are stale.
+    fn borrows_changed(&mut self, owners: Vec<Pubkey>) {
+        self.borrow_generation += 1;
+        answers::forget_owner_bodies(&self.rendered, Some(owners.iter()), &[OwnerBody::Detail]);
+        for owner in owners {
+            self.borrows.pop(&owner);
+        }
+    }
+}
+
+impl Handler<AwaitListening> for HealthCache {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: AwaitListening, _: &mut Self::Context) -> Self::Result {
+        if self.listening {
+            return Box::pin(async {});
+        }
+        let (tx, rx) = oneshot::channel();
+        self.listening_waiters.push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}
+
+impl Handler<WrittenBack> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: WrittenBack, ctx: &mut Self::Context) {
+        self.engine.written(msg.batch, msg.ok);
+        self.after_write_back(ctx, msg.ok);
+    }
+}
+
+impl Handler<FlushWrites> for HealthCache {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: FlushWrites, ctx: &mut Self::Context) -> Self::Result {
+        Box::pin(self.write_back(ctx))
+    }
+}
+
+impl Handler<Render> for HealthCache {
+    type Result = ApiResult<Bytes>;
+
+    fn handle(&mut self, Render(answer): Render, _: &mut Self::Context) -> Self::Result {
+        self.render(answer)
+    }
+}
+
+impl OwnerRow {
+    fn new(position: &Held, pool: &PoolEntry) -> Self {
+        OwnerRow {
+            position: position.state(pool.state.address),
+            symbol: pool.state.symbol.clone(),
+            deposit_index_wad: pool.state.pricing.deposit_index_wad,
+            borrow_index_wad: pool.state.pricing.borrow_index_wad,
+            supply_apy: pool.supply_apy,
+            borrow_apy: pool.borrow_apy,
+        }
+    }
+}
+
+impl HealthCache {
+    fn owner_positions(&mut self, owner: &Pubkey) -> OwnerPositions {
+        let borrows = self.borrows.get(owner).cloned();
+        let (health_factor, rows) = match self.engine.view(owner) {
+            None => (u128::MAX, Vec::new()),
+            Some(view) => (
+                view.health_factor,
+                view.positions
+                    .iter()
+                    .map(|(p, pool)| OwnerRow::new(p, pool))
+                    .collect(),
+            ),
+        };
+        OwnerPositions {
+            health_factor,
+            rows,
+            borrows,
+            borrow_generation: self.borrow_generation,
+            body_generation: answers::owner_generation(&self.rendered),
+        }
+    }
+}
+
+impl Handler<OwnerOf> for HealthCache {
+    type Result = ResponseActFuture<Self, ApiResult<OwnerPositions>>;
+
+    fn handle(&mut self, OwnerOf(owner): OwnerOf, ctx: &mut Self::Context) -> Self::Result {
+        if !self.ready {
+            return Box::pin(fut::ready(Err(ApiError::DatabaseUnavailable)));
+        }
+        if self.engine.knows(&owner) {
+            return Box::pin(fut::ready(Ok(self.owner_positions(&owner))));
+        }
+        // Evicted: load the owner back through the pipeline, then answer.
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(
+            ctx,
+            |p| {
+                p.owners.insert(owner);
+            },
+            Some(tx),
+        );
+        Box::pin(
+            async move { rx.await.unwrap_or(Err(ApiError::Internal)) }
+                .into_actor(self)
+                .map(move |loaded, act, _| {
+                    loaded?;
+                    Ok(act.owner_positions(&owner))
+                }),
+        )
+    }
+}
+
+impl Handler<KeepBorrows> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: KeepBorrows, _: &mut Self::Context) {
+        if msg.generation == self.borrow_generation {
+            self.borrows.put(msg.owner, msg.borrows);
+        }
+    }
+}
+
+impl Handler<BorrowsChanged> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, msg: BorrowsChanged, _: &mut Self::Context) {
+        self.borrows_changed(msg.0);
+    }
+}
+
+impl Handler<Subscribe> for HealthCache {
+    type Result = ApiResult<FeedStream>;
+
+    fn handle(&mut self, _: Subscribe, _: &mut Self::Context) -> Self::Result {
+        if !self.ready {
+            return Err(ApiError::DatabaseUnavailable);
+        }
+        let now = answers::now_seconds();
+        let version = self.engine.version();
+        let snapshot = match &self.snapshot {
+            Some((v, at, frames)) if *v == version && *at == now => frames.clone(),
+            _ => {
+                let frames = crate::engine::unhealthy::snapshot_frames(
+                    &self.engine,
+                    now,
+                    self.max_oracle_age,
+                );
+                self.snapshot = Some((version, now, frames.clone()));
+                frames
+            }
+        };
+        let (subscriber, stream) = Subscriber::new(snapshot, self.subscriber_max_lag);
+        // Stopping: the snapshot, then the stream ends at once (its sender is dropped).
+        if !self.streams_closed {
+            self.subscribers.push(subscriber);
+            self.engine.record_events(true);
+        }
+        Ok(stream)
+    }
+}
+
+impl Handler<CloseStreams> for HealthCache {
+    type Result = ();
+
+    fn handle(&mut self, _: CloseStreams, _: &mut Self::Context) {
+        self.streams_closed = true;
+        self.subscribers.clear();
+        self.engine.record_events(false);
+    }
+}
+
+impl Handler<Stats> for HealthCache {
+    type Result = MessageResult<Stats>;
+
+    fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
+        MessageResult(CacheStats {
+            ready: self.ready,
+            listening: self.listening,
+            pools: self.engine.pool_count(),
+            owners: self.engine.owner_count(),
+            unhealthy_owners: self.engine.unhealthy_count(),
+            watched_owners: self.engine.watched_count(),
+            evictions: self.engine.evictions(),
+            subscribers: self.subscribers.len(),
+            dropped_subscribers: self.dropped_subscribers,
+            feed_version: self.engine.version(),
+        })
+    }
+}
