@@ -59,18 +59,11 @@ async fn within<T, E: std::fmt::Display>(
 ) -> ApiResult<T> {
     match tokio::time::timeout(deadline, work).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, what, "rpc read failed");
-            Err(ApiError::RpcUnavailable)
-        }
-        Err(_) => {
-            tracing::warn!(
-                timeout_ms = deadline.as_millis() as u64,
-                what,
-                "rpc read timed out"
-            );
-            Err(ApiError::RpcUnavailable)
-        }
+        Ok(Err(e)) => Err(ApiError::rpc(format!("{what} failed: {e}"))),
+        Err(_) => Err(ApiError::rpc(format!(
+            "{what} timed out after {} ms",
+            deadline.as_millis()
+        ))),
     }
 }
 

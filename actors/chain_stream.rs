@@ -3,23 +3,26 @@
 //! turned into index writes within milliseconds, where the poll took up to
 //! `sync.interval_seconds`.
 //!
-//! A notification is not written as it comes: its slot cannot always prove its
-//! data newer than the stored row (surfpool, for one, sends the subscription's
-//! slot in every notification), so the accounts it names are re-read over HTTP
-//! (batched: what arrives within 20 ms, at most 100 accounts, one
-//! getMultipleAccounts through the chain reader's gate) and written with the
-//! read's own slot, which the writes' slot guard never lets regress a row. A
-//! re-read that does not show the notified data yet is repeated shortly.
-//! Only registered pools and their positions are indexed; a notification for
-//! another pool is ignored. Accounts that stop matching (closed positions) get
-//! no notification: reconciliation removes them.
+//! Notifications are gathered (what arrives within 20 ms, at most 100
+//! accounts) and go through the one ingest step (`crate::ingest`) under §7's
+//! slot rule: an account whose notification slot proves it newer than what the
+//! index may hold is written as it came; the others (some nodes, surfpool
+//! among them, stamp every notification with the subscription's slot), and
+//! any write the stored row's newer slot refuses, are re-read over HTTP in one
+//! getMultipleAccounts through the chain reader's gate and written with the
+//! read's own slot. A re-read that does not show the notified data yet is
+//! repeated shortly. Each write's changes go straight to this replica's
+//! engine (`health_cache::commit`). Only registered pools and their positions
+//! are indexed; a notification for another pool is ignored. Accounts that stop
+//! matching (closed positions) get no notification: reconciliation removes
+//! them.
 //!
 //! After every (re)connect the subscriptions come first, then a reconcile (a
 //! full refresh), so nothing changed while the socket was down is missed.
 //! A dead or frozen socket is noticed by `chain::stream` (silence timeout) and
 //! reconnected with backoff and jitter.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -28,16 +31,14 @@ use deadpool_postgres::Pool;
 use rand::Rng;
 use tokio::sync::mpsc;
 
-use crate::actors::chain_reader::{ChainReader, ReadAccounts};
-use crate::actors::db_writer::{Writers, write};
+use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts};
+use crate::actors::db_writer::Writers;
+use crate::actors::health_cache::{HealthCache, commit};
 use crate::chain::stream::{Notified, StreamEvent, run_connection};
-use crate::db::chain_writes::{SyncPool, SyncPosition};
-use crate::db::queries;
-use crate::domain::accounts::{
-    POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool, check_position,
-};
+use crate::db::registered::is_registered;
 use crate::domain::pubkey::Pubkey;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
+use crate::ingest::{Ingest, NotifiedWrite, sort_out};
 
 /// Notifications gathered into one re-read.
 const GATHER_FOR: Duration = Duration::from_millis(20);
@@ -56,8 +57,8 @@ pub struct StreamDeps {
     pub db: Pool,
     pub chain: Addr<ChainReader>,
     pub writer: Writers,
-    pub cluster: &'static str,
-    pub program: Pubkey,
+    pub cache: Addr<HealthCache>,
+    pub ingest: Ingest,
     pub ws_url: String,
     pub silence: Duration,
 }
@@ -83,7 +84,7 @@ pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
     loop {
         let (tx, rx) = mpsc::channel(4096);
         let started = Instant::now();
-        let connection = run_connection(&deps.ws_url, &deps.program, deps.silence, &tx);
+        let connection = run_connection(&deps.ws_url, &deps.ingest.program, deps.silence, &tx);
         let applying = apply_notifications(&deps, rx, &to);
         let reason = tokio::select! {
             reason = connection => reason,
@@ -108,12 +109,16 @@ async fn apply_notifications(
     to: &Recipient<StreamReport>,
 ) {
     let mut registered = Registered::default();
+    // Until the chain's slot at subscription is known, no notification's slot
+    // proves anything: every account is re-read.
+    let mut trusted_above = u64::MAX;
     while let Some(event) = rx.recv().await {
         let mut batch = Vec::new();
         match event {
             StreamEvent::Subscribed => {
                 tracing::info!(url = %deps.ws_url, "chain websocket subscribed");
                 to.do_send(StreamReport::Up);
+                trusted_above = subscribed_at(deps).await;
                 continue;
             }
             StreamEvent::Account(account) => batch.push(account),
@@ -122,16 +127,34 @@ async fn apply_notifications(
         while batch.len() < GATHER_MAX {
             match tokio::time::timeout_at(until, rx.recv()).await {
                 Ok(Some(StreamEvent::Account(account))) => batch.push(account),
-                Ok(Some(StreamEvent::Subscribed)) => to.do_send(StreamReport::Up),
+                Ok(Some(StreamEvent::Subscribed)) => {
+                    to.do_send(StreamReport::Up);
+                    trusted_above = subscribed_at(deps).await;
+                }
                 _ => break,
             }
         }
         crate::metrics::sync_notified(batch.len() as u64);
         to.do_send(StreamReport::Notified { at: Utc::now() });
-        if let Err(e) = apply(deps, &mut registered, &batch).await {
+        if let Err(e) = apply(deps, &mut registered, trusted_above, &batch).await {
             // The next reconcile brings these accounts anyway.
             tracing::warn!(error = %e, accounts = batch.len(), "notified accounts not applied");
         }
+    }
+}
+
+/// The chain's slot once a subscription is confirmed: a notification stamped
+/// at or below it may carry the subscription's slot, not its change's.
+async fn subscribed_at(deps: &StreamDeps) -> u64 {
+    let slot = deps
+        .chain
+        .send(GetSlot {
+            deadline: Duration::from_secs(2),
+        })
+        .await;
+    match slot {
+        Ok(Ok(slot)) => slot,
+        _ => u64::MAX,
     }
 }
 
@@ -149,12 +172,7 @@ impl Registered {
         if self.pools.contains(pool) {
             return Ok(true);
         }
-        let client = deps.db.get().await?;
-        let stmt = client.prepare_cached(queries::POOL_IS_REGISTERED).await?;
-        let found = client
-            .query_opt(&stmt, &[&deps.cluster, &pool.to_string()])
-            .await?
-            .is_some();
+        let found = is_registered(&deps.db, deps.ingest.cluster, pool).await?;
         if found {
             self.pools.insert(*pool);
         }
@@ -162,66 +180,43 @@ impl Registered {
     }
 }
 
-/// The accounts a batch names, by kind: pools to re-read, and positions with
-/// their pool (a position's write carries its pool's state).
-fn sort_out(batch: &[Notified]) -> (BTreeSet<Pubkey>, BTreeSet<(Pubkey, Pubkey)>) {
-    let mut pools = BTreeSet::new();
-    let mut positions = BTreeSet::new();
-    for account in batch {
-        if account.data.starts_with(&POOL_DISCRIMINATOR) {
-            pools.insert(account.pubkey);
-        } else if account.data.starts_with(&POSITION_DISCRIMINATOR) {
-            let pool = account
-                .data
-                .get(POSITION_POOL_OFFSET..POSITION_POOL_OFFSET + 32)
-                .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                .map(Pubkey::new_from_array);
-            if let Some(pool) = pool {
-                positions.insert((account.pubkey, pool));
-            }
-        }
-    }
-    (pools, positions)
-}
-
+/// One batch through the ingest step: written as notified where the slot rule
+/// allows, the rest re-read and written with the read's slot.
 async fn apply(
     deps: &StreamDeps,
     registered: &mut Registered,
+    trusted_above: u64,
     batch: &[Notified],
 ) -> ApiResult<()> {
-    let (mut pools, mut positions) = sort_out(batch);
-    let mut keep = BTreeSet::new();
-    for pool in pools.iter().chain(positions.iter().map(|(_, p)| p)) {
-        if registered.contains(deps, pool).await? {
-            keep.insert(*pool);
+    let mut wanted = sort_out(batch);
+    let mut keep = HashSet::new();
+    for pool in wanted.all_pools() {
+        if registered.contains(deps, &pool).await? {
+            keep.insert(pool);
         }
     }
-    pools.retain(|p| keep.contains(p));
-    positions.retain(|(_, p)| keep.contains(p));
-    for (_, pool) in &positions {
-        pools.insert(*pool);
-    }
-    if pools.is_empty() {
+    wanted.retain(|pool| keep.contains(pool));
+    if wanted.is_empty() {
         return Ok(());
     }
-    let pool_keys: Vec<Pubkey> = pools.into_iter().collect();
-    let position_keys: Vec<(Pubkey, Pubkey)> = positions.into_iter().collect();
-    let keys: Vec<Pubkey> = pool_keys
-        .iter()
-        .copied()
-        .chain(position_keys.iter().map(|(k, _)| *k))
-        .collect();
+    let (writes, mut reread) = deps.ingest.notified(batch, &wanted, trusted_above);
+    for write in writes {
+        let account = write.account();
+        if !commit_notified(deps, write).await? {
+            reread.insert(account); // the row holds a newer read
+        }
+    }
+    if reread.is_empty() {
+        return Ok(());
+    }
+    let again = wanted.only(&reread);
+    let keys = again.keys();
     // The latest data each account was notified with.
     let notified: HashMap<Pubkey, &[u8]> = batch
         .iter()
         .map(|n| (n.pubkey, n.data.as_slice()))
         .collect();
-    let read = || async {
-        deps.chain
-            .send(ReadAccounts { keys: keys.clone() })
-            .await
-            .map_err(|_| ApiError::Internal)?
-    };
+    let read = || async { deps.chain.send(ReadAccounts { keys: keys.clone() }).await? };
     let mut reads = read().await?;
     // A read that does not show what was notified may come from a view not yet
     // caught up (surfpool answers HTTP reads from the last slot for a moment):
@@ -238,72 +233,19 @@ async fn apply(
         tokio::time::sleep(SETTLE_AFTER).await;
         reads = read().await?;
     }
-    let (pool_reads, position_reads) = reads.split_at(pool_keys.len());
-    let mut states = Vec::with_capacity(pool_keys.len());
-    for (key, read) in pool_keys.iter().zip(pool_reads) {
-        let Ok(pool) = check_pool(&deps.program, read.parts()) else {
-            continue;
-        };
-        states.push((*key, pool.clone()));
-        let sync = SyncPool {
-            cluster: deps.cluster,
-            pool_address: key.to_string(),
-            pool,
-            slot: read.slot,
-            symbol: None,
-            catch_up: false,
-        };
-        write(&deps.writer, sync).await?;
-    }
-    for ((key, pool_key), read) in position_keys.iter().zip(position_reads) {
-        let Some((_, pool)) = states.iter().find(|(k, _)| k == pool_key) else {
-            continue;
-        };
-        // Closed positions are left to reconciliation (no notification names them).
-        let Ok(position) = check_position(&deps.program, read.parts(), pool_key, None) else {
-            continue;
-        };
-        let sync = SyncPosition {
-            cluster: deps.cluster,
-            pool_address: pool_key.to_string(),
-            pool: pool.clone(),
-            position_address: key.to_string(),
-            owner: position.owner.to_string(),
-            position: Some(position),
-            slot: read.slot,
-        };
-        write(&deps.writer, sync).await?;
+    let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
+    for write in deps.ingest.reread(&again, &reads) {
+        commit_notified(deps, write).await?;
     }
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn notifications_sorted_by_kind() {
-        let pool = Pubkey::new_from_array([1; 32]);
-        let position = Pubkey::new_from_array([2; 32]);
-        let mut position_data = POSITION_DISCRIMINATOR.to_vec();
-        position_data.extend_from_slice(&[7; 32]); // owner
-        position_data.extend_from_slice(pool.as_ref());
-        let notified = |pubkey, data: Vec<u8>| Notified {
-            slot: 1,
-            pubkey,
-            owner: Pubkey::new_from_array([9; 32]),
-            data,
-        };
-        let batch = [
-            notified(pool, POOL_DISCRIMINATOR.to_vec()),
-            notified(position, position_data),
-            notified(Pubkey::new_from_array([3; 32]), vec![0; 8]),
-        ];
-        let (pools, positions) = sort_out(&batch);
-        assert_eq!(pools.into_iter().collect::<Vec<_>>(), [pool]);
-        assert_eq!(
-            positions.into_iter().collect::<Vec<_>>(),
-            [(position, pool)]
-        );
-    }
+/// Commits one account's write; false when the slot guard refused it.
+async fn commit_notified(deps: &StreamDeps, write: NotifiedWrite) -> ApiResult<bool> {
+    Ok(match write {
+        NotifiedWrite::Pool(w) => commit(&deps.writer, &deps.cache, w, false).await?.is_some(),
+        NotifiedWrite::Position(w) => !commit(&deps.writer, &deps.cache, w, false)
+            .await?
+            .is_empty(),
+    })
 }

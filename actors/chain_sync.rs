@@ -2,8 +2,9 @@
 //! `sync.interval_seconds` it re-reads every registered pool (getMultipleAccounts,
 //! batches of 100) and scans each pool's positions (getProgramAccounts), upserting
 //! what changed and removing positions closed on chain. All reads go through the
-//! chain reader (rate limit, concurrency cap, coalescing); all writes through the
-//! database writer. One refresh runs at a time, and only on the replica that
+//! chain reader (rate limit, concurrency cap, coalescing); they become writes
+//! through the one ingest step (`crate::ingest`), committed by the database
+//! writer and applied to this replica's engine (`health_cache::commit`). One refresh runs at a time, and only on the replica that
 //! holds the cluster's ingester lease (`leader_lease`); the others follow.
 
 use std::time::{Duration, Instant};
@@ -15,13 +16,14 @@ use futures_util::{StreamExt, TryStreamExt};
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::actors::chain_stream::{StreamDeps, StreamReport, stream_forever};
-use crate::actors::db_writer::{Writers, write};
+use crate::actors::db_writer::Writers;
+use crate::actors::health_cache::{HealthCache, commit};
 use crate::actors::leader_lease::{LeaderChanged, hold_lease};
-use crate::db::chain_writes::{RefreshPoolPositions, SyncPool};
+use crate::config::Config;
 use crate::db::queries;
-use crate::domain::accounts::{check_pool, check_position};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
+use crate::ingest::Ingest;
 
 /// Pools scanned at once in a reconcile (the RPC gate bounds the requests).
 const PARALLEL_SCANS: usize = 8;
@@ -78,14 +80,20 @@ impl SyncStatus {
     }
 }
 
+/// What the background chain work (the refresh and the stream) needs.
+#[derive(Clone)]
+pub struct ChainDeps {
+    pub db: Pool,
+    pub chain: Addr<ChainReader>,
+    pub writer: Writers,
+    pub cache: Addr<HealthCache>,
+    pub ingest: Ingest,
+}
+
 /// What one refresh needs; cloned into each refresh job.
 #[derive(Clone)]
 struct Refresher {
-    db: Pool,
-    chain: Addr<ChainReader>,
-    writer: Writers,
-    cluster: &'static str,
-    program: Pubkey,
+    deps: ChainDeps,
     rpc_timeout: Duration,
 }
 
@@ -99,39 +107,25 @@ pub struct ChainSync {
     stream: Option<tokio::task::JoinHandle<()>>,
     /// A reconcile was asked for while one ran: run another when it ends.
     again: bool,
-    chain: Addr<ChainReader>,
     status: SyncStatus,
     running: bool,
 }
 
 impl ChainSync {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        database_url: String,
-        (ws_url, ws_silence): (String, Duration),
-        db: Pool,
-        chain: Addr<ChainReader>,
-        writer: Writers,
-        cluster: &'static str,
-        program: Pubkey,
-        interval: Duration,
-        rpc_timeout: Duration,
-    ) -> ChainSync {
+    /// The settings it reads: database.url (the lease's session), rpc.ws_url,
+    /// rpc.url, rpc.ws_silence_ms, rpc.timeout_ms and sync.interval_seconds.
+    pub fn new(deps: ChainDeps, config: &Config) -> ChainSync {
+        let interval = Duration::from_secs(config.sync.interval_seconds);
         ChainSync {
-            database_url,
-            ws_url,
-            ws_silence,
+            database_url: config.database.url.clone(),
+            ws_url: crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
+            ws_silence: Duration::from_millis(config.rpc.ws_silence_ms.max(30)),
             stream: None,
             again: false,
             refresher: Refresher {
-                db,
-                chain: chain.clone(),
-                writer,
-                cluster,
-                program,
-                rpc_timeout,
+                deps,
+                rpc_timeout: Duration::from_millis(config.rpc.timeout_ms),
             },
-            chain,
             status: SyncStatus {
                 enabled: !interval.is_zero(),
                 interval,
@@ -162,7 +156,7 @@ impl ChainSync {
         self.again = false;
         self.running = true;
         let job = self.refresh_job();
-        let chain = self.chain.clone();
+        let chain = self.refresher.deps.chain.clone();
         let job = async move {
             let report = job.await?;
             // Lag: how far the chain has moved past the oldest read of this refresh.
@@ -195,7 +189,8 @@ impl ChainSync {
                 Err(e) => {
                     crate::metrics::sync_reconciled(false);
                     tracing::warn!(error = %e, "chain refresh failed; the index keeps its last rows");
-                    act.status.last_error = Some(e.to_string());
+                    // Health shows the short reason; the cause is in the log.
+                    act.status.last_error = Some(e.message());
                 }
             }
         }));
@@ -210,7 +205,7 @@ impl Actor for ChainSync {
             // The first refresh starts when the lease is taken.
             actix_rt::spawn(hold_lease(
                 self.database_url.clone(),
-                self.refresher.cluster,
+                self.refresher.deps.ingest.cluster,
                 ctx.address().recipient(),
             ));
             ctx.run_interval(self.status.interval, |act, ctx| act.start_refresh(ctx));
@@ -231,12 +226,19 @@ impl Handler<LeaderChanged> for ChainSync {
             // A new leader catches up at once rather than at the next tick,
             // and streams (its first subscription asks for another reconcile).
             self.start_refresh(ctx);
+            let ChainDeps {
+                db,
+                chain,
+                writer,
+                cache,
+                ingest,
+            } = self.refresher.deps.clone();
             let deps = StreamDeps {
-                db: self.refresher.db.clone(),
-                chain: self.refresher.chain.clone(),
-                writer: self.refresher.writer.clone(),
-                cluster: self.refresher.cluster,
-                program: self.refresher.program,
+                db,
+                chain,
+                writer,
+                cache,
+                ingest,
                 ws_url: self.ws_url.clone(),
                 silence: self.ws_silence,
             };
@@ -293,25 +295,22 @@ impl Handler<GetSyncStatus> for ChainSync {
 
 impl Refresher {
     async fn run(self) -> ApiResult<RefreshReport> {
-        let Refresher {
+        let Refresher { deps, rpc_timeout } = self;
+        let ChainDeps {
             db,
             chain,
             writer,
-            cluster,
-            program,
-            rpc_timeout,
-        } = self;
+            cache,
+            ingest,
+        } = deps;
         let started = Instant::now();
-        let registered: Vec<(String, Pubkey)> = {
+        let registered: Vec<Pubkey> = {
             let client = db.get().await?;
             let rows = client
-                .query(queries::LIST_POOL_ADDRESSES, &[&cluster])
+                .query(queries::LIST_POOL_ADDRESSES, &[&ingest.cluster])
                 .await?;
             rows.iter()
-                .filter_map(|r| {
-                    let address: String = r.get(0);
-                    address.parse().ok().map(|key| (address, key))
-                })
+                .filter_map(|r| r.get::<_, &str>(0).parse().ok())
                 .collect()
         };
         let mut report = RefreshReport {
@@ -326,30 +325,22 @@ impl Refresher {
         }
 
         // 1. Pools: one getMultipleAccounts per 100.
-        let keys: Vec<Pubkey> = registered.iter().map(|(_, k)| *k).collect();
         let reads = chain
-            .send(ReadAccounts { keys })
-            .await
-            .map_err(|_| ApiError::Internal)??;
+            .send(ReadAccounts {
+                keys: registered.clone(),
+            })
+            .await??;
         let mut live = Vec::new();
         let mut pool_writes = Vec::new();
-        for ((address, key), read) in registered.iter().zip(reads.iter()) {
+        for (key, read) in registered.iter().zip(reads.iter()) {
             report.slot = report.slot.min(read.slot);
-            let Ok(pool) = check_pool(&program, read.parts()) else {
-                tracing::warn!(pool = %address, "registered pool is missing or not a LendingPool on chain; left as is");
+            let Ok(sync) = ingest.pool(key, read, None, true) else {
+                tracing::warn!(pool = %key, "registered pool is missing or not a LendingPool on chain; left as is");
                 continue;
             };
-            let sync = SyncPool {
-                cluster,
-                pool_address: address.clone(),
-                pool,
-                slot: read.slot,
-                symbol: None,
-                catch_up: true,
-            };
             // Sent together: the writer commits them as one batch.
-            pool_writes.push(write(&writer, sync));
-            live.push((address.clone(), *key));
+            pool_writes.push(commit(&writer, &cache, sync, false));
+            live.push(*key);
         }
         futures_util::future::try_join_all(pool_writes).await?;
 
@@ -357,42 +348,30 @@ impl Refresher {
         // The pools' scans and writes overlap (the RPC gate still admits the
         // scans at max_rps), so a reconcile takes about requests / max_rps, not
         // the sum of every scan and write.
-        let scans = live.into_iter().map(|(address, key)| {
-            let (chain, writer) = (chain.clone(), writer.clone());
+        let scans = live.into_iter().map(|key| {
+            let (chain, writer, cache) = (chain.clone(), writer.clone(), cache.clone());
             async move {
-                tracing::debug!(pool = %address, "scanning positions");
+                tracing::debug!(pool = %key, "scanning positions");
                 let scan = ScanPoolPositions {
-                    program,
+                    program: ingest.program,
                     pool: key,
                     deadline: rpc_timeout * 4,
                 };
-                let (slot, accounts) = chain.send(scan).await.map_err(|_| ApiError::Internal)??;
+                let (slot, accounts) = chain.send(scan).await??;
                 let scanned = Instant::now();
-                let positions: Vec<_> = accounts
-                    .into_iter()
-                    .filter_map(|(k, a)| {
-                        check_position(&program, Some((&a.owner, &a.data)), &key, None)
-                            .ok()
-                            .map(|p| (k.to_string(), p))
-                    })
-                    .collect();
-                let refresh = RefreshPoolPositions {
-                    cluster,
-                    pool_address: address,
-                    slot,
-                    positions,
-                };
-                let (written, removed) = write(&writer, refresh).await?;
+                let refresh = ingest.reconcile(&key, slot, accounts);
+                let reconciled = commit(&writer, &cache, refresh, false).await?;
                 // Where a reconcile's time goes (since it started): the scan's
                 // answer, then its rows committed.
                 tracing::debug!(
                     pool = %key,
                     scanned_ms = scanned.duration_since(started).as_millis() as u64,
                     written_ms = started.elapsed().as_millis() as u64,
-                    written,
+                    written = reconciled.written,
+                    changed = reconciled.changes.len(),
                     "pool positions reconciled"
                 );
-                Ok::<_, ApiError>((slot, written, removed))
+                Ok::<_, ApiError>((slot, reconciled.written, reconciled.removed))
             }
         });
         let done: Vec<(u64, u64, u64)> = futures_util::stream::iter(scans)

@@ -74,6 +74,7 @@ fn pool_state(i: u8, price: i64) -> PoolState {
             protocol_liq_fee_wad: WAD / 100,
             oracle_conf: Some(1_000),
         },
+        slot: 0,
     }
 }
 
@@ -102,6 +103,7 @@ fn rescore_pool(c: &mut Criterion) {
                     deposit_idx_snap: WAD,
                     original_deposit: 1,
                     synced_us: 0,
+                    slot: 0,
                 }
             })
             .collect();

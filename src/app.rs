@@ -10,7 +10,7 @@ use actix_web::web;
 use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
-use crate::actors::chain_sync::ChainSync;
+use crate::actors::chain_sync::{ChainDeps, ChainSync};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{
     AwaitListening, CloseStreams, FlushWrites, HealthCache, LoadAll,
@@ -19,9 +19,11 @@ use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
 use crate::db;
 use crate::domain::pubkey::parse_pubkey;
+use crate::error::{ApiError, StartError};
 use crate::http;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
+use crate::ingest::Ingest;
 
 /// A started service: the server future to await, where it listens, and the writer
 /// to drain after the server has stopped.
@@ -34,12 +36,14 @@ pub struct Service {
 
 /// Starts everything inside the current actix system. The database may be down:
 /// the server starts anyway, reports itself degraded, and migrates once it is up.
-pub async fn start(config: Config) -> Result<Service, String> {
+pub async fn start(config: Config) -> Result<Service, StartError> {
     let config = Arc::new(config);
     let pool = db::connect_pool(&config.database)?;
     migrate_until_done(pool.clone(), config.auth.super_admin_pubkey.clone()).await?;
 
-    let writer = Writers::start(&config.database)?;
+    // This replica's name in the NOTIFY of its own writes (sql/0006).
+    let origin = format!("{:016x}", rand::random::<u64>());
+    let writer = Writers::start(&config.database, &origin)?;
     let nonces = NonceRegistry::new(
         pool.clone(),
         writer.clone(),
@@ -49,34 +53,22 @@ pub async fn start(config: Config) -> Result<Service, String> {
     )
     .start();
     let chain = ChainReader::new(&config.rpc).start();
-    let program_id = parse_pubkey(&config.chain.program_id)?;
-    let sync = ChainSync::new(
-        config.database.url.clone(),
-        (
-            crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
-            Duration::from_millis(config.rpc.ws_silence_ms.max(30)),
-        ),
-        pool.clone(),
-        chain.clone(),
-        writer.clone(),
-        config.chain.cluster.as_str(),
-        program_id,
-        Duration::from_secs(config.sync.interval_seconds),
-        Duration::from_millis(config.rpc.timeout_ms),
-    )
-    .start();
-
-    let cache = HealthCache::new(
-        pool.clone(),
-        writer.clone(),
-        config.database.url.clone(),
-        config.chain.cluster.as_str(),
-        config.cache.max_owners,
-        config.health.max_oracle_age_seconds,
-        config.cache.subscriber_max_lag_bytes,
-    );
+    let ingest = Ingest {
+        program: parse_pubkey(&config.chain.program_id).map_err(StartError::Config)?,
+        cluster: config.chain.cluster.as_str(),
+    };
+    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, &config);
     let rendered = cache.rendered();
     let cache = cache.start();
+    let deps = ChainDeps {
+        db: pool.clone(),
+        chain: chain.clone(),
+        writer: writer.clone(),
+        cache: cache.clone(),
+        ingest,
+    };
+    let sync = ChainSync::new(deps, &config).start();
+
     // Listen first, then load: a change committed in between is then announced.
     // Bounded: with the database down, start goes on and the reconnecting
     // listener reloads everything once it is up.
@@ -95,7 +87,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
 
     let state = web::Data::new(AppState {
         cluster: config.chain.cluster,
-        program_id,
+        ingest,
         db: pool,
         writer: writer.clone(),
         nonces,
@@ -121,7 +113,7 @@ pub async fn start(config: Config) -> Result<Service, String> {
 
 /// Runs the service until SIGINT/SIGTERM: the server stops accepting, finishes its
 /// in-flight requests, then every queued write is flushed before returning.
-pub async fn serve(config: Config) -> Result<(), String> {
+pub async fn serve(config: Config) -> Result<(), StartError> {
     let service = start(config).await?;
     let (handle, cache) = (service.server.handle(), service.cache.clone());
     actix_rt::spawn(async move {
@@ -134,7 +126,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
         let _ = cache.send(CloseStreams).await;
         stopped.await;
     });
-    let result = service.server.await.map_err(|e| e.to_string());
+    let result = service.server.await.map_err(StartError::Serve);
     // Queued writes: the cache's pending health factors, then everything the writer holds.
     let _ = service.cache.send(FlushWrites).await;
     service.writer.drain().await;
@@ -164,7 +156,7 @@ async fn stop_signal() {
 
 /// Migrates now if the database answers; otherwise keeps retrying in the background
 /// so the service can start degraded. A migration that fails on SQL is fatal.
-async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), String> {
+async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), StartError> {
     match db::migrate::run(&pool, &super_admin).await {
         Ok(applied) => {
             if !applied.is_empty() {
@@ -172,7 +164,7 @@ async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), Strin
             }
             Ok(())
         }
-        Err(e) if e.starts_with("database unavailable") => {
+        Err(e @ ApiError::DatabaseUnavailable(_)) => {
             tracing::error!(error = %e, "database unavailable at start; retrying migrations in the background");
             actix_rt::spawn(async move {
                 loop {
@@ -188,7 +180,7 @@ async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), Strin
             });
             Ok(())
         }
-        Err(e) => Err(e),
+        Err(e) => Err(StartError::Migration(e)),
     }
 }
 

@@ -21,6 +21,7 @@ use crate::db::{self, writes};
 use crate::domain::accounts::*;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::WAD;
+use crate::error::CliResult;
 
 struct Token {
     symbol: &'static str,
@@ -106,7 +107,7 @@ fn amount_for_usd(token: &Token, usd: f64) -> u64 {
     (usd / price * 10f64.powi(token.decimals as i32)) as u64
 }
 
-pub async fn run(config: &Config, api: &str, owners: usize) -> Result<(), String> {
+pub async fn run(config: &Config, api: &str, owners: usize) -> CliResult {
     if config.chain.cluster != Cluster::Localnet {
         return Err("lendex demo only runs against localnet (its authority key is public)".into());
     }
@@ -334,7 +335,8 @@ pub async fn run(config: &Config, api: &str, owners: usize) -> Result<(), String
             return Err(format!(
                 "the refresh indexed {seen} of {} positions in 120 s",
                 positions.len()
-            ));
+            )
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -347,12 +349,7 @@ pub async fn run(config: &Config, api: &str, owners: usize) -> Result<(), String
     Ok(())
 }
 
-async fn post(
-    http: &reqwest::Client,
-    api: &str,
-    path: &str,
-    body: &Value,
-) -> Result<Value, String> {
+async fn post(http: &reqwest::Client, api: &str, path: &str, body: &Value) -> CliResult<Value> {
     let res = http
         .post(format!("{api}{path}"))
         .header("content-type", "application/json")
@@ -363,7 +360,7 @@ async fn post(
     answer(res, path).await
 }
 
-async fn get(http: &reqwest::Client, api: &str, path: &str) -> Result<Value, String> {
+async fn get(http: &reqwest::Client, api: &str, path: &str) -> CliResult<Value> {
     let res = http
         .get(format!("{api}{path}"))
         .send()
@@ -372,13 +369,13 @@ async fn get(http: &reqwest::Client, api: &str, path: &str) -> Result<Value, Str
     answer(res, path).await
 }
 
-async fn answer(res: reqwest::Response, path: &str) -> Result<Value, String> {
+async fn answer(res: reqwest::Response, path: &str) -> CliResult<Value> {
     let status = res.status();
     let bytes = res.bytes().await.map_err(|e| format!("{path}: {e}"))?;
     let value: Value = serde_json::from_slice(&bytes)
         .map_err(|_| format!("{path}: non-JSON answer ({status})"))?;
     if !status.is_success() {
-        return Err(format!("{path}: {status} {value}"));
+        return Err(format!("{path}: {status} {value}").into());
     }
     Ok(value)
 }

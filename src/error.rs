@@ -1,11 +1,18 @@
 //! The one error type of the API. Every failure a handler can meet becomes one of
 //! these, and `error_response` below is the only place that turns it into the
 //! spec's `{"error": "<short reason>"}` body and HTTP status (spec §7, decisions §4).
+//! A server-side failure keeps its cause: logged once, at the edge that answers
+//! (`error_response`, or the background task that met it), never in a body.
+//!
+//! Below it, `StartError`: what stops the service from starting.
 
-use crate::wire::error::ErrorBody;
+use std::sync::Arc;
+
 use actix_web::{HttpResponse, ResponseError, http::StatusCode};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+use crate::wire::error::ErrorBody;
+
+#[derive(Debug, Clone, PartialEq)]
 pub enum ApiError {
     // 400
     BadJson,
@@ -37,10 +44,73 @@ pub enum ApiError {
     /// The request line and headers are over the server's buffer (answered by
     /// the HTTP layer; see http::json_errors).
     HeadersTooLarge,
-    // 5xx
-    Internal,
-    RpcUnavailable,
-    DatabaseUnavailable,
+    // 5xx, each with its cause
+    Internal(Cause),
+    RpcUnavailable(Cause),
+    DatabaseUnavailable(Cause),
+}
+
+/// Why a server-side failure happened: the source error (or a description of
+/// what went wrong) for the log, never for a body.
+#[derive(Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for Cause {
+    fn from(e: E) -> Self {
+        Cause(Arc::from(e.into()))
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(e) = source {
+            write!(f, ": {e}")?;
+            source = e.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// Two causes are equal when they say the same (tests compare errors).
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl ApiError {
+    /// 500 `internal error`, because of `cause`.
+    pub fn internal(cause: impl Into<Cause>) -> Self {
+        ApiError::Internal(cause.into())
+    }
+
+    /// 502 `rpc unavailable`, because of `cause`.
+    pub fn rpc(cause: impl Into<Cause>) -> Self {
+        ApiError::RpcUnavailable(cause.into())
+    }
+
+    /// 503 `database unavailable`, because of `cause`.
+    pub fn database(cause: impl Into<Cause>) -> Self {
+        ApiError::DatabaseUnavailable(cause.into())
+    }
+
+    /// The cause of a server-side failure.
+    pub fn cause(&self) -> Option<&Cause> {
+        match self {
+            ApiError::Internal(c)
+            | ApiError::RpcUnavailable(c)
+            | ApiError::DatabaseUnavailable(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 impl ApiError {
@@ -67,9 +137,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload too large".into(),
             ApiError::RateLimited { .. } => "rate limited".into(),
             ApiError::HeadersTooLarge => "headers too large".into(),
-            ApiError::Internal => "internal error".into(),
-            ApiError::RpcUnavailable => "rpc unavailable".into(),
-            ApiError::DatabaseUnavailable => "database unavailable".into(),
+            ApiError::Internal(_) => "internal error".into(),
+            ApiError::RpcUnavailable(_) => "rpc unavailable".into(),
+            ApiError::DatabaseUnavailable(_) => "database unavailable".into(),
         }
     }
 
@@ -94,9 +164,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::RpcUnavailable => StatusCode::BAD_GATEWAY,
-            ApiError::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::RpcUnavailable(_) => StatusCode::BAD_GATEWAY,
+            ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -111,11 +181,19 @@ impl ApiError {
     }
 }
 
+/// The message, and for a server-side failure its cause: for logs (a body
+/// carries `message()` alone).
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message())
+        f.write_str(&self.message())?;
+        match self.cause() {
+            Some(cause) => write!(f, " ({cause})"),
+            None => Ok(()),
+        }
     }
 }
+
+impl std::error::Error for ApiError {}
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
@@ -123,6 +201,13 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
+        // The edge of a request: its cause is logged here, once.
+        match self {
+            ApiError::Internal(cause) => tracing::error!(%cause, "internal error"),
+            ApiError::RpcUnavailable(cause) => tracing::warn!(%cause, "rpc unavailable"),
+            ApiError::DatabaseUnavailable(cause) => tracing::warn!(%cause, "database unavailable"),
+            _ => {}
+        }
         let mut response = HttpResponse::build(self.status());
         match self {
             ApiError::RateLimited { retry_after_secs } => {
@@ -138,40 +223,40 @@ impl ResponseError for ApiError {
     }
 }
 
+/// A lost or refused connection is the database being unavailable (503); an error
+/// PostgreSQL raised about the statement itself is ours (500). Neither leaks SQL
+/// into a body: the error is the cause.
 impl From<tokio_postgres::Error> for ApiError {
     fn from(err: tokio_postgres::Error) -> Self {
-        classify_db_error(&err)
+        match err.code().map(|c| c.code()) {
+            // 08: connection exception, 53: insufficient resources, 57: operator
+            // intervention (shutdown, cancel, statement_timeout), 40:
+            // serialization/deadlock, 55P03: lock_timeout (a table held elsewhere).
+            Some(code) if !matches!(&code[..2], "08" | "53" | "57" | "40") && code != "55P03" => {
+                ApiError::internal(err)
+            }
+            _ => ApiError::database(err),
+        }
     }
 }
 
 impl From<deadpool_postgres::PoolError> for ApiError {
     fn from(err: deadpool_postgres::PoolError) -> Self {
-        tracing::warn!(error = %err, "database pool error");
-        ApiError::DatabaseUnavailable
+        ApiError::database(err)
     }
 }
 
-/// A lost or refused connection is the database being unavailable (503); an error
-/// PostgreSQL raised about the statement itself is ours (500). Neither leaks SQL.
-fn classify_db_error(err: &tokio_postgres::Error) -> ApiError {
-    match err.code() {
-        Some(code) => {
-            let class = &code.code()[..2];
-            // 08: connection exception, 53: insufficient resources, 57: operator
-            // intervention (shutdown, cancel, statement_timeout), 40:
-            // serialization/deadlock, 55P03: lock_timeout (a table held elsewhere).
-            if matches!(class, "08" | "53" | "57" | "40") || code.code() == "55P03" {
-                tracing::warn!(error = %err, "database unavailable");
-                ApiError::DatabaseUnavailable
-            } else {
-                tracing::error!(error = %err, "database statement failed");
-                ApiError::Internal
-            }
-        }
-        None => {
-            tracing::warn!(error = %err, "database connection error");
-            ApiError::DatabaseUnavailable
-        }
+/// An actor that could not take or answer a message (stopped, or its mailbox full).
+impl From<actix::MailboxError> for ApiError {
+    fn from(err: actix::MailboxError) -> Self {
+        ApiError::internal(format!("actor mailbox: {err}"))
+    }
+}
+
+/// A reply that never came: its sender was dropped unanswered.
+impl From<tokio::sync::oneshot::error::RecvError> for ApiError {
+    fn from(err: tokio::sync::oneshot::error::RecvError) -> Self {
+        ApiError::internal(format!("reply dropped: {err}"))
     }
 }
 
@@ -186,4 +271,30 @@ impl From<crate::domain::accounts::AccountCheck> for ApiError {
             crate::domain::accounts::AccountCheck::Invalid => ApiError::Invalid,
         }
     }
+}
+
+/// The operator commands' errors (`lendex migrate`, `admin`, `demo`): any
+/// error, its sources kept, printed whole by `main`.
+pub type CliResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What stops the service from starting: settings, the database's address or
+/// its migrations, the listening socket.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("bad configuration: {0}")]
+    Config(String),
+    #[error("bad database.url: {0}")]
+    DatabaseUrl(#[source] tokio_postgres::Error),
+    #[error("cannot build the database pool: {0}")]
+    Pool(#[source] deadpool_postgres::BuildError),
+    #[error("migration failed: {0}")]
+    Migration(#[source] ApiError),
+    #[error("cannot listen on {bind}: {source}")]
+    Listen {
+        bind: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the server stopped: {0}")]
+    Serve(#[source] std::io::Error),
 }

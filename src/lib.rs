@@ -20,6 +20,7 @@ pub mod engine;
 pub mod error;
 pub mod feed;
 pub mod http;
+pub mod ingest;
 pub mod metrics;
 pub mod ops;
 pub mod remote;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use lendex::config::Config;
+use lendex::error::CliResult;
 
 #[derive(Parser)]
 #[command(
@@ -173,7 +174,9 @@ fn main() -> std::process::ExitCode {
     init_logging();
     match cli.command {
         // Needs no settings: works anywhere, before any config exists.
-        Command::Keygen { outfile } => exit(lendex::remote::keygen(Some(&outfile))),
+        Command::Keygen { outfile } => {
+            exit(lendex::remote::keygen(Some(&outfile)).map_err(Into::into))
+        }
         Command::Local(local) => match load(&cli.config) {
             Ok(config) => exit(actix_rt::System::new().block_on(run(local, config))),
             Err(code) => code,
@@ -221,13 +224,13 @@ fn remote(
             eprintln!("{body}");
             std::process::ExitCode::FAILURE
         }
-        Err(lendex::remote::Failure::Other(e)) => exit(Err(e)),
+        Err(lendex::remote::Failure::Other(e)) => exit(Err(e.into())),
     }
 }
 
-async fn run(command: LocalCommand, config: Config) -> Result<(), String> {
+async fn run(command: LocalCommand, config: Config) -> CliResult {
     match command {
-        LocalCommand::Serve => lendex::app::serve(config).await,
+        LocalCommand::Serve => Ok(lendex::app::serve(config).await?),
         LocalCommand::Migrate => lendex::ops::migrate(&config).await,
         LocalCommand::Config => lendex::ops::print_config(&config),
         LocalCommand::Demo { api, owners } => lendex::demo::run(&config, &api, owners).await,
@@ -244,7 +247,7 @@ async fn run(command: LocalCommand, config: Config) -> Result<(), String> {
     }
 }
 
-fn exit(result: Result<(), String>) -> std::process::ExitCode {
+fn exit(result: CliResult) -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

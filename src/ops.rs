@@ -7,12 +7,13 @@ use crate::db::{self, chain_writes, queries, writes};
 use crate::domain::accounts::mint_decimals;
 use crate::domain::enums::is_role;
 use crate::domain::pubkey::parse_pubkey;
+use crate::error::CliResult;
 use crate::wire::admin::Admin;
 
 /// The actor recorded for operator changes.
 pub const SYSTEM_ACTOR: &str = "system";
 
-pub async fn migrate(config: &Config) -> Result<(), String> {
+pub async fn migrate(config: &Config) -> CliResult {
     let pool = db::connect_pool(&config.database)?;
     let applied = db::migrate::run(&pool, &config.auth.super_admin_pubkey).await?;
     if applied.is_empty() {
@@ -24,7 +25,7 @@ pub async fn migrate(config: &Config) -> Result<(), String> {
 }
 
 /// Prints the merged settings, the database password masked.
-pub fn print_config(config: &Config) -> Result<(), String> {
+pub fn print_config(config: &Config) -> CliResult {
     let mut shown = config.clone();
     // postgres://user:secret@host -> postgres://user:***@host
     let url = &mut shown.database.url;
@@ -42,7 +43,7 @@ pub async fn admin_add(
     pubkey: &str,
     role: &str,
     label: Option<String>,
-) -> Result<(), String> {
+) -> CliResult {
     parse_pubkey(pubkey).map_err(|e| format!("bad pubkey: {e}"))?;
     if !is_role(role) {
         return Err("role must be pool_admin or super_admin".into());
@@ -61,7 +62,7 @@ pub async fn admin_add(
     Ok(())
 }
 
-pub async fn admin_revoke(config: &Config, pubkey: &str) -> Result<(), String> {
+pub async fn admin_revoke(config: &Config, pubkey: &str) -> CliResult {
     let pool = migrated_pool(config).await?;
     let cmd = writes::RevokeAdmin {
         pubkey: pubkey.to_string(),
@@ -74,11 +75,11 @@ pub async fn admin_revoke(config: &Config, pubkey: &str) -> Result<(), String> {
         println!("{pubkey} revoked");
         Ok(())
     } else {
-        Err(format!("{pubkey} has no active allowlist entry"))
+        Err(format!("{pubkey} has no active allowlist entry").into())
     }
 }
 
-pub async fn admin_list(config: &Config) -> Result<(), String> {
+pub async fn admin_list(config: &Config) -> CliResult {
     let pool = migrated_pool(config).await?;
     let client = pool.get().await.map_err(|e| e.to_string())?;
     let rows = client
@@ -111,7 +112,7 @@ pub async fn admin_list(config: &Config) -> Result<(), String> {
 /// `lendex admin repair-decimals`: re-reads every pool's mint from chain and fixes
 /// stored decimals that differ (the recovery for legacy rows defaulted to 9).
 /// Prints each change; fails if some mint could not be read.
-pub async fn repair_decimals(config: &Config) -> Result<(), String> {
+pub async fn repair_decimals(config: &Config) -> CliResult {
     let pool = migrated_pool(config).await?;
     let cluster = config.chain.cluster.as_str();
     let rows = {
@@ -166,12 +167,12 @@ pub async fn repair_decimals(config: &Config) -> Result<(), String> {
         rows.len()
     );
     if unreadable > 0 {
-        return Err(format!("{unreadable} mints could not be read"));
+        return Err(format!("{unreadable} mints could not be read").into());
     }
     Ok(())
 }
 
-async fn migrated_pool(config: &Config) -> Result<deadpool_postgres::Pool, String> {
+async fn migrated_pool(config: &Config) -> CliResult<deadpool_postgres::Pool> {
     let pool = db::connect_pool(&config.database)?;
     db::migrate::run(&pool, &config.auth.super_admin_pubkey).await?;
     Ok(pool)

@@ -69,7 +69,7 @@ impl<C: WriteCommand> QueuedWrite for Pending<C> {
             (_, Some(Err(own))) => Err(own),
             (Some(batch_error), _) => Err(batch_error),
             (None, Some(ok)) => ok,
-            (None, None) => Err(ApiError::Internal),
+            (None, None) => Err(ApiError::internal("a write was answered with no result")),
         };
         if let Some(reply) = self.reply.take() {
             let _ = reply.send(result);
@@ -98,7 +98,7 @@ fn apply_run<'a, C: WriteCommand>(
                 .map(|p| &p.cmd)
                 .collect();
             if cmds.len() != run.len() {
-                return Err(ApiError::Internal);
+                return Err(ApiError::internal("a run of writes was not of one command"));
             }
             C::apply_all(cmds, tx).await?
         };
@@ -122,7 +122,7 @@ pub(super) async fn apply_batch(
         match apply_runs(&tx, batch).await {
             Ok(()) => return tx.commit().await.map_err(ApiError::from),
             // Down or stalled: one by one would only wait again, once per write.
-            Err(e @ ApiError::DatabaseUnavailable) => return Err(e),
+            Err(e @ ApiError::DatabaseUnavailable(_)) => return Err(e),
             Err(_) => {
                 tx.rollback().await?;
                 for write in batch.iter_mut() {
@@ -144,7 +144,7 @@ pub(super) async fn apply_batch(
             match write.apply(&tx).await {
                 Ok(()) => tx.batch_execute("RELEASE SAVEPOINT w").await?,
                 // Down or stalled: the rest would each wait again.
-                Err(e @ ApiError::DatabaseUnavailable) => return Err(e),
+                Err(e @ ApiError::DatabaseUnavailable(_)) => return Err(e),
                 Err(_) => tx.batch_execute("ROLLBACK TO SAVEPOINT w").await?,
             }
         }

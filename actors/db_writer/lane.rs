@@ -110,7 +110,9 @@ impl LaneWriter {
         for queued in self.queue.drain(..take) {
             if queued.since.elapsed() > self.max_wait {
                 let mut write = queued.write;
-                write.finish(Some(ApiError::DatabaseUnavailable));
+                write.finish(Some(ApiError::database(
+                    "the write waited in its lane past its share of database.write_timeout_ms",
+                )));
                 self.stats.expired_writes += 1;
             } else {
                 batch.push(queued.write);
@@ -139,7 +141,9 @@ impl LaneWriter {
                         Err(_) => {
                             // Abandoned: out of the pool and closed, with its transaction.
                             drop(deadpool_postgres::Object::take(client));
-                            Some(ApiError::DatabaseUnavailable)
+                            Some(ApiError::database(
+                                "the batch ran past its share of database.write_timeout_ms",
+                            ))
                         }
                     }
                 }
@@ -185,7 +189,7 @@ impl<C: WriteCommand> Handler<Write<C>> for LaneWriter {
             since: Instant::now(),
         });
         self.start_flush(ctx);
-        Box::pin(async move { answer.await.unwrap_or(Err(ApiError::Internal)) })
+        Box::pin(async move { answer.await? })
     }
 }
 

@@ -21,7 +21,7 @@ pub use lane::{Drain, LaneStats, LaneWriter, Write};
 use crate::config::DatabaseConfig;
 use crate::db::WriteBudget;
 use crate::db::writes::{Lane, WriteCommand};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, StartError};
 
 /// The four lanes, for handlers and actors to write through.
 #[derive(Clone)]
@@ -33,11 +33,12 @@ pub struct Writers {
 }
 
 impl Writers {
-    /// Starts every lane, each with its own connection.
-    pub fn start(cfg: &DatabaseConfig) -> Result<Writers, String> {
+    /// Starts every lane, each with its own connection; `origin` names this
+    /// replica in the NOTIFY of its writes.
+    pub fn start(cfg: &DatabaseConfig, origin: &str) -> Result<Writers, StartError> {
         let budget = WriteBudget::of(Duration::from_millis(cfg.write_timeout_ms));
-        let lane = |lane: Lane| -> Result<Addr<LaneWriter>, String> {
-            let pool = crate::db::writer_pool(cfg, budget)?;
+        let lane = |lane: Lane| -> Result<Addr<LaneWriter>, StartError> {
+            let pool = crate::db::writer_pool(cfg, budget, origin)?;
             Ok(LaneWriter::new(lane, pool, budget).start())
         };
         Ok(Writers {
@@ -80,9 +81,8 @@ impl Writers {
 pub async fn write<C: WriteCommand>(writers: &Writers, cmd: C) -> ApiResult<C::Output> {
     match writers.lane(C::LANE).send(Write(cmd)).await {
         Ok(result) => result,
-        Err(err) => {
-            tracing::error!(error = %err, "database writer unreachable");
-            Err(ApiError::DatabaseUnavailable)
-        }
+        Err(err) => Err(ApiError::database(format!(
+            "database writer unreachable: {err}"
+        ))),
     }
 }

@@ -18,14 +18,15 @@ use tokio::sync::oneshot;
 
 use super::messages::{Borrows, Heard, WrittenBack};
 use crate::actors::db_writer::{Writers, write};
+use crate::config::Config;
 use crate::db::chain_writes::SetHealthFactors;
 use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
 use crate::db::listen::listen_forever;
 use crate::domain::pubkey::Pubkey;
-use crate::engine::Engine;
 use crate::engine::FeedEvent;
 use crate::engine::answers::{self, Answer, OwnerBody, SharedRendered};
 use crate::engine::frame::write_candidate;
+use crate::engine::{Change, Engine};
 use crate::error::{ApiError, ApiResult};
 use crate::feed::subscriber::Subscriber;
 
@@ -52,6 +53,10 @@ pub(super) struct Pending {
     pub waiters: Vec<Waiter>,
     /// Some waiter wants the health factors written before it is answered.
     pub write_through: bool,
+    /// Committed changes of this replica's own writes, applied as they are
+    /// (no read), before the next read starts and never during one: a read in
+    /// flight may predate them.
+    pub direct: Vec<Change>,
 }
 
 impl Pending {
@@ -67,6 +72,8 @@ pub struct HealthCache {
     db: Pool,
     writer: Writers,
     database_url: String,
+    /// This replica's name in the NOTIFY of its own writes (see `db::listen`).
+    origin: String,
     pub(super) cluster: &'static str,
     pub(super) max_oracle_age: i64,
     pub(super) engine: Engine,
@@ -81,6 +88,9 @@ pub struct HealthCache {
     pub(super) listened: bool,
     pending: Pending,
     pub(super) fetching: bool,
+    /// Batches of changed rows read from the database (this replica's own
+    /// writes are applied without one).
+    pub(super) reads: u64,
     write_scheduled: bool,
     pub(super) subscribers: Vec<Subscriber>,
     pub(super) dropped_subscribers: u64,
@@ -99,22 +109,17 @@ pub struct HealthCache {
 }
 
 impl HealthCache {
-    pub fn new(
-        db: Pool,
-        writer: Writers,
-        database_url: String,
-        cluster: &'static str,
-        max_owners: usize,
-        max_oracle_age_seconds: u64,
-        subscriber_max_lag: usize,
-    ) -> Self {
+    /// Reads with `db`, writes health factors through `writer`; `origin` names
+    /// this replica's writes (see `db::listen`); the rest comes from `config`.
+    pub fn new(db: Pool, writer: Writers, origin: String, config: &Config) -> Self {
         HealthCache {
             db,
             writer,
-            database_url,
-            cluster,
-            max_oracle_age: i64::try_from(max_oracle_age_seconds).unwrap_or(i64::MAX),
-            engine: Engine::new(max_owners),
+            database_url: config.database.url.clone(),
+            origin,
+            cluster: config.chain.cluster.as_str(),
+            max_oracle_age: i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX),
+            engine: Engine::new(config.cache.max_owners),
             rendered: SharedRendered::default(),
             rendered_version: 0,
             ready: false,
@@ -123,10 +128,11 @@ impl HealthCache {
             listened: false,
             pending: Pending::default(),
             fetching: false,
+            reads: 0,
             write_scheduled: false,
             subscribers: Vec::new(),
             dropped_subscribers: 0,
-            subscriber_max_lag,
+            subscriber_max_lag: config.cache.subscriber_max_lag_bytes,
             snapshot: None,
             streams_closed: false,
             borrows: LruCache::new(BORROW_LISTS),
@@ -154,6 +160,10 @@ impl HealthCache {
         if self.fetching {
             return;
         }
+        if !self.pending.direct.is_empty() {
+            self.apply_direct();
+            self.publish();
+        }
         if self.pending.is_empty() {
             let waiters = std::mem::take(&mut self.pending.waiters);
             let through = std::mem::take(&mut self.pending.write_through);
@@ -161,6 +171,7 @@ impl HealthCache {
             return;
         }
         self.fetching = true;
+        self.reads += 1;
         let batch = std::mem::take(&mut self.pending);
         let (db, cluster) = (self.db.clone(), self.cluster);
         if batch.reload_all {
@@ -229,6 +240,29 @@ impl HealthCache {
             self.engine.remove_pool(pool);
         }
         self.apply_owners(rows.owners);
+    }
+
+    /// This replica's committed changes, applied without reading them back;
+    /// what the engine cannot apply from memory is read at the next batch.
+    /// Before the first load there is nothing to apply them to: the load
+    /// (always pending then) reads them.
+    fn apply_direct(&mut self) {
+        let changes = std::mem::take(&mut self.pending.direct);
+        if !self.ready {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let pools_changed = changes.iter().any(|c| matches!(c, Change::Pool(_)));
+        if pools_changed {
+            answers::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+        } else {
+            let owners: HashSet<Pubkey> = changes.iter().filter_map(Change::owner).collect();
+            answers::forget_owner_bodies(&self.rendered, Some(owners.iter()), &ALL_BODIES);
+        }
+        let unapplied = self.engine.apply(changes);
+        self.pending.owners.extend(unapplied.owners);
+        self.pending.fallback_pools.extend(unapplied.pools);
+        crate::metrics::engine_applied(started.elapsed());
     }
 
     fn apply_owners(&mut self, owners: loader::Owners) {
@@ -398,7 +432,7 @@ impl HealthCache {
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
     pub(super) fn render(&self, answer: Answer) -> ApiResult<Bytes> {
         if !self.ready {
-            return Err(ApiError::DatabaseUnavailable);
+            return Err(not_loaded());
         }
         let now = answers::now_seconds();
         if let Some(body) = answers::cached_answer(&self.rendered, &answer, now) {
@@ -419,6 +453,7 @@ impl Actor for HealthCache {
         actix_rt::spawn(listen_forever(
             self.database_url.clone(),
             self.cluster,
+            self.origin.clone(),
             move |notice| {
                 me.do_send(Heard(notice));
                 me.connected()
@@ -430,4 +465,9 @@ impl Actor for HealthCache {
             act.engine.record_events(!act.subscribers.is_empty());
         });
     }
+}
+
+/// The feed answers 503 until the cache has loaded (the database may be down).
+pub(super) fn not_loaded() -> ApiError {
+    ApiError::database("the health cache is not loaded yet")
 }

@@ -5,13 +5,13 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::actor::HealthCache;
+use super::actor::{HealthCache, not_loaded};
 use super::messages::*;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::answers::{self, OwnerBody};
 use crate::engine::{Held, PoolEntry};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::feed::subscriber::{FeedStream, Subscriber};
 
 impl Handler<LoadAll> for HealthCache {
@@ -20,25 +20,24 @@ impl Handler<LoadAll> for HealthCache {
     fn handle(&mut self, _: LoadAll, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.enqueue(ctx, |p| p.reload_all = true, Some(tx));
-        Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+        Box::pin(async move { rx.await? })
     }
 }
 
-impl Handler<Changed> for HealthCache {
+impl Handler<Apply> for HealthCache {
     type Result = ResponseFuture<ApiResult<()>>;
 
-    fn handle(&mut self, msg: Changed, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Apply, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.enqueue(
             ctx,
             |p| {
-                p.owners.extend(msg.owners);
-                p.pools.extend(msg.pools);
+                p.direct.extend(msg.changes);
                 p.write_through |= msg.write_through;
             },
             Some(tx),
         );
-        Box::pin(async move { rx.await.unwrap_or(Err(ApiError::Internal)) })
+        Box::pin(async move { rx.await? })
     }
 }
 
@@ -181,7 +180,7 @@ impl Handler<OwnerOf> for HealthCache {
 
     fn handle(&mut self, OwnerOf(owner): OwnerOf, ctx: &mut Self::Context) -> Self::Result {
         if !self.ready {
-            return Box::pin(fut::ready(Err(ApiError::DatabaseUnavailable)));
+            return Box::pin(fut::ready(Err(not_loaded())));
         }
         if self.engine.knows(&owner) {
             return Box::pin(fut::ready(Ok(self.owner_positions(&owner))));
@@ -196,7 +195,7 @@ impl Handler<OwnerOf> for HealthCache {
             Some(tx),
         );
         Box::pin(
-            async move { rx.await.unwrap_or(Err(ApiError::Internal)) }
+            async move { rx.await? }
                 .into_actor(self)
                 .map(move |loaded, act, _| {
                     loaded?;
@@ -229,7 +228,7 @@ impl Handler<Subscribe> for HealthCache {
 
     fn handle(&mut self, _: Subscribe, _: &mut Self::Context) -> Self::Result {
         if !self.ready {
-            return Err(ApiError::DatabaseUnavailable);
+            return Err(not_loaded());
         }
         let now = answers::now_seconds();
         let version = self.engine.version();
@@ -280,6 +279,7 @@ impl Handler<Stats> for HealthCache {
             subscribers: self.subscribers.len(),
             dropped_subscribers: self.dropped_subscribers,
             feed_version: self.engine.version(),
+            reads: self.reads,
         })
     }
 }

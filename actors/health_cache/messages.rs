@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
-use crate::engine::PositionState;
 use crate::engine::answers::Answer;
+use crate::engine::{Change, PositionState};
 use crate::error::ApiResult;
 use crate::feed::subscriber::FeedStream;
 use crate::wire::positions::BorrowTx;
@@ -21,15 +21,14 @@ use crate::wire::positions::BorrowTx;
 #[rtype(result = "ApiResult<()>")]
 pub struct LoadAll;
 
-/// Owners and pools whose rows changed, from the LISTEN connection or from this
-/// replica's own writes. Answers once the change is applied, so a writer that
-/// awaits it reads its own write from this replica; with `write_through`, only
-/// once the resulting health factors are committed to `positions` too.
+/// What this replica's committed writes changed (their own NOTIFY is not
+/// heard: `db::listen`). Answers once applied, so a writer that awaits it reads
+/// its own write from this replica; with `write_through`, only once the
+/// resulting health factors are committed to `positions` too.
 #[derive(Message)]
 #[rtype(result = "ApiResult<()>")]
-pub struct Changed {
-    pub owners: Vec<Pubkey>,
-    pub pools: Vec<Pubkey>,
+pub struct Apply {
+    pub changes: Vec<Change>,
     pub write_through: bool,
 }
 
@@ -145,4 +144,6 @@ pub struct CacheStats {
     pub subscribers: usize,
     pub dropped_subscribers: u64,
     pub feed_version: u64,
+    /// Batches of rows read from the database (loads included).
+    pub reads: u64,
 }

@@ -17,29 +17,46 @@ mod messages;
 
 pub use actor::HealthCache;
 pub use messages::{
-    AwaitListening, Borrows, BorrowsChanged, CacheStats, Changed, CloseStreams, FlushWrites,
+    Apply, AwaitListening, Borrows, BorrowsChanged, CacheStats, CloseStreams, FlushWrites,
     KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Stats, Subscribe,
 };
 
 use actix::Addr;
 
-use crate::domain::pubkey::Pubkey;
+use crate::actors::db_writer::{Writers, write};
+use crate::db::chain_writes::IndexWrite;
+use crate::error::ApiResult;
 
-/// After a committed write of positions or pools: waits until this replica's
-/// cache has applied it and the owners' health factors are committed, so the
-/// caller reads its own write everywhere. (Other replicas learn of it through
-/// NOTIFY.) The write is committed either way, so a cache hiccup is logged.
-pub async fn after_write(cache: &Addr<HealthCache>, owners: Vec<Pubkey>, pools: Vec<Pubkey>) {
-    let changed = Changed {
-        owners,
-        pools,
-        write_through: true,
+/// Commits a write of chain-derived rows (`db::chain_writes`, planned by
+/// `crate::ingest`) and hands what it changed to this replica's engine, in
+/// commit order. With `write_through` it answers once the engine has applied
+/// it and the owners' health factors are committed, so the caller reads its
+/// own write everywhere; without, it does not wait for the engine. Other
+/// replicas learn of it through NOTIFY. The write is committed either way, so
+/// a cache that cannot take it is logged, not returned.
+pub async fn commit<C: IndexWrite>(
+    writer: &Writers,
+    cache: &Addr<HealthCache>,
+    cmd: C,
+    write_through: bool,
+) -> ApiResult<C::Output> {
+    let output = write(writer, cmd).await?;
+    let apply = Apply {
+        changes: C::changes(&output),
+        write_through,
     };
-    match cache.send(changed).await {
+    if !write_through {
+        if !apply.changes.is_empty() {
+            cache.do_send(apply);
+        }
+        return Ok(output);
+    }
+    match cache.send(apply).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
-            tracing::warn!(error = %e, "cache refresh after write failed; NOTIFY will retry")
+            tracing::warn!(error = %e, "committed change applied, its health factors not yet written")
         }
-        Err(e) => tracing::warn!(error = %e, "cache unreachable after write"),
+        Err(e) => tracing::error!(error = %e, "health cache unreachable after a committed write"),
     }
+    Ok(output)
 }

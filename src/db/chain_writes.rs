@@ -1,16 +1,20 @@
 //! Writes of chain-derived rows: pools and positions. Each carries the context
 //! slot of the read it came from, and the named queries refuse to let an older
-//! read overwrite a newer row.
+//! read overwrite a newer row. Each returns what it changed, as the health
+//! engine applies it (`IndexWrite`).
 
 use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
 use serde_json::json;
 use tokio_postgres::types::ToSql;
 
+use super::engine_rows::{PoolKeys, pool_state, position_state};
 use super::queries;
 use super::writes::{Lane, WriteCommand, insert_audit};
 use crate::domain::accounts::{LendingPool, UserPosition};
-use crate::error::ApiResult;
+use crate::domain::pubkey::Pubkey;
+use crate::engine::{Change, PoolState};
+use crate::error::{ApiError, ApiResult};
 
 /// The 27 parameters of a pool's chain state ($1..$27 of REGISTER_POOL and
 /// UPDATE_POOL_STATE), as owned values.
@@ -96,8 +100,17 @@ fn slot_param(slot: u64) -> i64 {
     i64::try_from(slot).unwrap_or(i64::MAX)
 }
 
+/// A write of chain-derived rows whose output also says what it changed in
+/// the index, as the health engine applies it (`engine::Change`): the rows as
+/// written, returned by the statements themselves, so nothing is read back.
+pub trait IndexWrite: WriteCommand {
+    /// The changes a committed write's output reports.
+    fn changes(output: &Self::Output) -> Vec<Change>;
+}
+
 /// POST /api/pools/init after every check: inserts the decoded pool (a repeat
-/// changes nothing) and always writes the init_pool audit entry. `true` if created.
+/// changes nothing) and always writes the init_pool audit entry. The pool as
+/// stored when this call created it.
 pub struct RegisterPool {
     pub cluster: &'static str,
     pub pool_address: String,
@@ -110,9 +123,9 @@ pub struct RegisterPool {
 }
 
 impl WriteCommand for RegisterPool {
-    type Output = bool;
+    type Output = Option<PoolState>;
     const LANE: Lane = Lane::Admin;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Option<PoolState>>> {
         Box::pin(async move {
             let state = PoolStateParams::new(
                 self.cluster,
@@ -145,13 +158,14 @@ impl WriteCommand for RegisterPool {
             let created = tx
                 .query_opt(queries::REGISTER_POOL, &params)
                 .await?
-                .is_some();
+                .as_ref()
+                .and_then(pool_state);
             let details = json!({
                 "token_mint": identity.0,
                 "symbol": self.symbol,
                 "decimals": self.decimals,
                 "init_signature": self.init_signature,
-                "created": created,
+                "created": created.is_some(),
                 "slot": self.slot,
             });
             insert_audit(
@@ -167,8 +181,15 @@ impl WriteCommand for RegisterPool {
     }
 }
 
-/// Refreshes a registered pool's chain state. `false` when the row already held a
-/// newer read (or the pool is not registered).
+impl IndexWrite for RegisterPool {
+    fn changes(output: &Option<PoolState>) -> Vec<Change> {
+        output.clone().map(Change::Pool).into_iter().collect()
+    }
+}
+
+/// Refreshes a registered pool's chain state: the pool as stored, or `None`
+/// when the row already held a newer read (or the pool is not registered).
+#[derive(Debug)]
 pub struct SyncPool {
     pub cluster: &'static str,
     pub pool_address: String,
@@ -181,9 +202,9 @@ pub struct SyncPool {
 }
 
 impl WriteCommand for SyncPool {
-    type Output = bool;
+    type Output = Option<PoolState>;
     const LANE: Lane = Lane::Index;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Option<PoolState>>> {
         let query = if self.catch_up {
             queries::UPDATE_POOL_STATE_CATCH_UP
         } else {
@@ -201,7 +222,14 @@ impl WriteCommand for SyncPool {
     }
 }
 
-/// The slot-guarded refresh of a pool row; `false` when the row holds a newer read.
+impl IndexWrite for SyncPool {
+    fn changes(output: &Option<PoolState>) -> Vec<Change> {
+        output.clone().map(Change::Pool).into_iter().collect()
+    }
+}
+
+/// The slot-guarded refresh of a pool row: the row as stored, or `None` when
+/// it holds a newer read.
 async fn update_pool_state(
     tx: &Transaction<'_>,
     query: &'static str,
@@ -210,75 +238,116 @@ async fn update_pool_state(
     pool: &LendingPool,
     slot: u64,
     symbol: Option<&str>,
-) -> ApiResult<bool> {
+) -> ApiResult<Option<PoolState>> {
     let state = PoolStateParams::new(cluster, pool_address, pool, slot, symbol);
     let stmt = tx.prepare_cached(query).await?;
-    Ok(tx.query_opt(&stmt, &state.params()).await?.is_some())
+    Ok(tx
+        .query_opt(&stmt, &state.params())
+        .await?
+        .as_ref()
+        .and_then(pool_state))
 }
 
-/// POST /api/positions/sync: the pool's fresh state, then the position upserted
-/// (or removed when `position` is None), in one transaction. The owner's health
-/// factor is the health cache's to compute and store (see `after_write`).
+/// One position read at `slot` (POST /api/positions/sync, or a notified
+/// account re-read): with the pool's state read with it when there is one,
+/// then the position upserted (or removed when `position` is None), in one
+/// transaction. The owner's health factor is the health engine's to compute
+/// and store.
+#[derive(Debug)]
 pub struct SyncPosition {
     pub cluster: &'static str,
     pub pool_address: String,
-    pub pool: LendingPool,
+    pub pool: Option<LendingPool>,
     pub position_address: String,
-    pub owner: String,
+    pub owner: Pubkey,
     pub position: Option<UserPosition>,
     pub slot: u64,
 }
 
 impl WriteCommand for SyncPosition {
-    type Output = ();
+    type Output = Vec<Change>;
     const LANE: Lane = Lane::Index;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Vec<Change>>> {
         Box::pin(async move {
-            update_pool_state(
-                tx,
-                queries::UPDATE_POOL_STATE,
-                self.cluster,
-                &self.pool_address,
-                &self.pool,
-                self.slot,
-                None,
-            )
-            .await?;
+            let mut changes = Vec::new();
+            if let Some(pool) = &self.pool {
+                let written = update_pool_state(
+                    tx,
+                    queries::UPDATE_POOL_STATE,
+                    self.cluster,
+                    &self.pool_address,
+                    pool,
+                    self.slot,
+                    None,
+                )
+                .await?;
+                changes.extend(written.map(Change::Pool));
+            }
             let slot = slot_param(self.slot);
             match &self.position {
                 Some(p) => {
                     let stmt = tx.prepare_cached(queries::UPSERT_POSITION).await?;
-                    tx.execute(
-                        &stmt,
-                        &[
-                            &self.cluster,
-                            &self.position_address,
-                            &self.pool_address,
-                            &self.owner,
-                            &p.deposit_shares.to_string(),
-                            &p.borrow_principal.to_string(),
-                            &p.deposit_idx_snap.to_string(),
-                            &p.borrow_idx_snap.to_string(),
-                            &p.original_deposit.to_string(),
-                            &slot,
-                        ],
-                    )
-                    .await?;
+                    let row = tx
+                        .query_opt(
+                            &stmt,
+                            &[
+                                &self.cluster,
+                                &self.position_address,
+                                &self.pool_address,
+                                &p.owner.to_string(),
+                                &p.deposit_shares.to_string(),
+                                &p.borrow_principal.to_string(),
+                                &p.deposit_idx_snap.to_string(),
+                                &p.borrow_idx_snap.to_string(),
+                                &p.original_deposit.to_string(),
+                                &slot,
+                            ],
+                        )
+                        .await?;
+                    changes.extend(row.as_ref().and_then(position_change));
                 }
                 None => {
                     let stmt = tx.prepare_cached(queries::DELETE_POSITION).await?;
-                    tx.execute(&stmt, &[&self.cluster, &self.position_address, &slot])
+                    let gone = tx
+                        .query_opt(&stmt, &[&self.cluster, &self.position_address, &slot])
                         .await?;
+                    if gone.is_some() {
+                        changes.push(Change::Removed {
+                            owner: self.owner,
+                            position: key(&self.position_address)?,
+                            slot: self.slot,
+                        });
+                    }
                 }
             }
-            Ok(())
+            Ok(changes)
         })
     }
 }
 
+impl IndexWrite for SyncPosition {
+    fn changes(output: &Vec<Change>) -> Vec<Change> {
+        output.clone()
+    }
+}
+
+/// A position row as the engine applies it.
+fn position_change(row: &tokio_postgres::Row) -> Option<Change> {
+    let (owner, position, row_health_factor) = position_state(row, &mut PoolKeys::default())?;
+    Some(Change::Position {
+        owner,
+        position,
+        row_health_factor,
+    })
+}
+
+fn key(text: &str) -> ApiResult<Pubkey> {
+    text.parse()
+        .map_err(|e| ApiError::internal(format!("stored address {text}: {e}")))
+}
+
 /// Background refresh of one pool: upserts every position a full scan at `slot`
-/// found and removes the pool's rows the scan no longer found. Returns
-/// (positions written, positions removed).
+/// found and removes the pool's rows the scan no longer found.
 pub struct RefreshPoolPositions {
     pub cluster: &'static str,
     pub pool_address: String,
@@ -286,10 +355,19 @@ pub struct RefreshPoolPositions {
     pub positions: Vec<(String, UserPosition)>,
 }
 
+/// What a pool's reconciliation wrote: how many positions it upserted and
+/// removed, and the changes among them (new rows, other data, removals).
+#[derive(Debug, Default)]
+pub struct Reconciled {
+    pub written: u64,
+    pub removed: u64,
+    pub changes: Vec<Change>,
+}
+
 impl WriteCommand for RefreshPoolPositions {
-    type Output = (u64, u64);
+    type Output = Reconciled;
     const LANE: Lane = Lane::Index;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<(u64, u64)>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Reconciled>> {
         Box::pin(async move {
             let n = self.positions.len();
             let mut cols: [Vec<String>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
@@ -303,8 +381,8 @@ impl WriteCommand for RefreshPoolPositions {
                 cols[6].push(p.original_deposit.to_string());
             }
             let slot = slot_param(self.slot);
-            let written = tx
-                .execute(
+            let rows = tx
+                .query(
                     queries::UPSERT_POSITIONS_BULK,
                     &[
                         &self.cluster,
@@ -320,17 +398,47 @@ impl WriteCommand for RefreshPoolPositions {
                     ],
                 )
                 .await?;
-            let removed = if self.slot > 0 {
-                tx.execute(
-                    queries::PRUNE_POOL_POSITIONS,
-                    &[&self.cluster, &self.pool_address, &slot, &cols[0]],
-                )
-                .await?
-            } else {
-                0 // no context slot: cannot tell a closed position from a newer write
-            };
-            Ok((written, removed))
+            let mut out = Reconciled::default();
+            let mut pools = PoolKeys::default();
+            for row in &rows {
+                out.written = u64::try_from(row.get::<_, i64>("written")).unwrap_or(0);
+                if row.get::<_, Option<&str>>(0).is_some()
+                    && let Some((owner, position, row_health_factor)) =
+                        position_state(row, &mut pools)
+                {
+                    out.changes.push(Change::Position {
+                        owner,
+                        position,
+                        row_health_factor,
+                    });
+                }
+            }
+            if self.slot > 0 {
+                // (With no context slot a closed position cannot be told from a
+                // newer write: nothing is removed.)
+                for row in tx
+                    .query(
+                        queries::PRUNE_POOL_POSITIONS,
+                        &[&self.cluster, &self.pool_address, &slot, &cols[0]],
+                    )
+                    .await?
+                {
+                    out.removed += 1;
+                    out.changes.push(Change::Removed {
+                        owner: key(row.get("owner"))?,
+                        position: key(row.get("position_address"))?,
+                        slot: self.slot,
+                    });
+                }
+            }
+            Ok(out)
         })
+    }
+}
+
+impl IndexWrite for RefreshPoolPositions {
+    fn changes(output: &Reconciled) -> Vec<Change> {
+        output.changes.clone()
     }
 }
 

@@ -131,8 +131,9 @@ fn group(owners: &mut Owners, pools: &mut PoolKeys, row: &Row) {
     entry.0.push(position);
 }
 
-/// A pool row of CACHE_*_POOLS; `None` (logged) when it cannot be used.
-fn pool_state(row: &Row) -> Option<PoolState> {
+/// A pool row of CACHE_*_POOLS (and of the pool writes' RETURNING); `None`
+/// (logged) when it cannot be used.
+pub fn pool_state(row: &Row) -> Option<PoolState> {
     let parsed = (|| -> ApiResult<PoolState> {
         Ok(PoolState {
             address: key(row.get("pool_address"))?,
@@ -148,6 +149,7 @@ fn pool_state(row: &Row) -> Option<PoolState> {
             total_deposits: num(row, "total_deposits")?,
             total_borrows: num(row, "total_borrows")?,
             last_update_ts: row.get("last_update_ts"),
+            slot: slot(row.get("slot")),
             terms: LiquidationTerms {
                 close_factor_wad: num(row, "close_factor_wad")?,
                 liquidation_bonus_wad: num(row, "liquidation_bonus_wad")?,
@@ -156,13 +158,14 @@ fn pool_state(row: &Row) -> Option<PoolState> {
                     .get::<_, Option<&str>>("oracle_conf")
                     .map(str::parse)
                     .transpose()
-                    .map_err(|_| ApiError::Internal)?,
+                    .map_err(ApiError::internal)?,
             },
         })
     })();
-    if parsed.is_err() {
+    if let Err(e) = &parsed {
         tracing::warn!(
             pool = row.get::<_, &str>("pool_address"),
+            error = %e,
             "pool row not usable by the cache; skipped"
         );
     }
@@ -182,12 +185,13 @@ mod col {
     pub const ORIGINAL_DEPOSIT: usize = 7;
     pub const HEALTH_FACTOR: usize = 8;
     pub const SYNCED_AT: usize = 9;
+    pub const SLOT: usize = 10;
 }
 
 /// Pool addresses already decoded: a handful of pools across a million rows,
 /// so a row's pool is found by its text rather than decoded from base58.
 #[derive(Default)]
-struct PoolKeys(Vec<(String, Pubkey)>);
+pub struct PoolKeys(Vec<(String, Pubkey)>);
 
 impl PoolKeys {
     fn get(&mut self, text: &str) -> ApiResult<Pubkey> {
@@ -203,9 +207,10 @@ impl PoolKeys {
     }
 }
 
-/// A position row of CACHE_*_POSITIONS: its owner, the position, the stored
-/// health factor; `None` (logged) when it cannot be used.
-fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionState, u128)> {
+/// A position row of CACHE_*_POSITIONS (and of the position writes'
+/// RETURNING): its owner, the position, the stored health factor; `None`
+/// (logged) when it cannot be used.
+pub fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionState, u128)> {
     let parsed = (|| -> ApiResult<(Pubkey, PositionState, u128)> {
         let position = PositionState {
             address: key(row.get(col::POSITION))?,
@@ -220,6 +225,7 @@ fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionSt
             synced_us: row
                 .get::<_, chrono::DateTime<chrono::Utc>>(col::SYNCED_AT)
                 .timestamp_micros(),
+            slot: slot(row.get(col::SLOT)),
         };
         Ok((
             key(row.get(col::OWNER))?,
@@ -227,9 +233,10 @@ fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionSt
             whole(row, col::HEALTH_FACTOR)?,
         ))
     })();
-    if parsed.is_err() {
+    if let Err(e) = &parsed {
         tracing::warn!(
             position = row.get::<_, &str>(col::POSITION),
+            error = %e,
             "position row not usable by the cache; skipped"
         );
     }
@@ -238,16 +245,20 @@ fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionSt
 
 /// A NUMERIC column of a position row, exact, in the field's integer type.
 fn whole<T: TryFrom<u128>>(row: &Row, column: usize) -> ApiResult<T> {
-    let Whole(value) = row.try_get(column).map_err(|e| {
-        tracing::error!(column, error = %e, "stored number not readable");
-        ApiError::Internal
-    })?;
+    let Whole(value) = row.try_get(column).map_err(ApiError::internal)?;
     T::try_from(value).map_err(|_| {
-        tracing::error!(column, "stored number out of range");
-        ApiError::Internal
+        ApiError::internal(format!(
+            "stored number {value} out of range (column {column})"
+        ))
     })
 }
 
 fn key(s: &str) -> ApiResult<Pubkey> {
-    s.parse().map_err(|_| ApiError::Internal)
+    s.parse()
+        .map_err(|e| ApiError::internal(format!("stored address {s:?}: {e}")))
+}
+
+/// A stored slot (bigint, never negative: a CHECK) as the chain's u64.
+fn slot(stored: i64) -> u64 {
+    u64::try_from(stored).unwrap_or(0)
 }

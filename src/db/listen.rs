@@ -32,16 +32,25 @@ pub enum Notice {
 #[derive(serde::Deserialize)]
 struct Payload {
     cluster: String,
+    /// The replica whose writer made the change (null: any other writer).
+    origin: Option<String>,
     owner: Option<String>,
     pool_address: Option<String>,
 }
 
 /// Holds a LISTEN connection, reconnecting after a second when it is lost, for
 /// as long as `tell` accepts notices (it returns false once its owner is gone).
-pub async fn listen_forever(url: String, cluster: &'static str, tell: impl Fn(Notice) -> bool) {
+/// Changes whose origin is `origin` (this replica's own writes, applied as they
+/// commit) are passed over.
+pub async fn listen_forever(
+    url: String,
+    cluster: &'static str,
+    origin: String,
+    tell: impl Fn(Notice) -> bool,
+) {
     let mut first = true;
     loop {
-        match listen_once(&url, cluster, &tell, first).await {
+        match listen_once(&url, cluster, &origin, &tell, first).await {
             Ok(()) => tracing::warn!("LISTEN connection closed; reconnecting"),
             Err(e) => tracing::warn!(error = %e, "LISTEN connection failed; reconnecting"),
         }
@@ -56,6 +65,7 @@ pub async fn listen_forever(url: String, cluster: &'static str, tell: impl Fn(No
 async fn listen_once(
     url: &str,
     cluster: &str,
+    origin: &str,
     tell: &impl Fn(Notice) -> bool,
     first: bool,
 ) -> Result<(), tokio_postgres::Error> {
@@ -90,7 +100,7 @@ async fn listen_once(
             let Ok(n) = serde_json::from_str::<Payload>(&payload) else {
                 return;
             };
-            if n.cluster != cluster {
+            if n.cluster != cluster || n.origin.as_deref() == Some(origin) {
                 return;
             }
             let parse = |s: Option<String>| s.and_then(|s| s.parse::<Pubkey>().ok());

@@ -5,6 +5,7 @@
 use deadpool_postgres::Pool;
 
 use super::queries;
+use crate::error::{ApiError, ApiResult};
 
 /// The migrations, in order. Compiled in so the binary carries its own schema.
 pub const MIGRATIONS: &[(&str, &str)] = &[
@@ -25,39 +26,39 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0005_hot_position_refresh",
         include_str!("../../sql/0005_hot_position_refresh.sql"),
     ),
+    (
+        "0006_notify_origin",
+        include_str!("../../sql/0006_notify_origin.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.
 const MIGRATION_LOCK_KEY: i64 = 0x1e4d_e800_0001;
 
-pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> Result<Vec<&'static str>, String> {
-    let mut client = pool
-        .get()
-        .await
-        .map_err(|e| format!("database unavailable: {e}"))?;
-    let tx = client.transaction().await.map_err(|e| e.to_string())?;
+/// The versions applied by this call. A database that cannot be reached is
+/// `DatabaseUnavailable` (the caller may retry); SQL that fails is `Internal`.
+pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'static str>> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
-        .await
-        .map_err(|e| e.to_string())?;
-    tx.batch_execute(queries::CREATE_MIGRATIONS_TABLE)
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
+    tx.batch_execute(queries::CREATE_MIGRATIONS_TABLE).await?;
     let mut applied = Vec::new();
     for (version, sql) in MIGRATIONS {
         let done = tx
             .query_opt(queries::MIGRATION_APPLIED, &[version])
-            .await
-            .map_err(|e| e.to_string())?
+            .await?
             .is_some();
         if done {
             continue;
         }
         tx.batch_execute(sql)
             .await
-            .map_err(|e| format!("migration {version} failed: {e}"))?;
-        tx.execute(queries::RECORD_MIGRATION, &[version])
-            .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match ApiError::from(e) {
+                ApiError::Internal(cause) => ApiError::internal(format!("{version}: {cause}")),
+                unavailable => unavailable,
+            })?;
+        tx.execute(queries::RECORD_MIGRATION, &[version]).await?;
         applied.push(*version);
     }
     if !super_admin_pubkey.is_empty() {
@@ -65,15 +66,13 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> Result<Vec<&'static s
         // Rerunning with a new key adds that key too; older ones are left alone.
         let changed = tx
             .query_opt(queries::BOOTSTRAP_SUPER_ADMIN, &[&super_admin_pubkey])
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if changed.is_some() {
             let details = serde_json::json!({ "role": "super_admin", "via": "bootstrap" });
             super::writes::insert_audit(&tx, "system", "add_admin", super_admin_pubkey, &details)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
         }
     }
-    tx.commit().await.map_err(|e| e.to_string())?;
+    tx.commit().await?;
     Ok(applied)
 }

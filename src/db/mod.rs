@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod nonces;
 pub mod numeric;
 pub mod queries;
+pub mod registered;
 pub mod rows;
 pub mod writes;
 
@@ -19,14 +20,12 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, 
 use tokio_postgres::NoTls;
 
 use crate::config::DatabaseConfig;
+use crate::error::StartError;
 
 /// Builds the shared connection pool. Connections are made lazily, so the service
 /// starts (and reports itself degraded) while the database is down.
-pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, String> {
-    let pg_config: tokio_postgres::Config = cfg
-        .url
-        .parse()
-        .map_err(|e| format!("bad database.url: {e}"))?;
+pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, StartError> {
+    let pg_config: tokio_postgres::Config = cfg.url.parse().map_err(StartError::DatabaseUrl)?;
     let manager = Manager::from_config(
         pg_config,
         NoTls,
@@ -44,7 +43,7 @@ pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, String> {
             recycle: Some(wait),
         })
         .build()
-        .map_err(|e| format!("cannot build database pool: {e}"))
+        .map_err(StartError::Pool)
 }
 
 /// How a write's time bound (`database.write_timeout_ms`) is shared out: a write
@@ -74,14 +73,16 @@ impl WriteBudget {
 /// within the budget's connect share, and with PostgreSQL's lock_timeout and
 /// statement_timeout set from it, so a stalled table answers 503 within the
 /// bound instead of hanging the lane.
-pub fn writer_pool(cfg: &DatabaseConfig, budget: WriteBudget) -> Result<Pool, String> {
-    let mut pg_config: tokio_postgres::Config = cfg
-        .url
-        .parse()
-        .map_err(|e| format!("bad database.url: {e}"))?;
+pub fn writer_pool(
+    cfg: &DatabaseConfig,
+    budget: WriteBudget,
+    origin: &str,
+) -> Result<Pool, StartError> {
+    let mut pg_config: tokio_postgres::Config = cfg.url.parse().map_err(StartError::DatabaseUrl)?;
     let ms = |d: Duration| d.as_millis().max(1);
+    // lendex.origin names this replica in the NOTIFY of its own writes (sql/0006).
     pg_config.options(format!(
-        "-c lock_timeout={} -c statement_timeout={}",
+        "-c lock_timeout={} -c statement_timeout={} -c lendex.origin={origin}",
         ms(budget.lock),
         ms(budget.run)
     ));
@@ -102,7 +103,7 @@ pub fn writer_pool(cfg: &DatabaseConfig, budget: WriteBudget) -> Result<Pool, St
             recycle: Some(connect),
         })
         .build()
-        .map_err(|e| format!("cannot build database pool: {e}"))
+        .map_err(StartError::Pool)
 }
 
 #[cfg(test)]

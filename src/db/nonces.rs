@@ -70,7 +70,12 @@ impl WriteCommand for IssueNonce {
             let expiry: HashMap<String, DateTime<Utc>> =
                 rows.iter().map(|r| (r.get(0), r.get(1))).collect();
             cmds.iter()
-                .map(|c| expiry.get(&c.nonce).copied().ok_or(ApiError::Internal))
+                .map(|c| {
+                    expiry
+                        .get(&c.nonce)
+                        .copied()
+                        .ok_or_else(|| ApiError::internal("an issued nonce has no expiry"))
+                })
                 .collect()
         })
     }

@@ -203,22 +203,48 @@ pub const HEALTH_COUNTS: &str = "SELECT
     (SELECT count(*) FROM pools WHERE cluster = $1) AS pools,
     (SELECT count(*) FROM tx_log WHERE cluster = $1) AS tx_log";
 
-/// Is the pool registered in the index (the only pools sync refreshes)?
-pub const POOL_REGISTERED: &str =
-    "SELECT token_mint, slot FROM pools WHERE cluster = $1 AND pool_address = $2";
-
 /// A row when pool $2 is registered in cluster $1.
 pub const POOL_IS_REGISTERED: &str = "SELECT 1 FROM pools WHERE cluster = $1 AND pool_address = $2";
 
 pub const LIST_POOL_ADDRESSES: &str = "SELECT pool_address, token_mint FROM pools WHERE cluster = $1 ORDER BY created_at, pool_address";
 
+// The columns of a position as the health engine reads it, by position in
+// db/engine_rows.rs (`col`), the NUMERIC ones in binary (db/numeric.rs): a cold
+// start reads a million. The position writes return the same columns.
+macro_rules! engine_position_columns {
+    () => {
+        "position_address, pool_address, owner, deposit_shares, borrow_principal,
+         deposit_idx_snap, borrow_idx_snap, original_deposit, health_factor_wad,
+         last_synced_at, slot"
+    };
+}
+
+// The columns of a pool as the health engine reads it (db/engine_rows.rs): the
+// cache's selects and the pool writes' RETURNING.
+macro_rules! engine_pool_columns {
+    () => {
+        "pool_address, symbol, oracle_price, oracle_expo, decimals,
+         liquidation_threshold_wad::text AS liquidation_threshold_wad,
+         deposit_index_wad::text AS deposit_index_wad, borrow_index_wad::text AS borrow_index_wad,
+         base_rate_wad::text AS base_rate_wad, optimal_util_wad::text AS optimal_util_wad,
+         slope1_wad::text AS slope1_wad, slope2_wad::text AS slope2_wad,
+         reserve_factor_wad::text AS reserve_factor_wad,
+         total_deposits::text AS total_deposits, total_borrows::text AS total_borrows,
+         last_update_ts, close_factor_wad::text AS close_factor_wad,
+         liquidation_bonus_wad::text AS liquidation_bonus_wad,
+         protocol_liq_fee_wad::text AS protocol_liq_fee_wad, oracle_conf::text AS oracle_conf,
+         slot"
+    };
+}
+
 // Pool chain state, shared by register and sync: $1 cluster, $2 pool_address,
 // $3 paused, $4..$7 totals, $8 $9 indexes, $10 last_update_ts, $11..$20 ratios,
 // $21 flash_fee_bps, $22..$25 oracle, $26 slot, $27 symbol.
 
-/// Registration (POST /api/pools/init): idempotent on the pool; returns a row only
-/// when this call created it. $28.. are the identity fields.
-pub const REGISTER_POOL: &str = "INSERT INTO pools (cluster, pool_address, paused,
+/// Registration (POST /api/pools/init): idempotent on the pool; returns the row
+/// (as the engine reads it) only when this call created it. $28.. are the
+/// identity fields.
+pub const REGISTER_POOL: &str = concat!("INSERT INTO pools (cluster, pool_address, paused,
         total_deposits, total_borrows, accumulated_fees, total_deposit_shares,
         deposit_index_wad, borrow_index_wad, last_update_ts,
         ltv_wad, liquidation_threshold_wad, liquidation_bonus_wad, protocol_liq_fee_wad,
@@ -235,10 +261,11 @@ pub const REGISTER_POOL: &str = "INSERT INTO pools (cluster, pool_address, pause
         $28, $29, $30, $31, $32, $33, $34, $35, $36,
         CASE WHEN $22::bigint IS NULL THEN NULL ELSE now() END)
     ON CONFLICT (cluster, pool_address) DO NOTHING
-    RETURNING pool_address";
+    RETURNING ", engine_pool_columns!());
 
 /// Sync: refreshes the chain state unless the row holds a newer read; the given
-/// symbol only fills a null one; the oracle observation time moves when the price does.
+/// symbol only fills a null one; the oracle observation time moves when the price
+/// does. Returns the row as the engine reads it, when written.
 macro_rules! pool_state_update {
     ($cmp:literal) => {
         concat!(
@@ -261,7 +288,8 @@ macro_rules! pool_state_update {
     WHERE cluster = $1 AND pool_address = $2 AND slot ",
             $cmp,
             " $26
-    RETURNING pool_address"
+    RETURNING ",
+            engine_pool_columns!()
         )
     };
 }
@@ -301,19 +329,55 @@ macro_rules! position_upsert {
     };
 }
 
-/// Upserts one position read at slot $10, unless the row holds a newer read.
-pub const UPSERT_POSITION: &str = position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
+/// Upserts one position read at slot $10, unless the row holds a newer read;
+/// returns the row as the engine reads it, when written.
+pub const UPSERT_POSITION: &str = concat!(
+    position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
         owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
     VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::numeric, $7::text::numeric,
-        $8::text::numeric, $9::text::numeric, $10)");
+        $8::text::numeric, $9::text::numeric, $10)"),
+    " RETURNING ",
+    engine_position_columns!()
+);
 
 /// The same for many positions at once (background reconciliation), from
 /// parallel arrays; only over older reads (see UPDATE_POOL_STATE_CATCH_UP).
-pub const UPSERT_POSITIONS_BULK: &str = position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
+/// Answers one row with `written` (how many were upserted), joined with each
+/// written row whose data changed (new, or other amounts, owner or pool), as
+/// the engine reads it: a reconcile re-stamps every row with its slot, and
+/// only the changes are news. (The `before` CTE sees the table as it was.)
+pub const UPSERT_POSITIONS_BULK: &str = concat!(
+    "WITH incoming AS (
+        SELECT a, o, ds::numeric AS ds, bp::numeric AS bp, dis::numeric AS dis,
+               bis::numeric AS bis, od::numeric AS od
+        FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+            AS t(a, o, ds, bp, dis, bis, od)),
+    before AS (
+        SELECT p.position_address, p.pool_address, p.owner, p.deposit_shares, p.borrow_principal,
+               p.deposit_idx_snap, p.borrow_idx_snap, p.original_deposit
+        FROM positions p JOIN incoming i ON p.position_address = i.a
+        WHERE p.cluster = $1),
+    written AS (",
+    position_upsert!(
+        "INSERT INTO positions (cluster, position_address, pool_address,
         owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
-    SELECT $1, a, $2, o, ds::numeric, bp::numeric, dis::numeric, bis::numeric, od::numeric, $3
-    FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-        AS t(a, o, ds, bp, dis, bis, od)", "<");
+    SELECT $1, a, $2, o, ds, bp, dis, bis, od, $3 FROM incoming",
+        "<"
+    ),
+    " RETURNING ",
+    engine_position_columns!(),
+    "),
+    changed AS (
+        SELECT w.* FROM written w LEFT JOIN before b ON b.position_address = w.position_address
+        WHERE b.position_address IS NULL
+           OR (b.pool_address, b.owner, b.deposit_shares, b.borrow_principal, b.deposit_idx_snap,
+               b.borrow_idx_snap, b.original_deposit)
+              IS DISTINCT FROM
+              (w.pool_address, w.owner, w.deposit_shares, w.borrow_principal, w.deposit_idx_snap,
+               w.borrow_idx_snap, w.original_deposit))
+    SELECT changed.*, counted.written
+    FROM (SELECT count(*) AS written FROM written) counted LEFT JOIN changed ON true"
+);
 
 /// Removes a position closed on chain, unless the row holds a newer read.
 pub const DELETE_POSITION: &str = "DELETE FROM positions
@@ -322,24 +386,16 @@ pub const DELETE_POSITION: &str = "DELETE FROM positions
 /// Removes the positions of a pool that a full scan at slot $3 no longer found.
 pub const PRUNE_POOL_POSITIONS: &str = "DELETE FROM positions
     WHERE cluster = $1 AND pool_address = $2 AND slot < $3 AND NOT (position_address = ANY($4::text[]))
-    RETURNING owner";
+    RETURNING owner, position_address";
 
 // ---- health-factor cache ----------------------------------------------------------
 
 macro_rules! cache_pool_select {
     ($where:literal) => {
         concat!(
-            "SELECT pool_address, symbol, oracle_price, oracle_expo, decimals,
-                    liquidation_threshold_wad::text AS liquidation_threshold_wad,
-                    deposit_index_wad::text AS deposit_index_wad, borrow_index_wad::text AS borrow_index_wad,
-                    base_rate_wad::text AS base_rate_wad, optimal_util_wad::text AS optimal_util_wad,
-                    slope1_wad::text AS slope1_wad, slope2_wad::text AS slope2_wad,
-                    reserve_factor_wad::text AS reserve_factor_wad,
-                    total_deposits::text AS total_deposits, total_borrows::text AS total_borrows,
-                    last_update_ts, close_factor_wad::text AS close_factor_wad,
-                    liquidation_bonus_wad::text AS liquidation_bonus_wad,
-                    protocol_liq_fee_wad::text AS protocol_liq_fee_wad, oracle_conf::text AS oracle_conf
-             FROM pools WHERE cluster = $1 ",
+            "SELECT ",
+            engine_pool_columns!(),
+            " FROM pools WHERE cluster = $1 ",
             $where
         )
     };
@@ -347,15 +403,12 @@ macro_rules! cache_pool_select {
 pub const CACHE_ALL_POOLS: &str = cache_pool_select!("");
 pub const CACHE_POOLS: &str = cache_pool_select!("AND pool_address = ANY($2::text[])");
 
-// The column order is read by position in actors/health_cache/loader.rs (`col`),
-// and the NUMERIC columns in binary (db/numeric.rs): a cold start reads a million.
 macro_rules! cache_position_select {
     ($where:literal) => {
         concat!(
-            "SELECT position_address, pool_address, owner, deposit_shares, borrow_principal,
-                    deposit_idx_snap, borrow_idx_snap, original_deposit, health_factor_wad,
-                    last_synced_at
-             FROM positions WHERE cluster = $1 ",
+            "SELECT ",
+            engine_position_columns!(),
+            " FROM positions WHERE cluster = $1 ",
             $where
         )
     };

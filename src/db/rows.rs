@@ -14,10 +14,9 @@ use crate::error::{ApiError, ApiResult};
 
 /// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
 pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> ApiResult<T> {
-    row.get::<_, &str>(column).parse().map_err(|_| {
-        tracing::error!(column, "stored number out of range");
-        ApiError::Internal
-    })
+    let text = row.get::<_, &str>(column);
+    text.parse()
+        .map_err(|_| ApiError::internal(format!("stored {column} {text:?} out of range")))
 }
 
 /// The pricing columns of a pool row.
@@ -25,7 +24,7 @@ pub fn pool_pricing(row: &Row) -> ApiResult<PoolPricing> {
     Ok(PoolPricing {
         oracle_price: row.get("oracle_price"),
         oracle_expo: row.get("oracle_expo"),
-        decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(|_| ApiError::Internal)?,
+        decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(ApiError::internal)?,
         liquidation_threshold_wad: num(row, "liquidation_threshold_wad")?,
         deposit_index_wad: num(row, "deposit_index_wad")?,
         borrow_index_wad: num(row, "borrow_index_wad")?,

@@ -140,7 +140,11 @@ impl WriteCommand for RecordTransaction {
                 ids.insert(row.get::<_, String>(1), row.get::<_, i64>(0));
             }
             cmds.iter()
-                .map(|c| ids.get(&c.signature).copied().ok_or(ApiError::Internal))
+                .map(|c| {
+                    ids.get(&c.signature)
+                        .copied()
+                        .ok_or_else(|| ApiError::internal("an upserted transaction has no id"))
+                })
                 .collect()
         })
     }
@@ -346,7 +350,7 @@ pub(crate) async fn insert_audits(
     entries: &[AuditEntry<'_>],
 ) -> ApiResult<()> {
     if entries.iter().any(|e| !e.details.is_object()) {
-        return Err(ApiError::Internal);
+        return Err(ApiError::internal("audit details must be a JSON object"));
     }
     if let [e] = entries {
         let stmt = tx.prepare_cached(queries::INSERT_AUDIT).await?;

@@ -23,7 +23,7 @@ pub const MINT_BASE_SIZE: usize = 82;
 const MINT_DECIMALS_OFFSET: usize = 44;
 const MINT_INITIALIZED_OFFSET: usize = 45;
 
-#[derive(Debug, Clone, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
 pub struct LendingPool {
     pub authority: Pubkey,
     pub token_mint: Pubkey,
@@ -56,7 +56,7 @@ pub struct LendingPool {
     pub oracle_expo: Option<i32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
 pub struct UserPosition {
     pub owner: Pubkey,
     pub pool: Pubkey,

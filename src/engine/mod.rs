@@ -15,6 +15,7 @@
 //! eviction says so, and its caller re-loads those owners from the database.
 
 pub mod answers;
+mod changes;
 pub mod events;
 mod filing;
 pub mod frame;
@@ -29,6 +30,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use lru::LruCache;
 
+pub use changes::{Change, Unapplied};
 pub use events::FeedEvent;
 use filing::{Standing, standing};
 pub use state::{Held, PoolEntry, PoolState, PositionState};
@@ -124,7 +126,23 @@ impl Engine {
 
     /// Sets a pool's state and re-scores its resident members. Returns true when
     /// the pool has members that were evicted: the caller must re-load them.
+    /// A state read at an older slot than the one held changes nothing; one
+    /// that differs only in its slot moves the slot alone (nothing to re-render).
     pub fn upsert_pool(&mut self, state: PoolState) -> bool {
+        if let Some(&id) = self.pool_ids.get(&state.address) {
+            let held = &mut self.pools.get_mut(&id).expect("ids map to pools").state;
+            if held.slot > state.slot {
+                return false;
+            }
+            if (PoolState {
+                slot: held.slot,
+                ..state.clone()
+            }) == *held
+            {
+                held.slot = state.slot;
+                return false;
+            }
+        }
         let (supply_apy, borrow_apy) =
             pool_apys(&state.rates, state.total_borrows, state.total_deposits);
         self.version += 1;

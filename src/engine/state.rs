@@ -20,6 +20,8 @@ pub struct PoolState {
     pub last_update_ts: i64,
     /// Close factor, bonus, protocol fee and oracle confidence (quotes, §8).
     pub terms: LiquidationTerms,
+    /// The context slot of the chain read the row holds.
+    pub slot: u64,
 }
 
 /// A pool as held: its state and what is derived from it once per change.
@@ -45,6 +47,8 @@ pub struct PositionState {
     pub original_deposit: u64,
     /// last_synced_at in microseconds since the epoch.
     pub synced_us: i64,
+    /// The context slot of the chain read the row holds.
+    pub slot: u64,
 }
 
 /// A position as held: its state with the pool as a dense id instead of a
@@ -59,6 +63,7 @@ pub struct Held {
     pub original_deposit: u64,
     /// last_synced_at in microseconds since the epoch.
     pub synced_us: i64,
+    pub slot: u64,
 }
 
 impl Held {
@@ -70,6 +75,7 @@ impl Held {
             deposit_idx_snap: state.deposit_idx_snap,
             original_deposit: state.original_deposit,
             synced_us: state.synced_us,
+            slot: state.slot,
         }
     }
 
@@ -82,6 +88,7 @@ impl Held {
             deposit_idx_snap: self.deposit_idx_snap,
             original_deposit: self.original_deposit,
             synced_us: self.synced_us,
+            slot: self.slot,
         }
     }
 }

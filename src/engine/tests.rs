@@ -60,6 +60,7 @@ fn pool_state(i: usize, price: Option<i64>) -> PoolState {
             protocol_liq_fee_wad: WAD / 100,
             oracle_conf: Some(1_000),
         },
+        slot: 0,
     }
 }
 
@@ -75,6 +76,7 @@ fn position(owner: u8, pool: usize, deposit: u64, borrow: u64, t: i64) -> Positi
         deposit_idx_snap: WAD,
         original_deposit: deposit,
         synced_us: t,
+        slot: 0,
     }
 }
 
@@ -84,6 +86,12 @@ enum Op {
     SetOwner(u8, Vec<(usize, u64, u64)>),
     /// A pool's new price (None: no oracle).
     Price(usize, Option<i64>),
+    /// A committed write of one position (owner, pool, deposit, borrow), read
+    /// at a slot, applied as a change (`Engine::apply`); the row may hold a
+    /// newer read, and changes may come out of order.
+    Upsert(u8, usize, u64, u64, u64),
+    /// A position removed by a read at a slot.
+    Remove(u8, usize, u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -98,6 +106,9 @@ fn op() -> impl Strategy<Value = Op> {
                 1 => Just(None),
             ])
             .prop_map(|(p, price)| Op::Price(p, price)),
+        2 => (0..OWNERS, 0..POOLS, 0u64..2_000, 0u64..2_000, 0u64..20)
+            .prop_map(|(o, p, d, b, slot)| Op::Upsert(o, p, d, b, slot)),
+        1 => (0..OWNERS, 0..POOLS, 0u64..20).prop_map(|(o, p, slot)| Op::Remove(o, p, slot)),
     ]
 }
 
@@ -174,6 +185,55 @@ fn apply(engine: &mut Engine, model: &mut Model, op: &Op, t: i64) {
                 }
             }
         }
+        Op::Upsert(o, p, d, b, slot) => {
+            let key = owner_key(*o);
+            let state = PositionState {
+                slot: *slot,
+                ..position(*o, *p, *d, *b, t)
+            };
+            // The database's slot guard: a row read at a newer slot stays.
+            let rows = model.owners.entry(key).or_default();
+            match rows.iter_mut().find(|x| x.address == state.address) {
+                Some(row) if row.slot > state.slot => {}
+                Some(row) => *row = state.clone(),
+                None => {
+                    rows.push(state.clone());
+                    rows.sort_by_key(|x| x.address);
+                }
+            }
+            let change = Change::Position {
+                owner: key,
+                position: state,
+                row_health_factor: u128::MAX,
+            };
+            let unapplied = engine.apply(vec![change]);
+            reload_unapplied(engine, model, unapplied);
+        }
+        Op::Remove(o, p, slot) => {
+            let key = owner_key(*o);
+            let address = position_key(*o, *p);
+            if let Some(rows) = model.owners.get_mut(&key) {
+                rows.retain(|x| x.address != address || x.slot > *slot);
+                if rows.is_empty() {
+                    model.owners.remove(&key);
+                }
+            }
+            let change = Change::Removed {
+                owner: key,
+                position: address,
+                slot: *slot,
+            };
+            let unapplied = engine.apply(vec![change]);
+            reload_unapplied(engine, model, unapplied);
+        }
+    }
+}
+
+/// What the engine could not apply from memory is read from the database (the
+/// model), as the actor does.
+fn reload_unapplied(engine: &mut Engine, model: &Model, unapplied: Unapplied) {
+    for key in unapplied.owners {
+        engine.set_owner(key, model.owners.get(&key).cloned().unwrap_or_default());
     }
 }
 

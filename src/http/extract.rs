@@ -21,7 +21,7 @@ impl FromRequest for PublicWrite {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let result = match req.app_data::<web::Data<AppState>>() {
             Some(state) => state.limiter.check(req).map(|_| PublicWrite),
-            None => Err(ApiError::Internal),
+            None => Err(ApiError::internal("AppState is not registered on the App")),
         };
         ready(result)
     }

@@ -11,7 +11,6 @@ pub mod observe;
 pub mod openapi;
 pub mod query;
 pub mod rate_limit;
-pub mod registered;
 pub mod rendered;
 pub mod server;
 pub mod signed;

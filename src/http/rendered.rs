@@ -6,18 +6,14 @@ use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 
 use crate::actors::health_cache::Render;
 use crate::engine::answers::{Answer, cached_answer, now_seconds};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::http::state::AppState;
 
 pub async fn serve_answer(state: &AppState, answer: Answer) -> ApiResult<HttpResponse> {
     let now = now_seconds();
     let body = match cached_answer(&state.rendered, &answer, now) {
         Some(body) => body,
-        None => state
-            .cache
-            .send(Render(answer))
-            .await
-            .map_err(|_| ApiError::Internal)??,
+        None => state.cache.send(Render(answer)).await??,
     };
     Ok(json_bytes(body))
 }

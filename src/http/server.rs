@@ -24,6 +24,7 @@ use super::json_errors::JsonErrors;
 use super::observe::Observed;
 use super::state::AppState;
 use crate::config::ServerConfig;
+use crate::error::StartError;
 
 /// A bound, running server and the addresses it listens on.
 pub struct Listening {
@@ -33,8 +34,11 @@ pub struct Listening {
 
 /// Binds `config.bind` (every address it resolves to) and starts the workers.
 /// SIGINT/SIGTERM are left to the caller (`app::serve` ends the feed streams first).
-pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listening, String> {
-    let cannot = |e: std::io::Error| format!("cannot listen on {}: {e}", config.bind);
+pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listening, StartError> {
+    let cannot = |source: std::io::Error| StartError::Listen {
+        bind: config.bind.clone(),
+        source,
+    };
     let mut builder = Server::build()
         .shutdown_timeout(config.shutdown_timeout_seconds)
         .disable_signals();

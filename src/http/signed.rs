@@ -98,8 +98,7 @@ pub async fn authorize(
             nonce: creds.nonce.to_string(),
             action: action.to_string(),
         })
-        .await
-        .map_err(|_| ApiError::Internal)??;
+        .await??;
     if !consumed {
         return Err(ApiError::NonceInvalidOrExpired);
     }

@@ -12,16 +12,16 @@ use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::HealthCache;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
-use crate::domain::pubkey::Pubkey;
 use crate::engine::answers::SharedRendered;
 use crate::http::rate_limit::PublicWriteLimiter;
+use crate::ingest::Ingest;
 
 /// What every handler can reach: actor addresses, the read pool, the settings.
 pub struct AppState {
     pub config: Arc<Config>,
     pub cluster: Cluster,
-    /// The lending program whose accounts are indexed.
-    pub program_id: Pubkey,
+    /// The one ingest step: the lending program's accounts, as this cluster's rows.
+    pub ingest: Ingest,
     pub db: Pool,
     pub writer: Writers,
     pub nonces: Addr<NonceRegistry>,

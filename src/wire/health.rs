@@ -71,6 +71,9 @@ pub struct CacheCheck {
     /// Bumped by every change to the feed.
     #[serde(rename = "feedVersion")]
     pub feed_version: u64,
+    /// Batches of rows the cache read from the database: loads, and changes
+    /// announced by others (this replica's own writes reach it without one).
+    pub reads: u64,
 }
 
 /// The background refresh: the slot and time of the last complete refresh.

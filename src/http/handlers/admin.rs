@@ -228,7 +228,7 @@ async fn check_audit_credentials(req: &HttpRequest, state: &AppState) -> ApiResu
     };
     match authorize(state, &creds, READ_AUDIT_ACTION, Need::AnyAdmin).await {
         Ok(_) => Ok(()),
-        Err(e @ (ApiError::DatabaseUnavailable | ApiError::Internal)) => Err(e),
+        Err(e @ (ApiError::DatabaseUnavailable(_) | ApiError::Internal(_))) => Err(e),
         Err(_) => Err(ApiError::Forbidden),
     }
 }

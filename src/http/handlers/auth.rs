@@ -56,8 +56,7 @@ pub async fn issue_nonce(
             pubkey: pubkey.to_string(),
             action: action.to_string(),
         })
-        .await
-        .map_err(|_| ApiError::Internal)??;
+        .await??;
     Ok(HttpResponse::Ok().json(NonceResponse {
         message: canonical_message(action, &issued.nonce),
         nonce: issued.nonce,

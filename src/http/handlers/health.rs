@@ -165,6 +165,7 @@ async fn cache_check(state: &AppState) -> CacheCheck {
             subscribers: s.subscribers,
             dropped_subscribers: s.dropped_subscribers,
             feed_version: s.feed_version,
+            reads: s.reads,
         },
         _ => CacheCheck {
             ok: false,
@@ -177,6 +178,7 @@ async fn cache_check(state: &AppState) -> CacheCheck {
             subscribers: 0,
             dropped_subscribers: 0,
             feed_version: 0,
+            reads: 0,
         },
     }
 }

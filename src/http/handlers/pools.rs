@@ -5,36 +5,27 @@ use actix_web::{HttpResponse, web};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::chain_sync::Reconcile;
-use crate::actors::db_writer::write;
-use crate::actors::health_cache::after_write;
-use crate::db::chain_writes::{RegisterPool, SyncPool};
+use crate::actors::health_cache::commit;
 use crate::db::queries;
-use crate::domain::accounts::{check_pool, mint_decimals, pool_address};
+use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::PublicWrite;
-use crate::http::registered::ensure_registered;
 use crate::http::signed::{Credentials, Need, authorize, credentials};
 use crate::http::state::AppState;
+use crate::ingest::Registration;
 use crate::wire::error::ErrorBody;
 use crate::wire::pools::{
     InitPoolRequest, InitPoolResponse, Pool, PoolsResponse, SyncPoolRequest, SyncPoolResponse,
 };
 
-/// A pool registration as the handler needs it.
+/// A pool registration as the handler needs it: the credentials, and what
+/// the body claims (checked against the chain by the ingest step).
 pub struct InitPoolCall<'a> {
     pub creds: Credentials<'a>,
-    pub actor: Pubkey,
-    pub pool: Pubkey,
-    pub mint: Pubkey,
-    pub authority: Pubkey,
-    pub vault: Pubkey,
-    /// (pool, authority, vault)
-    pub bumps: (u8, u8, u8),
-    pub symbol: Option<&'a str>,
-    pub init_signature: &'a str,
+    pub registration: Registration<'a>,
 }
 
 impl InitPoolRequest {
@@ -79,17 +70,19 @@ impl InitPoolRequest {
         {
             return Err(ApiError::Invalid);
         }
-        let bumps = (pool_bump, authority_bump, vault_bump);
-        Ok(InitPoolCall {
+        let registration = Registration {
             actor: actor_key,
             pool: pool_key,
             mint: mint_key,
             authority: authority_key,
             vault: vault_key,
-            bumps,
+            bumps: (pool_bump, authority_bump, vault_bump),
             symbol,
             init_signature,
+        };
+        Ok(InitPoolCall {
             creds,
+            registration,
         })
     }
 }
@@ -136,58 +129,29 @@ fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
         (status = 404, body = ErrorBody, description = "pool account not found"),
         (status = 502, body = ErrorBody, description = "rpc unavailable")))]
 pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<HttpResponse> {
-    let call = InitPoolRequest::parse(&body)?;
-    let pool_addr = call.pool.to_string();
+    let InitPoolCall {
+        creds,
+        registration,
+    } = InitPoolRequest::parse(&body)?;
     authorize(
         &state,
-        &call.creds,
-        &init_pool_action(&call.mint.to_string()),
+        &creds,
+        &init_pool_action(&registration.mint.to_string()),
         Need::AnyAdmin,
     )
     .await?;
-
     let reads = state
         .chain
         .send(ReadAccounts {
-            keys: vec![call.pool, call.mint],
+            keys: vec![registration.pool, registration.mint],
         })
-        .await
-        .map_err(|_| ApiError::Internal)??;
-    let pool = check_pool(&state.program_id, reads[0].parts())?;
-    if pool.token_mint != call.mint || pool_address(&state.program_id, &call.mint).0 != call.pool {
-        return Err(ApiError::Invalid);
-    }
-    // Only the pool's on-chain authority may list it.
-    if pool.authority != call.actor {
-        return Err(ApiError::NotAuthorized);
-    }
-    if pool.authority != call.authority
-        || pool.vault != call.vault
-        || (pool.pool_bump, pool.authority_bump, pool.vault_bump) != call.bumps
-    {
-        return Err(ApiError::Invalid);
-    }
-    let decimals = reads[1]
-        .account
-        .as_ref()
-        .and_then(|mint| mint_decimals(&mint.owner, &mint.data))
-        .ok_or(ApiError::Invalid)?;
-
-    let created = write(
-        &state.writer,
-        RegisterPool {
-            cluster: state.cluster.as_str(),
-            pool_address: pool_addr.clone(),
-            pool,
-            slot: reads[0].slot,
-            symbol: call.symbol.map(str::to_string),
-            decimals,
-            created_by: call.creds.actor.to_string(),
-            init_signature: call.init_signature.to_string(),
-        },
-    )
-    .await?;
-    after_write(&state.cache, Vec::new(), vec![call.pool]).await;
+        .await??;
+    let register = state
+        .ingest
+        .registration(&registration, &reads[0], &reads[1])?;
+    let created = commit(&state.writer, &state.cache, register, true)
+        .await?
+        .is_some();
     if created {
         // Its positions are read now, not at the next reconciliation (if this
         // replica leads; another leader finds the pool at its next one).
@@ -195,7 +159,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     }
     Ok(HttpResponse::Ok().json(InitPoolResponse {
         ok: true,
-        pool_address: pool_addr,
+        pool_address: registration.pool.to_string(),
         created,
     }))
 }
@@ -211,32 +175,26 @@ pub async fn sync_pool(
     state: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let (pool_key, symbol) = SyncPoolRequest::parse(&body)?;
-    let pool_addr = pool_key.to_string();
-    ensure_registered(&state, &pool_addr).await?;
+    let (pool, symbol) = SyncPoolRequest::parse(&body)?;
+    ensure_registered(&state, &pool).await?;
     let reads = state
         .chain
-        .send(ReadAccounts {
-            keys: vec![pool_key],
-        })
-        .await
-        .map_err(|_| ApiError::Internal)??;
-    let pool = check_pool(&state.program_id, reads[0].parts())?;
-    write(
-        &state.writer,
-        SyncPool {
-            cluster: state.cluster.as_str(),
-            pool_address: pool_addr.to_string(),
-            pool,
-            slot: reads[0].slot,
-            symbol: symbol.map(str::to_string),
-            catch_up: false,
-        },
-    )
-    .await?;
-    after_write(&state.cache, Vec::new(), vec![pool_key]).await;
+        .send(ReadAccounts { keys: vec![pool] })
+        .await??;
+    let sync = state.ingest.pool(&pool, &reads[0], symbol, false)?;
+    commit(&state.writer, &state.cache, sync, true).await?;
     Ok(HttpResponse::Ok().json(SyncPoolResponse {
         ok: true,
-        pool_address: pool_addr.to_string(),
+        pool_address: pool.to_string(),
     }))
+}
+
+/// Only registered pools are read from chain (decisions §5): any other is 404
+/// `pool account not found`, before any RPC.
+pub(super) async fn ensure_registered(state: &AppState, pool: &Pubkey) -> ApiResult<()> {
+    if is_registered(&state.db, state.cluster.as_str(), pool).await? {
+        Ok(())
+    } else {
+        Err(ApiError::PoolAccountNotFound)
+    }
 }

@@ -10,13 +10,10 @@ use actix_web::{HttpRequest, HttpResponse, web, web::Bytes};
 use serde::Serialize;
 
 use crate::actors::chain_reader::ReadAccounts;
-use crate::actors::db_writer::write;
 use crate::actors::health_cache::{
-    KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Subscribe, after_write,
+    KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Subscribe, commit,
 };
-use crate::db::chain_writes::SyncPosition;
 use crate::db::queries;
-use crate::domain::accounts::{AccountCheck, check_pool, check_position, position_address};
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
@@ -24,8 +21,8 @@ use crate::engine::answers::{Answer, OwnerBody, cached_owner_body, keep_owner_bo
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
+use crate::http::handlers::pools::ensure_registered;
 use crate::http::query::Query;
-use crate::http::registered::ensure_registered;
 use crate::http::rendered::{json_bytes, serve_answer};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
@@ -98,17 +95,13 @@ fn position(owner: &Pubkey, health_factor: u128, row: &OwnerRow) -> Position {
 fn render(value: &impl Serialize) -> ApiResult<Bytes> {
     serde_json::to_vec(value)
         .map(Bytes::from)
-        .map_err(|_| ApiError::Internal)
+        .map_err(ApiError::internal)
 }
 
 /// An owner's positions as the health cache holds them (the same health factor
 /// that the feed ranks and that `positions.health_factor_wad` stores).
 async fn owner_positions(state: &AppState, owner: Pubkey) -> ApiResult<OwnerPositions> {
-    state
-        .cache
-        .send(OwnerOf(owner))
-        .await
-        .map_err(|_| ApiError::Internal)?
+    state.cache.send(OwnerOf(owner)).await?
 }
 
 #[utoipa::path(post, path = "/api/positions/sync", tag = "positions", request_body = SyncPositionRequest,
@@ -122,48 +115,22 @@ pub async fn sync_position(
     state: web::Data<AppState>,
     body: JsonBody,
 ) -> ApiResult<HttpResponse> {
-    let (pool_key, user_key) = SyncPositionRequest::parse(&body)?;
-    let pool_addr = pool_key.to_string();
-    ensure_registered(&state, &pool_addr).await?;
-    let position_key = position_address(&state.program_id, &pool_key, &user_key).0;
+    let (pool, user) = SyncPositionRequest::parse(&body)?;
+    ensure_registered(&state, &pool).await?;
+    let position = state.ingest.position_address(&pool, &user);
     // One getMultipleAccounts for both; identical concurrent syncs share it.
     let reads = state
         .chain
         .send(ReadAccounts {
-            keys: vec![pool_key, position_key],
+            keys: vec![pool, position],
         })
-        .await
-        .map_err(|_| ApiError::Internal)??;
-    let pool = check_pool(&state.program_id, reads[0].parts())?;
-    let position = match check_position(
-        &state.program_id,
-        reads[1].parts(),
-        &pool_key,
-        Some(&user_key),
-    ) {
-        Ok(position) => Some(position),
-        Err(AccountCheck::Absent) => None, // closed on chain: the row goes
-        Err(e) => return Err(e.into()),
-    };
-    let exists = position.is_some();
-    write(
-        &state.writer,
-        SyncPosition {
-            cluster: state.cluster.as_str(),
-            pool_address: pool_addr,
-            pool,
-            position_address: position_key.to_string(),
-            owner: user_key.to_string(),
-            position,
-            slot: reads[0].slot.min(reads[1].slot),
-        },
-    )
-    .await?;
-    after_write(&state.cache, vec![user_key], vec![pool_key]).await;
+        .await??;
+    let (sync, exists) = state.ingest.position(&pool, &user, &reads[0], &reads[1])?;
+    commit(&state.writer, &state.cache, sync, true).await?;
     Ok(HttpResponse::Ok().json(SyncPositionResponse {
         ok: true,
         exists,
-        position_address: position_key.to_string(),
+        position_address: position.to_string(),
     }))
 }
 
@@ -283,11 +250,7 @@ pub async fn unhealthy_stream(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let stream = state
-        .cache
-        .send(Subscribe)
-        .await
-        .map_err(|_| ApiError::Internal)??;
+    let stream = state.cache.send(Subscribe).await??;
     bound_feed_socket(&req);
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")

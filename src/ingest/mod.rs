@@ -1,0 +1,174 @@
+//! The one ingest step: chain reads of a registered pool's accounts (their bytes
+//! and the slot they were read at) become the typed index writes of
+//! `db::chain_writes`, whoever read them: an on-demand sync, a pool's
+//! registration, a websocket notification or the reconciliation. Each of those
+//! writes returns the engine changes it made (`db::chain_writes::IndexWrite`),
+//! which `actors::health_cache::commit` hands to this replica's engine.
+//!
+//! Pure: decoding, the account checks, and the slot rule of notifications. The
+//! reads and the writes are its callers' (`http::handlers`, `actors::chain_stream`,
+//! `actors::chain_sync`); whether a pool is registered is asked of
+//! `db::registered`, before any read.
+
+mod notified;
+
+use crate::chain::rpc::{AccountRead, RawAccount};
+use crate::db::chain_writes::{RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition};
+use crate::domain::accounts::{
+    AccountCheck, check_pool, check_position, mint_decimals, pool_address, position_address,
+};
+use crate::domain::pubkey::Pubkey;
+use crate::error::{ApiError, ApiResult};
+
+pub use notified::{Notifications, NotifiedWrite, sort_out};
+
+/// What every ingest needs to know: whose accounts, and under which cluster
+/// the rows are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Ingest {
+    pub program: Pubkey,
+    pub cluster: &'static str,
+}
+
+/// A pool registration as asked (POST /api/pools/init), after its signature
+/// was verified: what the body claims, checked against the chain here.
+pub struct Registration<'a> {
+    pub actor: Pubkey,
+    pub pool: Pubkey,
+    pub mint: Pubkey,
+    pub authority: Pubkey,
+    pub vault: Pubkey,
+    /// (pool, authority, vault)
+    pub bumps: (u8, u8, u8),
+    pub symbol: Option<&'a str>,
+    pub init_signature: &'a str,
+}
+
+impl Ingest {
+    /// A pool's state as read: its write. `catch_up` (the reconciliation)
+    /// writes only over an older read, never over one of the same slot.
+    pub fn pool(
+        &self,
+        pool: &Pubkey,
+        read: &AccountRead,
+        symbol: Option<&str>,
+        catch_up: bool,
+    ) -> Result<SyncPool, AccountCheck> {
+        Ok(SyncPool {
+            cluster: self.cluster,
+            pool_address: pool.to_string(),
+            pool: check_pool(&self.program, read.parts())?,
+            slot: read.slot,
+            symbol: symbol.map(str::to_string),
+            catch_up,
+        })
+    }
+
+    /// POST /api/positions/sync: the pool and the wallet's position read
+    /// together. The position's address is derived (the caller never gives it);
+    /// a position gone from the chain is removed. Also says whether it exists.
+    pub fn position(
+        &self,
+        pool: &Pubkey,
+        owner: &Pubkey,
+        pool_read: &AccountRead,
+        position_read: &AccountRead,
+    ) -> Result<(SyncPosition, bool), AccountCheck> {
+        let pool_state = check_pool(&self.program, pool_read.parts())?;
+        let position = match check_position(&self.program, position_read.parts(), pool, Some(owner))
+        {
+            Ok(position) => Some(position),
+            Err(AccountCheck::Absent) => None, // closed on chain: the row goes
+            Err(e) => return Err(e),
+        };
+        let exists = position.is_some();
+        let write = SyncPosition {
+            cluster: self.cluster,
+            pool_address: pool.to_string(),
+            pool: Some(pool_state),
+            position_address: self.position_address(pool, owner).to_string(),
+            owner: *owner,
+            position,
+            slot: pool_read.slot.min(position_read.slot),
+        };
+        Ok((write, exists))
+    }
+
+    /// The address of `owner`'s position in `pool`.
+    pub fn position_address(&self, pool: &Pubkey, owner: &Pubkey) -> Pubkey {
+        position_address(&self.program, pool, owner).0
+    }
+
+    /// POST /api/pools/init: the pool and its mint read from chain, checked
+    /// against the body (decisions §5 and §6), into the registration's write.
+    pub fn registration(
+        &self,
+        call: &Registration<'_>,
+        pool_read: &AccountRead,
+        mint_read: &AccountRead,
+    ) -> ApiResult<RegisterPool> {
+        let pool = check_pool(&self.program, pool_read.parts())?;
+        if pool.token_mint != call.mint || pool_address(&self.program, &call.mint).0 != call.pool {
+            return Err(ApiError::Invalid);
+        }
+        // Only the pool's on-chain authority may list it.
+        if pool.authority != call.actor {
+            return Err(ApiError::NotAuthorized);
+        }
+        if pool.authority != call.authority
+            || pool.vault != call.vault
+            || (pool.pool_bump, pool.authority_bump, pool.vault_bump) != call.bumps
+        {
+            return Err(ApiError::Invalid);
+        }
+        let decimals = mint_read
+            .account
+            .as_ref()
+            .and_then(|mint| mint_decimals(&mint.owner, &mint.data))
+            .ok_or(ApiError::Invalid)?;
+        Ok(RegisterPool {
+            cluster: self.cluster,
+            pool_address: call.pool.to_string(),
+            pool,
+            slot: pool_read.slot,
+            symbol: call.symbol.map(str::to_string),
+            decimals,
+            created_by: call.actor.to_string(),
+            init_signature: call.init_signature.to_string(),
+        })
+    }
+
+    /// A full scan of a pool's positions at `slot`: every account that is a
+    /// position of this pool, upserted; the pool's rows the scan no longer
+    /// found, removed. Accounts that are not (another program's, another
+    /// pool's, undecodable) are left out.
+    pub fn reconcile(
+        &self,
+        pool: &Pubkey,
+        slot: u64,
+        accounts: Vec<(Pubkey, RawAccount)>,
+    ) -> RefreshPoolPositions {
+        let positions = accounts
+            .into_iter()
+            .filter_map(|(key, account)| {
+                check_position(
+                    &self.program,
+                    Some((&account.owner, &account.data)),
+                    pool,
+                    None,
+                )
+                .ok()
+                .map(|p| (key.to_string(), p))
+            })
+            .collect();
+        RefreshPoolPositions {
+            cluster: self.cluster,
+            pool_address: pool.to_string(),
+            slot,
+            positions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,236 @@
+//! The ingest step on encoded accounts: what each read becomes, and the slot
+//! rule of notifications.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::chain::stream::Notified;
+use crate::domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
+
+const CLUSTER: &str = "localnet";
+
+fn ingest() -> Ingest {
+    Ingest {
+        program: Pubkey::new_from_array([9; 32]),
+        cluster: CLUSTER,
+    }
+}
+
+fn pool_data(price: i64) -> Vec<u8> {
+    encode_pool(&LendingPool {
+        oracle_price: Some(price),
+        oracle_expo: Some(-8),
+        ..LendingPool::default()
+    })
+}
+
+fn position_data(owner: Pubkey, pool: Pubkey, deposit: u64) -> Vec<u8> {
+    encode_position(&UserPosition {
+        owner,
+        pool,
+        deposit_shares: deposit,
+        ..UserPosition::default()
+    })
+}
+
+fn read(owner: Pubkey, data: Vec<u8>, slot: u64) -> AccountRead {
+    AccountRead {
+        slot,
+        account: Some(RawAccount {
+            owner,
+            lamports: 1,
+            data,
+        }),
+    }
+}
+
+fn notified(pubkey: Pubkey, data: Vec<u8>, slot: u64) -> Notified {
+    Notified {
+        slot,
+        pubkey,
+        owner: ingest().program,
+        data,
+    }
+}
+
+#[test]
+fn a_position_sync_derives_the_address_and_removes_what_is_gone() {
+    let (i, pool, user) = (ingest(), Pubkey::new_unique(), Pubkey::new_unique());
+    let pool_read = read(i.program, pool_data(100), 50);
+    let position_read = read(i.program, position_data(user, pool, 7), 40);
+    let (write, exists) = i
+        .position(&pool, &user, &pool_read, &position_read)
+        .unwrap();
+    assert!(exists);
+    assert_eq!(
+        write.position_address,
+        i.position_address(&pool, &user).to_string()
+    );
+    assert_eq!(write.slot, 40, "the older of the two reads");
+    assert_eq!(write.position.unwrap().deposit_shares, 7);
+    assert!(write.pool.is_some(), "the pool's state goes with it");
+
+    let gone = AccountRead {
+        slot: 60,
+        account: None,
+    };
+    let (write, exists) = i.position(&pool, &user, &pool_read, &gone).unwrap();
+    assert!(
+        !exists && write.position.is_none(),
+        "closed on chain: removed"
+    );
+
+    // Another wallet's position, another program's account: invalid.
+    let theirs = read(i.program, position_data(Pubkey::new_unique(), pool, 7), 40);
+    assert_eq!(
+        i.position(&pool, &user, &pool_read, &theirs).err(),
+        Some(AccountCheck::Invalid)
+    );
+    let foreign = read(Pubkey::new_unique(), pool_data(1), 40);
+    assert_eq!(
+        i.position(&pool, &user, &foreign, &position_read).err(),
+        Some(AccountCheck::Invalid)
+    );
+}
+
+#[test]
+fn a_scan_keeps_only_this_pools_positions() {
+    let (i, pool) = (ingest(), Pubkey::new_unique());
+    let mine = Pubkey::new_unique();
+    let accounts = vec![
+        (
+            mine,
+            RawAccount {
+                owner: i.program,
+                lamports: 1,
+                data: position_data(Pubkey::new_unique(), pool, 3),
+            },
+        ),
+        (
+            Pubkey::new_unique(),
+            RawAccount {
+                owner: i.program,
+                lamports: 1,
+                data: position_data(Pubkey::new_unique(), Pubkey::new_unique(), 3),
+            },
+        ),
+        (
+            Pubkey::new_unique(),
+            RawAccount {
+                owner: Pubkey::new_unique(),
+                lamports: 1,
+                data: position_data(Pubkey::new_unique(), pool, 3),
+            },
+        ),
+    ];
+    let refresh = i.reconcile(&pool, 77, accounts);
+    assert_eq!(refresh.slot, 77);
+    let kept: Vec<&String> = refresh.positions.iter().map(|(a, _)| a).collect();
+    assert_eq!(kept, [&mine.to_string()]);
+}
+
+#[test]
+fn notifications_are_sorted_by_kind() {
+    let pool = Pubkey::new_unique();
+    let position = Pubkey::new_unique();
+    let batch = [
+        notified(pool, pool_data(1), 1),
+        notified(position, position_data(Pubkey::new_unique(), pool, 1), 1),
+        notified(Pubkey::new_unique(), vec![0; 8], 1),
+    ];
+    let sorted = sort_out(&batch);
+    assert_eq!(sorted.pools.into_iter().collect::<Vec<_>>(), [pool]);
+    assert_eq!(
+        sorted.positions.into_iter().collect::<Vec<_>>(),
+        [(position, pool)]
+    );
+}
+
+/// §7: a notification whose slot proves it newer is written as it came; one
+/// at or below the slot the subscription was confirmed at (it may be the
+/// subscription's) is re-read, and so is data that is not a valid account.
+#[test]
+fn only_a_provable_slot_is_written_as_notified() {
+    let i = ingest();
+    let (pool, position, owner) = (
+        Pubkey::new_unique(),
+        Pubkey::new_unique(),
+        Pubkey::new_unique(),
+    );
+    let batch = [
+        notified(pool, pool_data(5), 1_000),
+        notified(position, position_data(owner, pool, 9), 1_000),
+    ];
+    let wanted = sort_out(&batch);
+
+    let (writes, reread) = i.notified(&batch, &wanted, 999);
+    assert!(reread.is_empty());
+    assert_eq!(writes.len(), 2);
+    for write in &writes {
+        match write {
+            NotifiedWrite::Pool(w) => assert_eq!((w.slot, w.catch_up), (1_000, false)),
+            NotifiedWrite::Position(w) => {
+                assert_eq!(w.slot, 1_000);
+                assert_eq!(w.owner, owner);
+                assert!(w.pool.is_none(), "the pool comes with its own notification");
+            }
+        }
+    }
+
+    let (writes, reread) = i.notified(&batch, &wanted, 1_000);
+    assert!(
+        writes.is_empty(),
+        "a slot at the subscription's proves nothing"
+    );
+    assert_eq!(reread, BTreeSet::from([pool, position]));
+
+    let garbled = [notified(position, vec![1, 2, 3], 5_000)];
+    let (writes, reread) = i.notified(&garbled, &wanted, 0);
+    assert!(writes.is_empty());
+    assert_eq!(
+        reread,
+        BTreeSet::from([pool, position]),
+        "the pool has no notification of its own here: re-read"
+    );
+}
+
+#[test]
+fn a_reread_position_carries_its_pools_state_and_skips_what_is_gone() {
+    let i = ingest();
+    let (pool, position, gone) = (
+        Pubkey::new_unique(),
+        Pubkey::new_unique(),
+        Pubkey::new_unique(),
+    );
+    let owner = Pubkey::new_unique();
+    let wanted = Notifications {
+        pools: BTreeSet::new(),
+        positions: BTreeSet::from([(position, pool), (gone, pool)]),
+    };
+    assert_eq!(
+        wanted.keys()[0],
+        pool,
+        "the pool is read with its positions"
+    );
+    let reads = BTreeMap::from([
+        (pool, read(i.program, pool_data(3), 20)),
+        (position, read(i.program, position_data(owner, pool, 4), 21)),
+        (
+            gone,
+            AccountRead {
+                slot: 21,
+                account: None,
+            },
+        ),
+    ]);
+    let writes = i.reread(&wanted, &reads);
+    assert_eq!(
+        writes.len(),
+        2,
+        "the pool, and the one position still there"
+    );
+    let NotifiedWrite::Position(w) = &writes[1] else {
+        panic!("{writes:?}")
+    };
+    assert_eq!((w.slot, w.pool.is_some()), (21, true));
+}
