@@ -11,6 +11,7 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 use crate::domain::pubkey::parse_pubkey;
+use crate::error::StartError;
 
 /// The repository's `config.toml`, compiled in: every key has a working default.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config.toml");
@@ -136,13 +137,16 @@ const SHORT_ENV_NAMES: &[(&str, &str)] = &[
 
 impl Config {
     /// Loads the settings from the embedded defaults, `path` if it exists, and the environment.
-    pub fn load(path: Option<&Path>) -> Result<Config, String> {
+    pub fn load(path: Option<&Path>) -> Result<Config, StartError> {
         let mut figment = Figment::from(Toml::string(DEFAULT_CONFIG_TOML));
         if let Some(path) = path {
             if path.exists() {
                 figment = figment.merge(Toml::file(path));
             } else if path != Path::new("config.toml") {
-                return Err(format!("config file {} not found", path.display()));
+                return Err(StartError::Config(format!(
+                    "config file {} not found",
+                    path.display()
+                )));
             }
         }
         for (name, key) in SHORT_ENV_NAMES {
@@ -154,8 +158,8 @@ impl Config {
         figment = figment.merge(Env::prefixed("LENDEX_").split("__").ignore(&["log_format"]));
         let config: Config = figment
             .extract()
-            .map_err(|e| format!("bad configuration: {e}"))?;
-        config.validate()?;
+            .map_err(|e| StartError::Config(e.to_string()))?;
+        config.validate().map_err(StartError::Config)?;
         Ok(config)
     }
 

@@ -286,7 +286,7 @@ pub async fn run(config: &Config, api: &str, owners: usize) -> CliResult {
     // pools through the service's signed handshake.
     let add = writes::AddAdmin {
         pubkey: authority_key.to_string(),
-        role: "pool_admin".into(),
+        role: crate::domain::enums::Role::PoolAdmin,
         label: Some("demo authority".into()),
         actor: crate::ops::SYSTEM_ACTOR.into(),
     };

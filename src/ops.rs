@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::db::{self, chain_writes, queries, writes};
 use crate::domain::accounts::mint_decimals;
-use crate::domain::enums::is_role;
+use crate::domain::enums::Role;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::CliResult;
 use crate::wire::admin::Admin;
@@ -45,13 +45,11 @@ pub async fn admin_add(
     label: Option<String>,
 ) -> CliResult {
     parse_pubkey(pubkey).map_err(|e| format!("bad pubkey: {e}"))?;
-    if !is_role(role) {
-        return Err("role must be pool_admin or super_admin".into());
-    }
+    let role = Role::parse(role).ok_or("role must be pool_admin or super_admin")?;
     let pool = migrated_pool(config).await?;
     let cmd = writes::AddAdmin {
         pubkey: pubkey.to_string(),
-        role: role.to_string(),
+        role,
         label,
         actor: SYSTEM_ACTOR.to_string(),
     };
@@ -91,6 +89,7 @@ pub async fn admin_list(config: &Config) -> CliResult {
         "pubkey", "role", "state", "added_by"
     );
     for admin in rows.iter().map(Admin::from_row) {
+        let admin = admin?;
         let state = if admin.revoked_at.is_some() {
             "revoked"
         } else {

@@ -9,6 +9,7 @@ use crate::wire::admin::{Admin, AuditEntry};
 use crate::wire::pools::Pool;
 use crate::wire::transactions::Transaction;
 
+use crate::domain::enums::Role;
 use crate::domain::wad::PoolPricing;
 use crate::error::{ApiError, ApiResult};
 
@@ -88,15 +89,17 @@ impl Transaction {
 }
 
 impl Admin {
-    pub fn from_row(row: &Row) -> Admin {
-        Admin {
+    pub fn from_row(row: &Row) -> ApiResult<Admin> {
+        let role: &str = row.get("role");
+        Ok(Admin {
             pubkey: row.get("pubkey"),
-            role: row.get("role"),
+            role: Role::parse(role)
+                .ok_or_else(|| ApiError::internal(format!("stored role {role:?}")))?,
             label: row.get("label"),
             added_by: row.get("added_by"),
             created_at: row.get("created_at"),
             revoked_at: row.get("revoked_at"),
-        }
+        })
     }
 }
 

@@ -8,6 +8,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::queries;
+use crate::domain::enums::Role;
 use crate::error::{ApiError, ApiResult};
 
 /// The writer lanes: each concern has its own queue and connection, so a stall
@@ -194,7 +195,7 @@ fn first_and_last<'a, T>(cmds: &[&'a T], key: impl Fn(&'a T) -> &'a str) -> Vec<
 #[derive(Debug, Clone)]
 pub struct AddAdmin {
     pub pubkey: String,
-    pub role: String,
+    pub role: Role,
     pub label: Option<String>,
     /// The adding admin's pubkey, or `system` for the operator CLI.
     pub actor: String,
@@ -214,8 +215,11 @@ impl WriteCommand for AddAdmin {
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
             let stmt = tx.prepare_cached(queries::UPSERT_ADMIN).await?;
-            tx.execute(&stmt, &[&self.pubkey, &self.role, &self.label, &self.actor])
-                .await?;
+            tx.execute(
+                &stmt,
+                &[&self.pubkey, &self.role.as_str(), &self.label, &self.actor],
+            )
+            .await?;
             insert_audit(
                 tx,
                 &self.actor,
@@ -247,7 +251,7 @@ impl WriteCommand for AddAdmin {
                 &stmt,
                 &[
                     &column(|c| Some(&c.pubkey)),
-                    &column(|c| Some(&c.role)),
+                    &column(|c| Some(c.role.as_str())),
                     &column(|c| c.label.as_deref()),
                     &column(|c| Some(&c.actor)),
                 ],

@@ -1,7 +1,38 @@
 //! The closed vocabularies of the spec: admin roles, transaction actions and statuses.
 //! The schema enforces the same sets with CHECK constraints.
 
-pub const ROLES: &[&str] = &["super_admin", "pool_admin"];
+/// An admin role (spec 2.6): the one definition of the vocabulary, parsed at
+/// the edges (a request body, a row, a CLI argument) and used as is within.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    SuperAdmin,
+    PoolAdmin,
+}
+
+impl Role {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::SuperAdmin => "super_admin",
+            Role::PoolAdmin => "pool_admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        [Role::SuperAdmin, Role::PoolAdmin]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Every role's name, as the schema's enum lists them.
+pub const ROLES: [&str; 2] = [Role::SuperAdmin.as_str(), Role::PoolAdmin.as_str()];
 
 pub const TX_ACTIONS: &[&str] = &[
     "deposit",
@@ -19,10 +50,6 @@ pub const TX_ACTIONS: &[&str] = &[
 ];
 
 pub const TX_STATUSES: &[&str] = &["pending", "confirmed", "failed"];
-
-pub fn is_role(s: &str) -> bool {
-    ROLES.contains(&s)
-}
 
 pub fn is_tx_action(s: &str) -> bool {
     TX_ACTIONS.contains(&s)
@@ -51,6 +78,17 @@ pub fn parse_u128_decimal(s: &str) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roles_read_back_as_written() {
+        for name in ROLES {
+            assert_eq!(Role::parse(name).map(Role::as_str), Some(name));
+            let json = serde_json::to_string(&Role::parse(name)).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+        }
+        assert_eq!(Role::parse("root"), None);
+        assert_eq!(Role::parse("Pool_Admin"), None);
+    }
 
     #[test]
     fn u128_decimals() {

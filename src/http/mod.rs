@@ -5,13 +5,12 @@
 pub mod body;
 pub mod extract;
 pub mod handlers;
-pub mod hot_reads;
 pub mod json_errors;
 pub mod observe;
 pub mod openapi;
+pub mod polls;
 pub mod query;
 pub mod rate_limit;
-pub mod rendered;
 pub mod server;
 pub mod signed;
 pub mod socket;
@@ -31,19 +30,14 @@ use handlers::{
 /// formatting it per request), not under a scope: one match per request.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg
-        // The liquidators' hot paths first: resources are matched in order.
+        // The liquidators' polls first (resources are matched in order); a
+        // rendered one is answered before the App (`polls::answer`).
+        .service(read(resource(polls::UNHEALTHY, GET), positions::unhealthy))
         .service(read(
-            resource("/api/positions/unhealthy", GET),
-            positions::unhealthy,
-        ))
-        .service(read(
-            resource("/api/liquidations", GET),
+            resource(polls::LIQUIDATIONS, GET),
             liquidations::liquidations,
         ))
-        .service(read(
-            resource("/api/positions/at-risk", GET),
-            liquidations::at_risk,
-        ))
+        .service(read(resource(polls::AT_RISK, GET), liquidations::at_risk))
         .service(
             // An endless stream: no HEAD.
             resource("/api/positions/unhealthy/stream", "GET")

@@ -1,6 +1,6 @@
 //! What every answered request leaves behind: its series in the HTTP metrics
 //! and, when INFO is on, one log line. Used by the App's middleware and by
-//! `hot_reads`, so both paths are counted and logged alike.
+//! `polls::answer`, so both paths are counted and logged alike.
 
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
 //! The HTTP server: the actix-web App (routes, request log), with the cache's
-//! rendered polls answered ahead of it (`hot_reads`), served by actix-http's
+//! rendered polls answered ahead of it (`polls`), served by actix-http's
 //! HTTP/1 service on sockets wrapped by `json_errors`. This is
 //! actix_web::HttpServer's own assembly, done here because HttpServer cannot
 //! wrap a connection's socket.
@@ -19,9 +19,9 @@ use actix_web::{App, web};
 use futures_util::TryFutureExt;
 use futures_util::future::{Either, ready};
 
-use super::hot_reads;
 use super::json_errors::JsonErrors;
 use super::observe::Observed;
+use super::polls;
 use super::state::AppState;
 use crate::config::ServerConfig;
 use crate::error::StartError;
@@ -77,10 +77,8 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
                         // The polled answers the cache has rendered skip the App.
                         {
                             let state = state.clone();
-                            move |req: Request, app: &_| match hot_reads::answer(
-                                &state.rendered,
-                                &req,
-                            ) {
+                            move |req: Request, app: &_| match polls::answer(&state.rendered, &req)
+                            {
                                 Some(response) => Either::Left(ready(Ok(response))),
                                 None => Either::Right(app.call(req).map_ok(Response::from)),
                             }

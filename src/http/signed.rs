@@ -10,6 +10,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use crate::actors::nonce_registry::ConsumeNonce;
 use crate::db::queries;
 use crate::domain::auth_message::{canonical_message, is_valid_nonce};
+use crate::domain::enums::Role;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
@@ -20,22 +21,6 @@ pub struct Credentials<'a> {
     pub actor: &'a str,
     pub nonce: &'a str,
     pub signature: &'a str,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    SuperAdmin,
-    PoolAdmin,
-}
-
-impl Role {
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "super_admin" => Some(Role::SuperAdmin),
-            "pool_admin" => Some(Role::PoolAdmin),
-            _ => None,
-        }
-    }
 }
 
 /// Which roles an endpoint admits.

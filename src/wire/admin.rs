@@ -5,6 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::formats::{NonceText, PubkeyText, RoleName, WalletSignature};
+use crate::domain::enums::Role;
 
 /// Spec 2.6.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -12,7 +13,7 @@ pub struct Admin {
     #[schema(value_type = PubkeyText)]
     pub pubkey: String,
     #[schema(value_type = RoleName)]
-    pub role: String,
+    pub role: Role,
     pub label: Option<String>,
     pub added_by: String,
     pub created_at: DateTime<Utc>,
@@ -35,7 +36,7 @@ pub struct AuditEntry {
 pub struct MeResponse {
     /// `super_admin`, `pool_admin`, or null when the wallet is not an active admin.
     #[schema(value_type = Option<RoleName>)]
-    pub role: Option<String>,
+    pub role: Option<Role>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -264,7 +264,7 @@ async fn batched_admin_adds_apply_in_arrival_order() {
     let (twice, once) = (Wallet::new().pubkey(), Wallet::new().pubkey());
     let add = |pubkey: &str, role: &str, label: &str| AddAdmin {
         pubkey: pubkey.to_string(),
-        role: role.into(),
+        role: lendex::domain::enums::Role::parse(role).unwrap(),
         label: Some(label.into()),
         actor: app.root.pubkey(),
     };

@@ -8,13 +8,13 @@ use crate::config::Cluster;
 use crate::db::queries;
 use crate::db::writes::{AddAdmin, RevokeAdmin};
 use crate::domain::auth_message::{READ_AUDIT_ACTION, add_admin_action, revoke_admin_action};
-use crate::domain::enums::is_role;
+use crate::domain::enums::Role;
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::Params;
-use crate::http::signed::{Credentials, Need, Role, active_role, authorize, credentials};
+use crate::http::signed::{Credentials, Need, active_role, authorize, credentials};
 use crate::http::state::AppState;
 use crate::wire::admin::{
     AddAdminRequest, Admin, AllowlistResponse, AuditEntry, AuditResponse, MeResponse, OkResponse,
@@ -40,7 +40,7 @@ fn signed_target(body: &JsonBody) -> ApiResult<(Credentials<'_>, &str)> {
 pub struct AddAdminCall<'a> {
     pub creds: Credentials<'a>,
     pub pubkey: Pubkey,
-    pub role: &'a str,
+    pub role: Role,
     pub label: Option<&'a str>,
 }
 
@@ -50,7 +50,7 @@ impl AddAdminRequest {
     pub fn parse(body: &JsonBody) -> ApiResult<AddAdminCall<'_>> {
         let (creds, pubkey) = signed_target(body)?;
         let role = match body.str("role") {
-            Ok(Some(role)) if is_role(role) => role,
+            Ok(Some(role)) => Role::parse(role).ok_or(ApiError::InvalidRole)?,
             _ => return Err(ApiError::InvalidRole),
         };
         let label = body.str("label")?;
@@ -95,10 +95,7 @@ impl RevokeAdminRequest {
         (status = 400, body = ErrorBody, description = "missing fields | invalid")))]
 pub async fn me(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let pubkey = params.pubkey("pubkey")?.ok_or(ApiError::MissingFields)?;
-    let role = active_role(&state, &pubkey).await?.map(|r| match r {
-        Role::SuperAdmin => "super_admin".to_string(),
-        Role::PoolAdmin => "pool_admin".to_string(),
-    });
+    let role = active_role(&state, &pubkey).await?;
     Ok(HttpResponse::Ok().json(MeResponse { role }))
 }
 
@@ -112,7 +109,7 @@ pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> 
         .await?
         .iter()
         .map(Admin::from_row)
-        .collect();
+        .collect::<ApiResult<_>>()?;
     Ok(HttpResponse::Ok().json(AllowlistResponse { admins }))
 }
 
@@ -130,13 +127,13 @@ pub async fn add_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     authorize(
         &state,
         &creds,
-        &add_admin_action(&pubkey.to_string(), role),
+        &add_admin_action(&pubkey.to_string(), role.as_str()),
         Need::SuperAdmin,
     )
     .await?;
     let cmd = AddAdmin {
         pubkey: pubkey.to_string(),
-        role: role.to_string(),
+        role,
         label: label.map(str::to_string),
         actor: creds.actor.to_string(),
     };
@@ -242,8 +239,13 @@ mod tests {
 
     fn add(json: &str) -> ApiResult<(Pubkey, String, Option<String>)> {
         let body = JsonBody::parse(json.as_bytes()).unwrap();
-        AddAdminRequest::parse(&body)
-            .map(|c| (c.pubkey, c.role.into(), c.label.map(str::to_string)))
+        AddAdminRequest::parse(&body).map(|c| {
+            (
+                c.pubkey,
+                c.role.as_str().into(),
+                c.label.map(str::to_string),
+            )
+        })
     }
 
     #[test]

@@ -14,16 +14,14 @@ use crate::actors::health_cache::{
     KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Subscribe, commit,
 };
 use crate::db::queries;
-use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
-use crate::engine::answers::{Answer, OwnerBody, cached_owner_body, keep_owner_body};
+use crate::engine::answers::{OwnerBody, cached_owner_body, keep_owner_body};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
-use crate::http::query::Query;
-use crate::http::rendered::{json_bytes, serve_answer};
+use crate::http::polls::{self, json_bytes};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
 use crate::wire::error::ErrorBody;
@@ -141,14 +139,7 @@ pub async fn sync_position(
         (status = 400, body = ErrorBody, description = "invalid (malformed pool)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    serve_answer(&state, unhealthy_answer(params.query())?).await
-}
-
-/// The answer GET /api/positions/unhealthy asks for (also read by `hot_reads`).
-pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
-    let pool = query.key("pool")?;
-    let limit = clamp_limit(query.get("limit").as_deref()) as usize;
-    Ok(Answer::Unhealthy { pool, limit })
+    polls::serve(&state, polls::unhealthy_answer(params.query())?).await
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",

@@ -1,46 +1,128 @@
-//! The liquidators' polls, answered ahead of the App. A GET of
-//! /api/positions/unhealthy, /api/liquidations or /api/positions/at-risk whose
-//! answer the health cache has already rendered for this second is served from
-//! those shared bytes, with no routing, extractors or handler futures: the
-//! answer is ready, and what is left per request is the HTTP stack (what the
-//! hello-world baseline measures). Everything else (a miss, HEAD, another
-//! spelling of the path, a parameter the handler would refuse) goes on to the
-//! App, whose handlers parse the query the same way (`*_answer`), give the
-//! same bytes through the same `json_bytes`, and answer every error.
+//! The liquidators' polls: GET /api/positions/unhealthy, /api/liquidations and
+//! /api/positions/at-risk, answered from the health cache's rendered answers.
+//!
+//! `POLLS` is the one table of these routes: each pattern (also the metrics
+//! label and the App's route, see `http::routes`) with the parser of its query
+//! into the `Answer` it asks for. A GET whose answer is already rendered for
+//! this second is served by `answer` from those shared bytes ahead of the App,
+//! with no routing, extractors or handler futures: what is left per request is
+//! the HTTP stack (what the hello-world baseline measures). Everything else (a
+//! miss, HEAD, another spelling of the path, a parameter the parser refuses)
+//! goes on to the App, whose handlers parse the query the same way, `serve`
+//! the same bytes (the cache renders on a miss), and answer every error.
 
 use actix_http::body::BoxBody;
 use actix_http::{Method, Request, Response};
+use actix_web::HttpResponse;
+use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 
-use super::handlers::liquidations::{at_risk_answer, liquidations_answer};
-use super::handlers::positions::unhealthy_answer;
 use super::observe::Observed;
 use super::query::Query;
-use super::rendered::json_bytes;
+use super::state::AppState;
+use crate::actors::health_cache::Render;
+use crate::domain::enums::parse_u128_decimal;
+use crate::domain::limits::clamp_limit;
+use crate::domain::wad::WAD;
+use crate::engine::WATCH_BELOW;
 use crate::engine::answers::{Answer, SharedRendered, cached_answer, now_seconds};
-use crate::error::ApiResult;
+use crate::engine::quotes::QuoteFilter;
+use crate::error::{ApiError, ApiResult};
 
-/// The cache-served routes: pattern (also the metrics label) and the parser.
-type Parse = fn(Query) -> ApiResult<Answer>;
-const ROUTES: [(&str, Parse); 3] = [
-    ("/api/positions/unhealthy", unhealthy_answer),
-    ("/api/liquidations", liquidations_answer),
-    ("/api/positions/at-risk", at_risk_answer),
+pub const UNHEALTHY: &str = "/api/positions/unhealthy";
+pub const LIQUIDATIONS: &str = "/api/liquidations";
+pub const AT_RISK: &str = "/api/positions/at-risk";
+
+/// A poll's route and the parser of its query.
+pub struct Poll {
+    pub route: &'static str,
+    pub parse: fn(Query) -> ApiResult<Answer>,
+}
+
+/// Every poll served from the rendered answers.
+pub const POLLS: [Poll; 3] = [
+    Poll {
+        route: UNHEALTHY,
+        parse: unhealthy_answer,
+    },
+    Poll {
+        route: LIQUIDATIONS,
+        parse: liquidations_answer,
+    },
+    Poll {
+        route: AT_RISK,
+        parse: at_risk_answer,
+    },
 ];
 
-/// The answer to `req` when it is one of the routes above and already
-/// rendered; None sends the request on to the App.
+/// The answer GET /api/positions/unhealthy asks for.
+pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
+    let pool = query.key("pool")?;
+    let limit = clamp_limit(query.get("limit").as_deref()) as usize;
+    Ok(Answer::Unhealthy { pool, limit })
+}
+
+/// The answer GET /api/liquidations asks for.
+pub fn liquidations_answer(query: Query) -> ApiResult<Answer> {
+    let min_profit_wad = match query.get("min_profit_wad") {
+        None => 0,
+        Some(v) => parse_u128_decimal(&v).ok_or(ApiError::Invalid)?,
+    };
+    Ok(Answer::Liquidations(QuoteFilter {
+        debt_pool: query.key("debt_pool")?,
+        collateral_pool: query.key("collateral_pool")?,
+        min_profit_wad,
+        limit: clamp_limit(query.get("limit").as_deref()) as usize,
+    }))
+}
+
+/// The at-risk list's default upper bound: 1.1 WAD.
+const DEFAULT_BELOW: u128 = WAD + WAD / 10;
+
+/// The answer GET /api/positions/at-risk asks for: `below` above 1 WAD and
+/// within the engine's watch band.
+pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
+    let below = match query.get("below") {
+        None => DEFAULT_BELOW,
+        Some(v) => parse_u128_decimal(&v)
+            .filter(|b| *b > WAD && *b <= WATCH_BELOW)
+            .ok_or(ApiError::Invalid)?,
+    };
+    let limit = clamp_limit(query.get("limit").as_deref()) as usize;
+    Ok(Answer::AtRisk { below, limit })
+}
+
+/// The answer to `req` when it is one of the polls and already rendered; None
+/// sends the request on to the App.
 pub fn answer(rendered: &SharedRendered, req: &Request) -> Option<Response<BoxBody>> {
     if req.method() != Method::GET {
         return None;
     }
-    let (route, parse) = ROUTES.iter().find(|(route, _)| *route == req.path())?;
+    let poll = POLLS.iter().find(|poll| poll.route == req.path())?;
     let observed = Observed::start(req.method(), req.path());
     let query = Query(req.uri().query().unwrap_or_default()).check().ok()?;
-    let answer = parse(query).ok()?;
+    let answer = (poll.parse)(query).ok()?;
     let body = cached_answer(rendered, &answer, now_seconds())?;
     let response = json_bytes(body);
-    observed.finish(route, req.method(), response.status().as_u16());
+    observed.finish(poll.route, req.method(), response.status().as_u16());
     Some(response.into())
+}
+
+/// The App's side: the rendered answer, or the cache renders it now.
+pub async fn serve(state: &AppState, answer: Answer) -> ApiResult<HttpResponse> {
+    let now = now_seconds();
+    let body = match cached_answer(&state.rendered, &answer, now) {
+        Some(body) => body,
+        None => state.cache.send(Render(answer)).await??,
+    };
+    Ok(json_bytes(body))
+}
+
+/// A 200 with an already rendered JSON body.
+pub fn json_bytes(body: actix_web::web::Bytes) -> HttpResponse {
+    // A static header value: nothing parsed or copied per answer.
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("application/json")))
+        .body(body)
 }
 
 #[cfg(test)]
