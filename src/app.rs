@@ -131,6 +131,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let _ = service.cache.send(FlushWrites).await;
     service.writer.drain().await;
     tracing::info!("lendex stopped; all acknowledged writes are committed");
+    crate::logging::flush(Duration::from_millis(500));
     result
 }
 

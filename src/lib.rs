@@ -21,6 +21,7 @@ pub mod error;
 pub mod feed;
 pub mod http;
 pub mod ingest;
+pub mod logging;
 pub mod metrics;
 pub mod ops;
 pub mod remote;

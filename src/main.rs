@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use std::io::Write as _;
+
 use clap::{Parser, Subcommand};
 use lendex::config::Config;
 use lendex::error::CliResult;
@@ -171,7 +173,7 @@ fn default_url(bind: &str) -> String {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    lendex::logging::init();
     match cli.command {
         // Needs no settings: works anywhere, before any config exists.
         Command::Keygen { outfile } => {
@@ -195,7 +197,7 @@ fn main() -> std::process::ExitCode {
 /// The merged settings, or exit code 2 with the reason on stderr.
 fn load(path: &std::path::Path) -> Result<Config, std::process::ExitCode> {
     Config::load(Some(path)).map_err(|e| {
-        eprintln!("lendex: {e}");
+        say(format_args!("lendex: {e}"));
         std::process::ExitCode::from(2)
     })
 }
@@ -216,12 +218,12 @@ fn remote(
     ));
     match answer {
         Ok(body) => {
-            println!("{body}");
+            let _ = writeln!(std::io::stdout(), "{body}");
             std::process::ExitCode::SUCCESS
         }
         // The server's error body, as it sent it.
         Err(lendex::remote::Failure::Answer(body)) => {
-            eprintln!("{body}");
+            say(format_args!("{body}"));
             std::process::ExitCode::FAILURE
         }
         Err(lendex::remote::Failure::Other(e)) => exit(Err(e.into())),
@@ -251,22 +253,14 @@ fn exit(result: CliResult) -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("lendex: {e}");
+            say(format_args!("lendex: {e}"));
             std::process::ExitCode::FAILURE
         }
     }
 }
 
-/// tracing to stderr, one line per event; JSON lines when LENDEX_LOG_FORMAT=json.
-fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if std::env::var("LENDEX_LOG_FORMAT").is_ok_and(|v| v == "json") {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+/// A line on stderr for the operator; a stderr that cannot be written (its
+/// reader gone) is not a reason to panic.
+fn say(line: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

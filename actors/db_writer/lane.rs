@@ -42,9 +42,9 @@ pub struct Drain;
 #[rtype(result = "LaneStats")]
 pub struct GetLaneStats;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LaneStats {
-    pub lane: &'static str,
+    pub lane: Lane,
     /// Writes waiting for the next batch.
     pub queued: usize,
     pub batches: u64,
@@ -89,8 +89,14 @@ impl LaneWriter {
             flushing: false,
             drain_waiters: Vec::new(),
             stats: LaneStats {
-                lane: lane.name(),
-                ..LaneStats::default()
+                lane,
+                queued: 0,
+                batches: 0,
+                writes: 0,
+                largest_batch: 0,
+                failed_batches: 0,
+                expired_writes: 0,
+                last_batch_ms: None,
             },
         }
     }
@@ -130,7 +136,7 @@ impl LaneWriter {
         self.stats.writes += batch.len() as u64;
         self.stats.largest_batch = self.stats.largest_batch.max(batch.len());
         let (pool, limit) = (self.pool.clone(), self.max_batch_time);
-        let lane = self.stats.lane;
+        let lane = self.stats.lane.name();
         let flush = async move {
             let started = Instant::now();
             let failure = match pool.get().await {

@@ -226,7 +226,7 @@ impl Handler<BorrowsChanged> for HealthCache {
 impl Handler<Subscribe> for HealthCache {
     type Result = ApiResult<FeedStream>;
 
-    fn handle(&mut self, _: Subscribe, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Subscribe, _: &mut Self::Context) -> Self::Result {
         if !self.ready {
             return Err(not_loaded());
         }
@@ -244,7 +244,7 @@ impl Handler<Subscribe> for HealthCache {
                 frames
             }
         };
-        let (subscriber, stream) = Subscriber::new(snapshot, self.subscriber_max_lag);
+        let (subscriber, stream) = Subscriber::new(snapshot, self.subscriber_max_lag, msg.socket);
         // Stopping: the snapshot, then the stream ends at once (its sender is dropped).
         if !self.streams_closed {
             self.subscribers.push(subscriber);
@@ -259,7 +259,9 @@ impl Handler<CloseStreams> for HealthCache {
 
     fn handle(&mut self, _: CloseStreams, _: &mut Self::Context) {
         self.streams_closed = true;
-        self.subscribers.clear();
+        for subscriber in self.subscribers.drain(..) {
+            subscriber.close();
+        }
         self.engine.record_events(false);
     }
 }

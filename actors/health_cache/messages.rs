@@ -118,7 +118,10 @@ pub struct BorrowsChanged(pub Vec<Pubkey>);
 /// answer is the response body.
 #[derive(Message)]
 #[rtype(result = "ApiResult<FeedStream>")]
-pub struct Subscribe;
+pub struct Subscribe {
+    /// The subscriber's connection socket (cut when the service stops).
+    pub socket: Option<std::os::fd::RawFd>,
+}
 
 /// The service is stopping: every feed stream ends (their queues are dropped),
 /// so a graceful stop does not wait its whole timeout for them.

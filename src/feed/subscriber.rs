@@ -10,6 +10,7 @@
 //! reads on, it gets one `resync` event telling it to re-read
 //! GET /api/positions/unhealthy and reconnect, and then the stream ends.
 
+use std::os::fd::{BorrowedFd, RawFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -41,6 +42,8 @@ struct Shared {
     unread: AtomicUsize,
     /// Set when the cache gives up on this subscriber.
     dropped: AtomicBool,
+    /// Set when the service stops: the stream ends, whatever is unread.
+    closed: AtomicBool,
 }
 
 /// The cache's handle on one subscriber.
@@ -49,16 +52,19 @@ pub struct Subscriber {
     shared: Arc<Shared>,
     /// Unread bytes allowed beyond a batch taken on an empty queue.
     max_lag: usize,
+    /// The socket of the subscriber's connection, to cut it at a stop.
+    socket: Option<RawFd>,
 }
 
 impl Subscriber {
     /// A subscriber that starts with `snapshot` unread (it counts toward the cap:
-    /// the cap is the snapshot plus `max_lag`).
-    pub fn new(snapshot: Bytes, max_lag: usize) -> (Subscriber, FeedStream) {
+    /// the cap is the snapshot plus `max_lag`), on the connection of `socket`.
+    pub fn new(snapshot: Bytes, max_lag: usize, socket: Option<RawFd>) -> (Subscriber, FeedStream) {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             unread: AtomicUsize::new(snapshot.len()),
             dropped: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         });
         let max_lag = max_lag.saturating_add(snapshot.len());
         let stream = FeedStream::new(snapshot, rx, shared.clone());
@@ -67,9 +73,25 @@ impl Subscriber {
                 tx,
                 shared,
                 max_lag,
+                socket,
             },
             stream,
         )
+    }
+
+    /// The service is stopping: the stream ends at once, unread bytes and all,
+    /// and the connection's socket is shut down, so a peer that reads nothing
+    /// cannot keep the stop waiting for its buffers to drain.
+    pub fn close(self) {
+        self.shared.closed.store(true, Ordering::Release);
+        if let Some(fd) = self.socket
+            && !self.tx.is_closed()
+        {
+            // SAFETY: the stream is alive, so its connection is too: the
+            // dispatcher owns the socket and the stream, and drops them together.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            let _ = socket2::SockRef::from(&fd).shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// Queues a batch; false when the subscriber is gone or now dropped. A batch
@@ -137,6 +159,9 @@ impl Stream for FeedStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.shared.closed.load(Ordering::Acquire) {
+            return Poll::Ready(None);
+        }
         loop {
             if !this.current.is_empty() {
                 let n = this.current.len().min(SLICE);
@@ -186,7 +211,7 @@ mod tests {
     #[tokio::test]
     async fn hello_then_snapshot_in_slices_then_live() {
         let snapshot = Bytes::from(vec![b'x'; SLICE * 2 + 10]);
-        let (sub, mut stream) = Subscriber::new(snapshot, 1024);
+        let (sub, mut stream) = Subscriber::new(snapshot, 1024, None);
         assert_eq!(next(&mut stream).await, HELLO);
         let sizes = [
             next(&mut stream).await.len(),
@@ -200,7 +225,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_that_keeps_up_takes_any_batch() {
-        let (sub, mut stream) = Subscriber::new(Bytes::new(), 10);
+        let (sub, mut stream) = Subscriber::new(Bytes::new(), 10, None);
         next(&mut stream).await; // hello
         for _ in 0..3 {
             let big = Bytes::from(vec![b'y'; 1000]);
@@ -217,7 +242,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_batch_in_parts_is_taken_or_refused_whole() {
-        let (sub, _stream) = Subscriber::new(Bytes::from_static(b"snap"), 100);
+        let (sub, _stream) = Subscriber::new(Bytes::from_static(b"snap"), 100, None);
         assert!(sub.offer(&[Bytes::from(vec![b'a'; 60])]));
         // 30 alone would fit (4 + 60 + 30 <= 104); with its other part it does not.
         let parts = [Bytes::from(vec![b'b'; 30]), Bytes::from(vec![b'c'; 11])];
@@ -231,7 +256,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lagging_reader_is_dropped_and_told_to_resync() {
-        let (sub, mut stream) = Subscriber::new(Bytes::from_static(b"snap"), 100);
+        let (sub, mut stream) = Subscriber::new(Bytes::from_static(b"snap"), 100, None);
         assert!(sub.offer(&[Bytes::from(vec![b'a'; 60])]));
         assert!(
             sub.offer(&[Bytes::from(vec![b'b'; 40])]),
@@ -252,8 +277,16 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_closed_subscriber_ends_its_stream_with_bytes_unread() {
+        let (sub, mut stream) = Subscriber::new(Bytes::from(vec![b'x'; SLICE * 4]), 10, None);
+        assert_eq!(next(&mut stream).await, HELLO);
+        sub.close();
+        assert!(stream.next().await.is_none(), "nothing more after a close");
+    }
+
+    #[tokio::test]
     async fn a_closed_connection_is_seen_by_the_cache() {
-        let (sub, stream) = Subscriber::new(Bytes::new(), 10);
+        let (sub, stream) = Subscriber::new(Bytes::new(), 10, None);
         assert!(!sub.is_closed());
         drop(stream);
         assert!(sub.is_closed());

@@ -26,12 +26,11 @@ pub fn on_connect(tcp: &TcpStream, ext: &mut Extensions) {
     ext.insert(ConnectionSocket(tcp.as_raw_fd()));
 }
 
-/// Bounds the socket of a feed subscriber. Best effort: a socket that refuses an
-/// option keeps the kernel's defaults.
-pub fn bound_feed_socket(req: &HttpRequest) {
-    let Some(ConnectionSocket(fd)) = req.conn_data::<ConnectionSocket>().copied() else {
-        return;
-    };
+/// Bounds the socket of a feed subscriber, and gives it back (a stop cuts it).
+/// Best effort: a socket that refuses an option keeps the kernel's defaults.
+pub fn bound_feed_socket(req: &HttpRequest) -> Option<RawFd> {
+    let ConnectionSocket(raw) = req.conn_data::<ConnectionSocket>().copied()?;
+    let fd = raw;
     // SAFETY: the fd belongs to the connection serving `req`, open while it runs.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let socket = socket2::SockRef::from(&fd);
@@ -41,4 +40,5 @@ pub fn bound_feed_socket(req: &HttpRequest) {
     {
         tracing::debug!(error = %e, "feed socket options not set");
     }
+    Some(raw)
 }

@@ -46,6 +46,7 @@ pub const SYNC_LAG_SLOTS: &str = "lendex_sync_lag_slots";
 pub const SYNC_STREAM_CONNECTED: &str = "lendex_sync_stream_connected";
 pub const SYNC_NOTIFICATIONS: &str = "lendex_sync_notifications_total";
 pub const SYNC_RECONNECTS: &str = "lendex_sync_stream_reconnects_total";
+pub const LOG_DROPPED: &str = "lendex_log_lines_dropped_total";
 
 /// Latency buckets, in seconds: 100 µs to 10 s.
 const SECONDS_BUCKETS: &[f64] = &[
@@ -107,6 +108,10 @@ pub fn install() -> Metrics {
 }
 
 fn describe() {
+    describe_counter!(
+        LOG_DROPPED,
+        "Log lines dropped: the log queue was full, or stderr could not be written (a reader gone)"
+    );
     describe_counter!(
         RPC_REQUESTS,
         "JSON-RPC requests to the chain, by method and outcome (ok, error, rate_limited, queue_full)"
@@ -277,4 +282,9 @@ pub fn sync(
     }
     gauge!(SYNC_STREAM_CONNECTED).set(f64::from(u8::from(connected)));
     counter!(SYNC_RECONNECTS).absolute(reconnects);
+}
+
+/// Log lines that could not be written (`crate::logging`).
+pub fn log_lines_dropped(n: u64) {
+    counter!(LOG_DROPPED).increment(n);
 }

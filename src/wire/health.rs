@@ -3,10 +3,36 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+/// `degraded` when any check fails (the HTTP status is 200 either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    Ok,
+    Degraded,
+}
+
+/// `leader`: this replica holds the cluster's ingester lease and does the
+/// background chain work; `follower`: another one does (or none is enabled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncRole {
+    Leader,
+    Follower,
+}
+
+/// A writer lane: each concern has its own queue and connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneName {
+    Index,
+    Admin,
+    TxLog,
+    Auth,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct HealthResponse {
-    /// "ok" or "degraded".
-    pub status: String,
+    pub status: HealthStatus,
     pub timestamp: String,
     pub checks: HealthChecks,
 }
@@ -30,8 +56,7 @@ pub struct WriterCheck {
 
 #[derive(Serialize, ToSchema)]
 pub struct LaneCheck {
-    /// index, admin or tx_log.
-    pub lane: String,
+    pub lane: LaneName,
     /// Writes waiting for the next batch.
     pub queued: usize,
     pub batches: u64,
@@ -83,10 +108,7 @@ pub struct SyncCheck {
     /// (on the leader; a follower does no background work).
     pub ok: bool,
     pub enabled: bool,
-    /// `leader`: this replica holds the cluster's ingester lease and does the
-    /// background chain work; `follower`: another one does (or none is enabled).
-    #[schema(value_type = String)]
-    pub role: &'static str,
+    pub role: SyncRole,
     /// Lowest context slot of the last complete refresh (0 before the first).
     pub slot: u64,
     #[serde(rename = "lastRefreshAt")]

@@ -20,6 +20,7 @@ mod metrics_api;
 mod numeric_binary;
 mod process;
 mod remote_cli;
+mod stopping;
 mod transactions_api;
 mod writer_lanes;
 mod ws_proxy;

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::common::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_lendex");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_lendex");
 
 /// Runs `lendex <args>` against `db` with the short env names; returns (success, stdout+stderr).
 fn lendex(db: &TestDb, args: &[&str]) -> (bool, String) {
@@ -27,7 +27,7 @@ fn lendex(db: &TestDb, args: &[&str]) -> (bool, String) {
 }
 
 /// `lendex serve` on `port` against `db`, no chain, no background sync, plus `env`.
-fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> std::process::Child {
+pub(crate) fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> std::process::Child {
     Command::new(BIN)
         .arg("serve")
         .env("DATABASE_URL", &db.url)
@@ -42,7 +42,7 @@ fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> std::process::Child {
         .unwrap()
 }
 
-async fn wait_until_up(http: &reqwest::Client, base: &str) {
+pub(crate) async fn wait_until_up(http: &reqwest::Client, base: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if http.get(format!("{base}/api/health")).send().await.is_ok() {

@@ -11,6 +11,7 @@ use crate::actors::chain_reader::GetSlot;
 use crate::actors::chain_sync::GetSyncStatus;
 use crate::actors::health_cache::Stats as CacheStatsRequest;
 use crate::db::queries;
+use crate::db::writes::Lane;
 use crate::error::ApiResult;
 use crate::http::state::AppState;
 use crate::wire::health::*;
@@ -33,7 +34,12 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             .unwrap_or_default()
             .into_iter()
             .map(|l| LaneCheck {
-                lane: l.lane.to_string(),
+                lane: match l.lane {
+                    Lane::Index => LaneName::Index,
+                    Lane::Admin => LaneName::Admin,
+                    Lane::TxLog => LaneName::TxLog,
+                    Lane::Auth => LaneName::Auth,
+                },
                 queued: l.queued,
                 batches: l.batches,
                 writes: l.writes,
@@ -47,7 +53,11 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let (database, counts) = db;
     let ok = database.ok && rpc.ok && sync.ok && cache.ok;
     Ok(HttpResponse::Ok().json(HealthResponse {
-        status: if ok { "ok" } else { "degraded" }.to_string(),
+        status: if ok {
+            HealthStatus::Ok
+        } else {
+            HealthStatus::Degraded
+        },
         timestamp: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
         checks: HealthChecks {
             database,
@@ -117,7 +127,11 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             SyncCheck {
                 ok: status.is_fresh(Utc::now()),
                 enabled: status.enabled,
-                role: if status.leader { "leader" } else { "follower" },
+                role: if status.leader {
+                    SyncRole::Leader
+                } else {
+                    SyncRole::Follower
+                },
                 slot: last.map(|(_, r)| r.slot).unwrap_or(0),
                 last_refresh_at: last
                     .map(|(at, _)| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
@@ -137,7 +151,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
         _ => SyncCheck {
             ok: false,
             enabled: true,
-            role: "follower",
+            role: SyncRole::Follower,
             slot: 0,
             last_refresh_at: None,
             last_refresh_ms: None,

@@ -45,7 +45,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
     }
     for lane in lanes.unwrap_or_default() {
         metrics::writer_lane(
-            lane.lane,
+            lane.lane.name(),
             lane.queued,
             lane.failed_batches,
             lane.expired_writes,

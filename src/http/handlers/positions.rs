@@ -241,8 +241,8 @@ pub async fn unhealthy_stream(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
-    let stream = state.cache.send(Subscribe).await??;
-    bound_feed_socket(&req);
+    let socket = bound_feed_socket(&req);
+    let stream = state.cache.send(Subscribe { socket }).await??;
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))

@@ -135,5 +135,24 @@ mod tests {
         assert_eq!(pubkey["pattern"], crate::wire::formats::PUBKEY_PATTERN);
         let role = &doc["components"]["schemas"]["Role"]["enum"];
         assert_eq!(role, &serde_json::json!(["super_admin", "pool_admin"]));
+        // Every closed set of strings is an enum in the document.
+        let schemas = &doc["components"]["schemas"];
+        for (schema, field, values) in [
+            ("HealthResponse", "status", vec!["ok", "degraded"]),
+            ("SyncCheck", "role", vec!["leader", "follower"]),
+            (
+                "LaneCheck",
+                "lane",
+                vec!["index", "admin", "tx_log", "auth"],
+            ),
+        ] {
+            let property = &schemas[schema]["properties"][field];
+            let named = property["$ref"]
+                .as_str()
+                .and_then(|r| r.rsplit('/').next())
+                .map(|name| &schemas[name]);
+            let listed = named.unwrap_or(property)["enum"].clone();
+            assert_eq!(listed, serde_json::json!(values), "{schema}.{field}");
+        }
     }
 }
