@@ -105,6 +105,8 @@ pub struct ChainSync {
     ws_silence: Duration,
     /// The websocket task while leading.
     stream: Option<tokio::task::JoinHandle<()>>,
+    /// The reconcile running now, if any (cancelled when the lease is lost).
+    refresh: Option<SpawnHandle>,
     /// A reconcile was asked for while one ran: run another when it ends.
     again: bool,
     status: SyncStatus,
@@ -121,6 +123,7 @@ impl ChainSync {
             ws_url: crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
             ws_silence: Duration::from_millis(config.rpc.ws_silence_ms.max(30)),
             stream: None,
+            refresh: None,
             again: false,
             refresher: Refresher {
                 deps,
@@ -169,8 +172,9 @@ impl ChainSync {
                 .and_then(Result::ok);
             Ok::<_, ApiError>((report, tip))
         };
-        ctx.spawn(job.into_actor(self).map(|result, act, ctx| {
+        let handle = ctx.spawn(job.into_actor(self).map(|result, act, ctx| {
             act.running = false;
+            act.refresh = None;
             if act.again {
                 act.start_refresh(ctx);
             }
@@ -194,6 +198,7 @@ impl ChainSync {
                 }
             }
         }));
+        self.refresh = Some(handle);
     }
 }
 
@@ -218,9 +223,16 @@ impl Handler<LeaderChanged> for ChainSync {
 
     fn handle(&mut self, msg: LeaderChanged, ctx: &mut Self::Context) {
         self.status.leader = msg.0;
+        // Whatever ingests stops now: never two ingesters. (Writes already
+        // queued still commit; they are slot-guarded.)
         if let Some(stream) = self.stream.take() {
             stream.abort();
             self.status.stream.connected = false;
+        }
+        if let Some(refresh) = self.refresh.take() {
+            ctx.cancel_future(refresh);
+            self.running = false;
+            self.again = false;
         }
         if msg.0 {
             // A new leader catches up at once rather than at the next tick,

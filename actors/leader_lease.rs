@@ -3,12 +3,14 @@
 //! background chain work; the others stay followers and learn changes through
 //! NOTIFY like any reader. On-demand syncs run on every replica.
 //!
-//! The lock lives on a connection of its own. A leader checks that connection
-//! every second and steps down the moment it fails (the lock may be gone with
-//! it). PostgreSQL releases the lock when the session ends: at once when the
-//! leader's process dies (its socket closes), and within about 4 s when the
-//! network is cut, through the session's TCP keepalives set below. Followers
-//! retry every second, so another replica leads within 5 s.
+//! The lock lives on a connection of its own (application_name
+//! `lendex-lease`). A leader steps down the moment that session ends (the
+//! lock is gone with it: an operator's pg_terminate_backend, a restarted
+//! server), and checks it every second besides. PostgreSQL releases the lock
+//! when the session ends: at once when the leader's process dies (its socket
+//! closes), and within about 4 s when the network is cut, through the
+//! session's TCP keepalives set below. Followers retry every second, so another
+//! replica leads within 5 s.
 
 use std::time::Duration;
 
@@ -42,7 +44,7 @@ pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipie
     let mut leader = false;
     loop {
         match connect(&database_url).await {
-            Ok(client) => {
+            Ok((client, mut ended)) => {
                 // Leads until the session fails; follows while the lock is taken.
                 loop {
                     let step = tokio::time::timeout(
@@ -70,7 +72,11 @@ pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipie
                         tracing::info!(cluster, leader, "ingester lease {change}");
                         to.do_send(LeaderChanged(leader));
                     }
-                    tokio::time::sleep(EVERY).await;
+                    // The session's end is noticed at once, not at the next check.
+                    tokio::select! {
+                        () = tokio::time::sleep(EVERY) => {}
+                        _ = &mut ended => break,
+                    }
                 }
             }
             Err(e) => tracing::debug!(error = %e, "lease connection failed"),
@@ -84,14 +90,20 @@ pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipie
     }
 }
 
-async fn connect(url: &str) -> Result<Client, tokio_postgres::Error> {
+/// The lease's session, and what resolves when it ends.
+async fn connect(
+    url: &str,
+) -> Result<(Client, tokio::sync::oneshot::Receiver<()>), tokio_postgres::Error> {
     let mut config: tokio_postgres::Config = url.parse()?;
     config.options(KEEPALIVES);
+    config.application_name("lendex-lease");
     config.connect_timeout(CHECK_TIMEOUT);
     config.keepalives_idle(Duration::from_secs(2));
     let (client, connection) = config.connect(NoTls).await?;
+    let (end, ended) = tokio::sync::oneshot::channel();
     actix_rt::spawn(async move {
         let _ = connection.await;
+        let _ = end.send(());
     });
-    Ok(client)
+    Ok((client, ended))
 }

@@ -4,6 +4,7 @@
 mod admin_api;
 mod auth_handshake;
 mod chain_api;
+mod chain_edge;
 mod chain_faults;
 mod chain_refresh;
 mod chain_stream;

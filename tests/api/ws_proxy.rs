@@ -1,38 +1,56 @@
-//! A TCP proxy in front of surfpool's websocket, to cut connections, refuse
-//! new ones, or freeze them (no close, nothing delivered either way).
+//! A TCP proxy in front of a test's peer (surfpool's websocket or its HTTP RPC,
+//! PostgreSQL) to cut connections, refuse new ones (as a killed process does),
+//! freeze them (no close, nothing delivered either way), or, on a websocket,
+//! duplicate and reorder what the server sends.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 pub struct WsProxy {
+    /// The proxy's address, in the upstream's scheme (`ws://`, `http://`, or
+    /// a bare `host:port`).
     pub url: String,
     state: Arc<Mutex<State>>,
+    /// Notifications sent twice and out of order so far.
+    pub messed: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[derive(Default)]
 struct State {
     refusing: bool,
+    /// Server-to-client websocket frames of new connections are duplicated
+    /// and reordered.
+    messing: bool,
     /// One per live connection: send true to freeze it; dropped to cut it.
     connections: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
 }
 
 impl WsProxy {
-    /// Forwards ws://127.0.0.1:<port> to `upstream` (a ws:// URL).
+    /// Forwards a loopback port to `upstream` (`ws://host:port`,
+    /// `http://host:port` or `host:port`).
     pub async fn start(upstream: &str) -> WsProxy {
-        let target = upstream
-            .trim_start_matches("ws://")
-            .trim_end_matches('/')
-            .to_string();
+        let (scheme, rest) = match upstream.split_once("://") {
+            Some((scheme, rest)) => (format!("{scheme}://"), rest),
+            None => (String::new(), upstream),
+        };
+        let target = rest.trim_end_matches('/').to_string();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("ws://{}", listener.local_addr().unwrap());
+        let url = format!("{scheme}{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State::default()));
-        let accepting = state.clone();
+        let messed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (accepting, counting) = (state.clone(), messed.clone());
         actix_rt::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                if accepting.lock().unwrap().refusing {
+                let (refusing, messing) = {
+                    let s = accepting.lock().unwrap();
+                    (s.refusing, s.messing)
+                };
+                if refusing {
                     drop(client);
                     continue;
                 }
@@ -40,11 +58,16 @@ impl WsProxy {
                     continue;
                 };
                 let (freeze, frozen) = watch::channel(false);
-                let task = actix_rt::spawn(pipe(client, server, frozen));
+                let task = actix_rt::spawn(pipe(
+                    client,
+                    server,
+                    frozen,
+                    messing.then(|| counting.clone()),
+                ));
                 accepting.lock().unwrap().connections.push((freeze, task));
             }
         });
-        WsProxy { url, state }
+        WsProxy { url, state, messed }
     }
 
     /// Closes every open connection.
@@ -70,31 +93,131 @@ impl WsProxy {
             let _ = freeze.send(true);
         }
     }
+
+    /// From the next connection on, every notification the server sends
+    /// arrives twice, and each one after the one that follows it.
+    pub fn mess(&self) {
+        self.state.lock().unwrap().messing = true;
+    }
 }
 
-async fn pipe(client: TcpStream, server: TcpStream, frozen: watch::Receiver<bool>) {
+async fn pipe(
+    client: TcpStream,
+    server: TcpStream,
+    frozen: watch::Receiver<bool>,
+    messing: Option<Arc<std::sync::atomic::AtomicUsize>>,
+) {
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let copy = |mut from: tokio::net::tcp::OwnedReadHalf,
-                mut to: tokio::net::tcp::OwnedWriteHalf,
-                mut frozen: watch::Receiver<bool>| async move {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            let n = match from.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            if *frozen.borrow() {
-                // Hold the socket open and deliver nothing, forever.
-                let _ = frozen.changed().await;
-                std::future::pending::<()>().await;
+    let up = copy(client_read, server_write, frozen.clone());
+    if let Some(count) = messing {
+        tokio::join!(up, mess(server_read, client_write, count));
+    } else {
+        tokio::join!(up, copy(server_read, client_write, frozen));
+    }
+}
+
+async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut frozen: watch::Receiver<bool>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if *frozen.borrow() {
+            // Hold the socket open and deliver nothing, forever.
+            let _ = frozen.changed().await;
+            std::future::pending::<()>().await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The server's side of a websocket, frame by frame once the upgrade answer
+/// has passed: a notification is held back until the next one comes (or
+/// 200 ms pass), then both are sent, the later first, each twice.
+async fn mess(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    count: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut upgraded = false;
+    let mut held: Option<Vec<u8>> = None;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let read = tokio::time::timeout(Duration::from_millis(200), from.read(&mut buf)).await;
+        let n = match read {
+            Err(_) => {
+                // Quiet for a while: what is held goes out (twice).
+                if let Some(frame) = held.take()
+                    && (to.write_all(&frame).await.is_err() || to.write_all(&frame).await.is_err())
+                {
+                    return;
+                }
+                continue;
             }
-            if to.write_all(&buf[..n]).await.is_err() {
+            Ok(Ok(0) | Err(_)) => return,
+            Ok(Ok(n)) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        if !upgraded {
+            let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head: Vec<u8> = pending.drain(..end + 4).collect();
+            if to.write_all(&head).await.is_err() {
                 return;
             }
+            upgraded = true;
         }
+        while let Some(len) = frame_len(&pending) {
+            let frame: Vec<u8> = pending.drain(..len).collect();
+            let notification = frame[0] & 0x0f == 1
+                && frame
+                    .windows(b"Notification".len())
+                    .any(|w| w == b"Notification");
+            let out = if !notification {
+                vec![frame]
+            } else {
+                match held.take() {
+                    None => {
+                        held = Some(frame);
+                        Vec::new()
+                    }
+                    Some(earlier) => {
+                        count.fetch_add(2, std::sync::atomic::Ordering::Relaxed);
+                        vec![frame.clone(), earlier.clone(), frame, earlier]
+                    }
+                }
+            };
+            for frame in out {
+                if to.write_all(&frame).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The length of the whole frame at the start of `bytes` (an unmasked server
+/// frame), if it has all arrived.
+fn frame_len(bytes: &[u8]) -> Option<usize> {
+    let first = *bytes.get(1)? as usize;
+    let (header, payload) = match first & 0x7f {
+        126 => (
+            4,
+            u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]) as usize,
+        ),
+        127 => (
+            10,
+            u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?) as usize,
+        ),
+        n => (2, n),
     };
-    let up = copy(client_read, server_write, frozen.clone());
-    let down = copy(server_read, client_write, frozen);
-    tokio::join!(up, down);
+    let mask = if first & 0x80 != 0 { 4 } else { 0 };
+    let total = header + mask + payload;
+    (bytes.len() >= total).then_some(total)
 }
