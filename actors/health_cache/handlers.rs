@@ -9,7 +9,9 @@ use super::actor::{HealthCache, not_loaded};
 use super::messages::*;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::risk::LiquidationPrice;
 use crate::engine::answers::{self, OwnerBody};
+use crate::engine::risk::{self, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
 use crate::error::ApiResult;
 use crate::feed::subscriber::{FeedStream, Subscriber};
@@ -140,7 +142,11 @@ impl Handler<Render> for HealthCache {
 }
 
 impl OwnerRow {
-    fn new(position: &Held, pool: &PoolEntry) -> Self {
+    fn new(
+        position: &Held,
+        pool: &PoolEntry,
+        liquidation_price: Option<(LiquidationPrice, i32)>,
+    ) -> Self {
         OwnerRow {
             position: position.state(pool.state.address),
             symbol: pool.state.symbol.clone(),
@@ -148,6 +154,7 @@ impl OwnerRow {
             borrow_index_wad: pool.state.pricing.borrow_index_wad,
             supply_apy: pool.supply_apy,
             borrow_apy: pool.borrow_apy,
+            liquidation_price,
         }
     }
 }
@@ -161,7 +168,8 @@ impl HealthCache {
                 view.health_factor,
                 view.positions
                     .iter()
-                    .map(|(p, pool)| OwnerRow::new(p, pool))
+                    .zip(liquidation_prices(&view))
+                    .map(|((p, pool), lp)| OwnerRow::new(p, pool, lp))
                     .collect(),
             ),
         };
@@ -283,5 +291,30 @@ impl Handler<Stats> for HealthCache {
             feed_version: self.engine.version(),
             reads: self.reads,
         })
+    }
+}
+
+impl Handler<Risk> for HealthCache {
+    type Result = ApiResult<Bytes>;
+
+    fn handle(&mut self, Risk(query): Risk, _: &mut Self::Context) -> Self::Result {
+        if !self.ready {
+            return Err(not_loaded());
+        }
+        match query {
+            RiskQuery::Shock { shocks, limit } => risk::shock_body(
+                &self.engine,
+                &shocks,
+                limit,
+                answers::now_seconds(),
+                self.max_oracle_age,
+            ),
+            RiskQuery::Curve {
+                pool,
+                from_bps,
+                to_bps,
+                steps,
+            } => risk::curve_body(&self.engine, &pool, from_bps, to_bps, steps),
+        }
     }
 }

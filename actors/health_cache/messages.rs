@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::risk::LiquidationPrice;
 use crate::engine::answers::Answer;
 use crate::engine::{Change, PositionState};
 use crate::error::ApiResult;
@@ -94,6 +95,8 @@ pub struct OwnerRow {
     pub borrow_index_wad: u128,
     pub supply_apy: f64,
     pub borrow_apy: f64,
+    /// The price of this pool at which the account crosses 1, with its expo.
+    pub liquidation_price: Option<(LiquidationPrice, i32)>,
 }
 
 /// A wallet's recent borrows as just read from the database, kept unless a
@@ -149,4 +152,25 @@ pub struct CacheStats {
     pub feed_version: u64,
     /// Batches of rows read from the database (loads included).
     pub reads: u64,
+}
+
+/// A question for the risk lens (decisions §10), answered rendered.
+#[derive(Message)]
+#[rtype(result = "ApiResult<Bytes>")]
+pub struct Risk(pub RiskQuery);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RiskQuery {
+    /// These pools moved by these basis points; up to `limit` accounts listed.
+    Shock {
+        shocks: Vec<(Pubkey, i64)>,
+        limit: usize,
+    },
+    /// One pool's liquidation curve.
+    Curve {
+        pool: Pubkey,
+        from_bps: i64,
+        to_bps: i64,
+        steps: u32,
+    },
 }

@@ -18,7 +18,8 @@ mod messages;
 pub use actor::HealthCache;
 pub use messages::{
     Apply, AwaitListening, Borrows, BorrowsChanged, CacheStats, CloseStreams, FlushWrites,
-    KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Stats, Subscribe,
+    KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Risk, RiskQuery, Stats,
+    Subscribe,
 };
 
 use actix::Addr;

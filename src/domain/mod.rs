@@ -7,5 +7,6 @@ pub mod limits;
 pub mod liquidation;
 pub mod pubkey;
 pub mod rates;
+pub mod risk;
 pub mod wad;
 pub mod wide;

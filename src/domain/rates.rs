@@ -10,7 +10,7 @@ use super::wad::WAD;
 /// Seconds in a year, the compounding periods of the APY.
 pub const SECONDS_PER_YEAR: f64 = 31_536_000.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RateModel {
     pub base_rate_wad: u128,
     pub optimal_util_wad: u128,

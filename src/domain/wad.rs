@@ -187,9 +187,22 @@ fn position_terms_128(
     price: i64,
     expo: i32,
 ) -> Option<(u128, u128)> {
+    let (_, collateral, debt) =
+        position_values_128(pool, position, u128::from(price.unsigned_abs()), expo)?;
+    Some((collateral, debt))
+}
+
+/// A position's raw collateral value, threshold-weighted collateral value and
+/// debt value (§3) at `price`, in u128; `None` on any overflow (callers then
+/// take the 256- or 512-bit path, which gives the same integers).
+pub fn position_values_128(
+    pool: &PoolPricing,
+    position: &PositionAmounts,
+    price: u128,
+    expo: i32,
+) -> Option<(u128, u128, u128)> {
     let total = 18 + i64::from(expo) - i64::from(pool.decimals);
     let scale = *POW10_128.get(total.unsigned_abs() as usize)?;
-    let price = u128::from(price.unsigned_abs());
     let value = |amount: u128| -> Option<u128> {
         let base = amount.checked_mul(price)?;
         if total >= 0 {
@@ -199,7 +212,8 @@ fn position_terms_128(
         }
     };
     let tokens = u128::from(position.deposit_shares).checked_mul(pool.deposit_index_wad)? / WAD;
-    let collateral = mul_div_wad_128(value(tokens)?, pool.liquidation_threshold_wad)?;
+    let raw = value(tokens)?;
+    let weighted = mul_div_wad_128(raw, pool.liquidation_threshold_wad)?;
     let principal = u128::from(position.borrow_principal);
     let debt_tokens = if position.borrow_idx_snap == 0 {
         principal
@@ -207,7 +221,7 @@ fn position_terms_128(
         let num = principal.checked_mul(pool.borrow_index_wad)?;
         num.div_ceil(position.borrow_idx_snap)
     };
-    Some((collateral, value(debt_tokens)?))
+    Some((raw, weighted, value(debt_tokens)?))
 }
 
 /// floor(sum collateral x WAD / sum debt), clamped to u128 max; u128 max with no debt.

@@ -22,6 +22,7 @@ pub mod frame;
 pub mod parallel;
 pub mod quotes;
 mod rescore;
+pub mod risk;
 pub mod state;
 pub mod unhealthy;
 pub mod view;

@@ -11,6 +11,7 @@ use crate::domain::pubkey::Pubkey;
 use crate::wire::liquidations::{
     AtRiskAccount, AtRiskResponse, LiquidationQuote, LiquidationsResponse,
 };
+use crate::wire::risk::NearestLiquidation;
 
 /// The wire form of an owner's quote.
 pub fn quote_wire(
@@ -104,10 +105,20 @@ pub fn at_risk_body(engine: &Engine, below: u128, limit: usize) -> Bytes {
         .take(limit)
         .filter_map(|(hf, owner)| {
             let view = engine.peek(&owner)?;
+            let nearest = super::risk::nearest_liquidation(&view).map(|(pool, lp, expo)| {
+                NearestLiquidation {
+                    pool: pool.address_text.to_string(),
+                    price: lp.price.to_string(),
+                    expo,
+                    direction: lp.direction,
+                    distance_bps: lp.distance_bps,
+                }
+            });
             Some(AtRiskAccount {
                 owner: owner.to_string(),
                 account_health_factor_wad: hf.to_string(),
                 account_health_factor_conf_wad: view.health_factor_with_confidence().to_string(),
+                nearest_liquidation: nearest,
             })
         })
         .collect();

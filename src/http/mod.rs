@@ -20,7 +20,7 @@ use actix_web::{HttpResponse, ResponseError, web};
 
 use crate::error::ApiError;
 use handlers::{
-    admin, auth, console, health, liquidations, metrics, pools, positions, transactions,
+    admin, auth, console, health, liquidations, metrics, pools, positions, risk, transactions,
 };
 
 /// Every route. A known path with an unknown method is 405 with the JSON error
@@ -76,6 +76,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .route(web::post().to(transactions::record_transaction)),
         )
+        .service(read(resource("/api/risk/shock", GET), risk::shock))
+        .service(read(resource("/api/risk/curve", GET), risk::curve))
         .service(read(resource("/api/health", GET), health::health))
         .service(read(
             resource("/api/openapi.json", GET),

@@ -101,6 +101,18 @@ text_schema!(
     text("What a logged transaction did.").enum_values(Some(TX_ACTIONS.iter().copied()))
 );
 text_schema!(
+    DecimalText,
+    "Decimal",
+    text("Unsigned integer of any size as a decimal string (exact sums may pass u128).")
+        .pattern(Some("^[0-9]+$"))
+);
+text_schema!(
+    DirectionName,
+    "LiquidationDirection",
+    text("below: liquidatable while the price is below the liquidation price; above: while it is above.")
+        .enum_values(Some(["below", "above"]))
+);
+text_schema!(
     TxStatusName,
     "TxStatus",
     text("Status of a logged transaction.").enum_values(Some(TX_STATUSES.iter().copied()))

@@ -4,6 +4,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::formats::{PubkeyText, U64Text, WadText};
+use super::risk::NearestLiquidation;
 
 /// One quote: the owner's most profitable (debt pool, collateral pool) pair.
 /// u64/u128 values are decimal strings; values are in WAD USD.
@@ -58,6 +59,9 @@ pub struct AtRiskAccount {
     pub account_health_factor_wad: String,
     #[schema(value_type = WadText)]
     pub account_health_factor_conf_wad: String,
+    /// The owner's liquidation price nearest its pool's current price (null
+    /// when no pool's price alone can take it under).
+    pub nearest_liquidation: Option<NearestLiquidation>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -12,4 +12,5 @@ pub mod health;
 pub mod liquidations;
 pub mod pools;
 pub mod positions;
+pub mod risk;
 pub mod transactions;

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use super::formats::{PubkeyText, TxSignature, U64Text, U128Text, WadText};
 use super::liquidations::LiquidationQuote;
+use super::risk::LiquidationPriceWire;
 
 /// Spec 2.2.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -99,6 +100,9 @@ pub struct PositionDetail {
     /// The account-level health factor, the same on every row.
     #[schema(value_type = WadText)]
     pub health_factor_wad: String,
+    /// The price of this pool at which the account crosses 1 (decisions §10),
+    /// or null.
+    pub liquidation_price: Option<LiquidationPriceWire>,
 }
 
 #[derive(Serialize, ToSchema)]

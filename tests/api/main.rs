@@ -21,6 +21,7 @@ mod metrics_api;
 mod numeric_binary;
 mod process;
 mod remote_cli;
+mod risk_api;
 mod stopping;
 mod transactions_api;
 mod writer_lanes;

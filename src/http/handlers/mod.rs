@@ -8,4 +8,5 @@ pub mod liquidations;
 pub mod metrics;
 pub mod pools;
 pub mod positions;
+pub mod risk;
 pub mod transactions;

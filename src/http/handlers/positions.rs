@@ -17,6 +17,7 @@ use crate::db::queries;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::answers::{OwnerBody, cached_owner_body, keep_owner_body};
+use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::{Params, PublicWrite};
@@ -200,6 +201,9 @@ pub async fn detail(
                 supply_apy: r.supply_apy,
                 borrow_apy: r.borrow_apy,
                 health_factor_wad: held.health_factor.to_string(),
+                liquidation_price: r
+                    .liquidation_price
+                    .map(|(lp, expo)| liquidation_price_wire(&lp, expo)),
             }
         })
         .collect();

@@ -7,7 +7,7 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::Ref;
 use utoipa::openapi::{ContentBuilder, ResponseBuilder};
 
-use super::handlers::{admin, auth, health, liquidations, pools, positions, transactions};
+use super::handlers::{admin, auth, health, liquidations, pools, positions, risk, transactions};
 use crate::wire::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -33,6 +33,8 @@ use crate::wire::error::ErrorBody;
         positions::detail,
         liquidations::liquidations,
         liquidations::at_risk,
+        risk::shock,
+        risk::curve,
         transactions::list_transactions,
         transactions::record_transaction,
         health::health,
@@ -130,7 +132,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 19);
+        assert_eq!(operations, 21);
         let pubkey = &doc["components"]["schemas"]["Pubkey"];
         assert_eq!(pubkey["pattern"], crate::wire::formats::PUBKEY_PATTERN);
         let role = &doc["components"]["schemas"]["Role"]["enum"];
