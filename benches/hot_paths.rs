@@ -12,6 +12,7 @@ use lendex::domain::auth_message::canonical_message;
 use lendex::domain::liquidation::LiquidationTerms;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::rates::RateModel;
+use lendex::domain::risk::{Sums, position_values};
 use lendex::domain::wad::*;
 use lendex::engine::{Engine, PoolState, PositionState};
 use lendex::http::signed::{Credentials, verify_signature};
@@ -78,10 +79,8 @@ fn pool_state(i: u8, price: i64) -> PoolState {
     }
 }
 
-/// The health engine itself at 100k positions over 25k owners (4 each, every
-/// owner in pool 0): a price move on pool 0 re-scores all 25k owners, files the
-/// ones that cross 1 WAD and marks every changed value for write-back.
-fn rescore_pool(c: &mut Criterion) {
+/// An engine of 100k positions over 25k owners (4 each, every owner in pool 0).
+fn market_100k() -> Engine {
     let mut engine = Engine::new(1_000_000);
     for i in 0..10u8 {
         engine.upsert_pool(pool_state(i, 100_000_000 + i64::from(i) * 3));
@@ -109,6 +108,14 @@ fn rescore_pool(c: &mut Criterion) {
             .collect();
         engine.set_owner(owner, positions);
     }
+    engine
+}
+
+/// The health engine itself at 100k positions over 25k owners: a price move on
+/// pool 0 re-scores all 25k owners, files the ones that cross 1 WAD and marks
+/// every changed value for write-back.
+fn rescore_pool(c: &mut Criterion) {
+    let mut engine = market_100k();
     let mut group = c.benchmark_group("rescore_pool");
     group.sample_size(20);
     let mut tick = 0i64;
@@ -119,6 +126,43 @@ fn rescore_pool(c: &mut Criterion) {
             engine.upsert_pool(pool_state(0, 100_000_000 + (tick % 2) * 40_000_000));
             black_box(engine.take_dirty().len())
         })
+    });
+    group.finish();
+}
+
+/// The risk lens (decisions §10): the per-owner kernel (an owner's four
+/// positions valued at a shocked price), and over the 100k-position engine a
+/// one-pool shock (every owner holds pool 0) and a 50-step curve.
+fn risk_lens(c: &mut Criterion) {
+    let pools: Vec<PoolPricing> = (0..4)
+        .map(|i| pool(100_000_000 + i, -8, [6, 8, 9, 9][i as usize]))
+        .collect();
+    let amounts: Vec<PositionAmounts> = (0..4).map(position).collect();
+    c.bench_function("risk/owner_kernel_4_positions", |b| {
+        b.iter(|| {
+            let mut sums = Sums::default();
+            for (pool, p) in pools.iter().zip(&amounts) {
+                sums.add(position_values(pool, p, black_box(Some(90_000_000)), -8));
+            }
+            black_box(sums.liquidatable())
+        })
+    });
+    let engine = market_100k();
+    let pool0 = Pubkey::new_from_array([0; 32]);
+    let mut group = c.benchmark_group("risk_100k_positions_25k_owners");
+    group.sample_size(20);
+    group.bench_function("shock_one_pool_minus_20pct", |b| {
+        b.iter(|| {
+            black_box(
+                engine
+                    .shock(&[(pool0, -2_000)], 50)
+                    .unwrap()
+                    .liquidatable_after,
+            )
+        })
+    });
+    group.bench_function("curve_50_steps", |b| {
+        b.iter(|| black_box(engine.curve(&pool0, -5_000, 0, 50).unwrap().points.len()))
     });
     group.finish();
 }
@@ -202,6 +246,7 @@ criterion_group!(
     benches,
     health_factor,
     rescore_pool,
+    risk_lens,
     decoding,
     handshake_verify
 );

@@ -1,8 +1,9 @@
 //! The admin console in a real browser (issue 12): Debian's chromium driven by
 //! playwright-core (tests/console/console-test.mjs), with a test wallet
 //! injected through the Wallet Standard. Sign in, add an admin and see it
-//! listed, revoke it, see a rejected signature shown as an error, and see an
-//! owner appear in the live view after a price change on the chain.
+//! listed, revoke it, see a rejected signature shown as an error, see an
+//! owner appear in the live view after a price change on the chain, draw a
+//! pool's liquidation curve and shock its price (1280 and 375 px).
 //! scripts/ensure-browser installs chromium and playwright-core.
 
 use std::path::PathBuf;
@@ -33,6 +34,8 @@ async fn the_console_in_a_browser() {
     let mut m = market(|_| {}).await;
     // Healthy for now: 1,000 USDC (x0.8) against 30 SOL at $20.
     let owner = m.account(1_000_000_000, 30_000_000_000).await;
+    // Healthy after that too (10 SOL), until the risk lens shocks SOL +200%.
+    let shocked = m.account(1_000_000_000, 10_000_000_000).await;
     let secret = format!("{:?}", m.t.app.root.keypair_bytes().to_vec()).replace(' ', "");
     let shots = root.join("target/console-screenshots");
 
@@ -43,6 +46,8 @@ async fn the_console_in_a_browser() {
         .env("CHROMIUM", chromium())
         .env("SHOTS", &shots)
         .env("OWNER", &owner)
+        .env("SHOCKED", &shocked)
+        .env("SOL", m.sol.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -92,6 +97,9 @@ async fn the_console_in_a_browser() {
         "03-admin-revoked",
         "04-rejected-signature",
         "05-live-feed",
+        "06-risk-curve",
+        "07-risk-shock",
+        "08-risk-375",
     ] {
         assert!(
             shots.join(format!("{shot}.png")).exists(),

@@ -145,6 +145,38 @@ try {
     await page.locator(`#feed tr[data-owner="${owner}"]`).waitFor({ timeout: 15000 });
     await page.locator("#feed-state", { hasText: "live" }).waitFor();
   });
+
+  // The risk lens: SOL's curve from -50% to +100%, drawn with the server's values.
+  const sol = env("SOL");
+  await step("06-risk-curve", page, async () => {
+    await page.selectOption("#curve-form select", sol);
+    await page.fill('#curve-form input[name="from"]', "-50");
+    await page.fill('#curve-form input[name="to"]', "100");
+    await page.click('#curve-form button[type="submit"]');
+    await page.locator("#curve:not([hidden])").waitFor();
+    const expected = await (await fetch(`${api}/api/risk/curve?pool=${sol}&from_bps=-5000&to_bps=10000&steps=50`)).json();
+    const lines = await page.locator("#curve-chart polyline").evaluateAll((ls) => ls.map((l) => l.getAttribute("points").split(" ").length));
+    if (lines.join() !== "51,51,51") throw new Error(`curve lines: ${lines}`);
+    const caption = await page.locator("#curve-caption").textContent();
+    const last = expected.points[expected.points.length - 1];
+    if (!caption.startsWith(`${expected.owners} accounts hold this pool`) || !caption.includes(`${last.liquidatable} under water`)) {
+      throw new Error(`caption "${caption}" for ${JSON.stringify(last)}`);
+    }
+  });
+  // A shock of SOL by +200%: the second account goes under, and is listed.
+  await step("07-risk-shock", page, async () => {
+    await page.selectOption("#shock-form select", sol);
+    await page.fill('#shock-form input[name="percent"]', "200");
+    await page.click('#shock-form button[type="submit"]');
+    await page.locator(`#shock-accounts tr[data-owner="${env("SHOCKED")}"]`).waitFor();
+    const summary = await page.locator("#shock-summary").textContent();
+    if (!summary.startsWith("1 newly under water")) throw new Error(`summary "${summary}"`);
+  });
+  await step("08-risk-375", page, async () => {
+    await page.setViewportSize({ width: 375, height: 900 });
+    await page.locator("#risk-section").scrollIntoViewIfNeeded();
+    await page.locator("#curve-chart").waitFor();
+  });
   if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
   console.log("OK");
 } finally {
