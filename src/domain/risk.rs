@@ -12,7 +12,8 @@ use ruint::aliases::U256;
 
 use super::wad::{
     Big, MAX_TOTAL_EXPONENT, PoolPricing, PositionAmounts, WAD, borrow_debt_in, deposit_tokens_in,
-    health_factor_from_sums, position_values_128, total_exponent, value_wad_in,
+    health_factor_from_sums, position_tokens_128, position_values_128, token_values_128,
+    total_exponent, value_wad_in,
 };
 use super::wide::Wide;
 
@@ -79,6 +80,40 @@ fn values_in<W: Wide>(
     )?;
     let debt = value_wad_in(debt_tokens, price, expo, pool.decimals)?;
     Ok((collateral, weighted, debt))
+}
+
+/// A position whose pool's price moves (a curve's points): its token amounts
+/// worked out once, then valued at each price with hardware integers when
+/// they suffice, else exactly as `position_values` does.
+pub struct Moving<'a> {
+    pool: &'a PoolPricing,
+    position: &'a PositionAmounts,
+    expo: i32,
+    tokens: Option<(u128, u128)>,
+}
+
+impl<'a> Moving<'a> {
+    pub fn new(pool: &'a PoolPricing, position: &'a PositionAmounts, expo: i32) -> Self {
+        Moving {
+            pool,
+            position,
+            expo,
+            tokens: position_tokens_128(pool, position),
+        }
+    }
+
+    /// (C, Cw, D) at `price` (None: unpriced, zeros).
+    pub fn at(&self, price: Option<u128>) -> (Big, Big, Big) {
+        let Some(price) = price else {
+            return (Big::ZERO, Big::ZERO, Big::ZERO);
+        };
+        if let Some((tokens, debt)) = self.tokens
+            && let Some((c, cw, d)) = token_values_128(self.pool, tokens, debt, price, self.expo)
+        {
+            return (Big::from(c), Big::from(cw), Big::from(d));
+        }
+        position_values(self.pool, self.position, Some(price), self.expo)
+    }
 }
 
 /// An owner's sums over its counted positions: Cw, C and D.

@@ -160,6 +160,12 @@ proptest! {
     }
 
     #[test]
+    fn a_moving_position_is_valued_as_any_other(pool in pool(), p in amounts(), price in prop_oneof![Just(None), (1u128..=u128::from(u64::MAX) * 11).prop_map(Some)]) {
+        let expo = pool.oracle_expo.unwrap();
+        prop_assert_eq!(Moving::new(&pool, &p, expo).at(price), position_values(&pool, &p, price, expo));
+    }
+
+    #[test]
     fn values_match_the_reference(pool in pool(), p in amounts(), price in 1u128..=u64::MAX as u128) {
         let expo = pool.oracle_expo.unwrap();
         let (c, cw, d) = position_values(&pool, &p, Some(price), expo);

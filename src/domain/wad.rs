@@ -201,6 +201,32 @@ pub fn position_values_128(
     price: u128,
     expo: i32,
 ) -> Option<(u128, u128, u128)> {
+    let (tokens, debt_tokens) = position_tokens_128(pool, position)?;
+    token_values_128(pool, tokens, debt_tokens, price, expo)
+}
+
+/// A position's deposit tokens and debt tokens (§3) in u128, if they fit.
+pub fn position_tokens_128(pool: &PoolPricing, position: &PositionAmounts) -> Option<(u128, u128)> {
+    let tokens = u128::from(position.deposit_shares).checked_mul(pool.deposit_index_wad)? / WAD;
+    let principal = u128::from(position.borrow_principal);
+    let debt_tokens = if position.borrow_idx_snap == 0 {
+        principal
+    } else {
+        let num = principal.checked_mul(pool.borrow_index_wad)?;
+        num.div_ceil(position.borrow_idx_snap)
+    };
+    Some((tokens, debt_tokens))
+}
+
+/// The values of given deposit and debt token amounts at `price`, in u128:
+/// the rest of `position_values_128`, for a position valued at many prices.
+pub fn token_values_128(
+    pool: &PoolPricing,
+    tokens: u128,
+    debt_tokens: u128,
+    price: u128,
+    expo: i32,
+) -> Option<(u128, u128, u128)> {
     let total = 18 + i64::from(expo) - i64::from(pool.decimals);
     let scale = *POW10_128.get(total.unsigned_abs() as usize)?;
     let value = |amount: u128| -> Option<u128> {
@@ -211,16 +237,8 @@ pub fn position_values_128(
             Some(base / scale)
         }
     };
-    let tokens = u128::from(position.deposit_shares).checked_mul(pool.deposit_index_wad)? / WAD;
     let raw = value(tokens)?;
     let weighted = mul_div_wad_128(raw, pool.liquidation_threshold_wad)?;
-    let principal = u128::from(position.borrow_principal);
-    let debt_tokens = if position.borrow_idx_snap == 0 {
-        principal
-    } else {
-        let num = principal.checked_mul(pool.borrow_index_wad)?;
-        num.div_ceil(position.borrow_idx_snap)
-    };
     Some((raw, weighted, value(debt_tokens)?))
 }
 

@@ -11,12 +11,13 @@
 
 use bytes::Bytes;
 
+use super::parallel::par_chunks;
 use super::view::OwnerView;
 use super::{Engine, Held, PoolEntry, PoolId};
 use crate::domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::{
-    LiquidationPrice, Sums, curve_points, liquidation_price, position_values, shocked_price,
+    LiquidationPrice, Moving, Sums, curve_points, liquidation_price, position_values, shocked_price,
 };
 use crate::domain::wad::{Big, PoolPricing, WAD};
 use crate::error::{ApiError, ApiResult};
@@ -70,33 +71,31 @@ pub struct CurvePoint {
     pub bad_debt_value_wad: Big,
 }
 
-/// A position's (C, Cw, D) at some prices.
-type Values = (Big, Big, Big);
-
-/// A pool's prices for one computation: its current one, or its shocked one.
-struct Prices<'a> {
-    engine: &'a Engine,
-    shocked: Vec<(PoolId, Option<u128>)>,
+/// What a computation needs of each pool, by the pool's dense id.
+#[derive(Clone, Copy)]
+struct PoolCtx<'a> {
+    entry: &'a PoolEntry,
+    expo: i32,
+    /// Its price as §3 counts it now.
+    current: Option<u128>,
+    /// Its price in this computation (shocked, or current).
+    after: Option<u128>,
+    /// Its pricing for quotes in this computation (an oracle's price is an
+    /// i64: a shocked price past it is the largest one).
+    quoted: PoolPricing,
 }
 
-impl Prices<'_> {
-    fn shocked(&self, id: PoolId) -> Option<Option<u128>> {
-        self.shocked.iter().find(|(s, _)| *s == id).map(|(_, p)| *p)
-    }
-
-    /// (current values, values at the shocked prices) of one position.
-    fn values(&self, p: &Held) -> Option<(Values, Values)> {
-        let pool = self.engine.pools.get(&p.pool)?;
-        let pricing = &pool.state.pricing;
-        let expo = pricing.oracle_expo.unwrap_or(0);
-        let current = current_price(pricing);
-        let now = position_values(pricing, &p.amounts, current, expo);
-        let after = match self.shocked(p.pool) {
-            Some(price) => position_values(pricing, &p.amounts, price, expo),
-            None => now,
-        };
-        Some((now, after))
-    }
+/// One chunk's share of a shock.
+#[derive(Default)]
+struct Tally {
+    owners: u64,
+    before: u64,
+    after: u64,
+    debt: Big,
+    bad: Big,
+    profit: Big,
+    /// (shocked health factor, owner, current health factor)
+    newly: Vec<(u128, Pubkey, u128)>,
 }
 
 /// The pool's price as §3 counts it (set, positive, with an exponent).
@@ -105,14 +104,36 @@ fn current_price(pricing: &PoolPricing) -> Option<u128> {
 }
 
 impl Engine {
+    /// Every pool's context, with `shocked` pools at their shocked prices.
+    fn contexts(&self, shocked: &[(PoolId, Option<u128>)]) -> Vec<Option<PoolCtx<'_>>> {
+        let mut out = vec![None; self.next_pool_id as usize];
+        for (id, entry) in &self.pools {
+            let pricing = &entry.state.pricing;
+            let current = current_price(pricing);
+            let after = shocked
+                .iter()
+                .find(|(s, _)| s == id)
+                .map_or(current, |(_, price)| *price);
+            let mut quoted = *pricing;
+            if after != current {
+                quoted.oracle_price = after.map(|p| i64::try_from(p).unwrap_or(i64::MAX));
+            }
+            out[*id as usize] = Some(PoolCtx {
+                entry,
+                expo: pricing.oracle_expo.unwrap_or(0),
+                current,
+                after,
+                quoted,
+            });
+        }
+        out
+    }
+
     /// A shock of each given pool by its basis points: every owner re-scored.
     /// A pool not in the index is 404 `not found`; one with no oracle price
-    /// 400 `invalid`.
+    /// 400 `invalid`. The owners are shared out over the cores.
     pub fn shock(&self, shocks: &[ShockRequest], limit: usize) -> ApiResult<ShockOutcome> {
-        let mut prices = Prices {
-            engine: self,
-            shocked: Vec::with_capacity(shocks.len()),
-        };
+        let mut shocked = Vec::with_capacity(shocks.len());
         let mut shock = Vec::with_capacity(shocks.len());
         for (pool, bps) in shocks {
             let id = *self.pool_ids.get(pool).ok_or(ApiError::NotFound)?;
@@ -122,14 +143,15 @@ impl Engine {
                 .price()
                 .ok_or(ApiError::Invalid)?;
             let after = shocked_price(price, *bps);
-            prices.shocked.push((id, after));
+            shocked.push((id, after));
             shock.push((*pool, *bps, after, expo));
         }
+        let ctx = self.contexts(&shocked);
         // Who is re-scored: the shocked pools' members and every owner under
-        // water; an owner outside both keeps its standing and has no bad debt
-        // unless one of its pools weighs collateral above 1 WAD.
+        // water; any other keeps its standing, and has no bad debt unless one
+        // of the pools weighs collateral above 1 WAD.
         let mut rescored = vec![false; self.owners.len()];
-        for (id, _) in &prices.shocked {
+        for (id, _) in &shocked {
             for slot in &self.pools[id].members {
                 rescored[*slot as usize] = true;
             }
@@ -143,6 +165,48 @@ impl Engine {
             .pools
             .values()
             .any(|p| p.state.pricing.liquidation_threshold_wad > WAD);
+        let slots: Vec<u32> = self.index.values().copied().collect();
+        let (owners, ctx, rescored) = (&self.owners, &ctx, &rescored);
+        let tallies = par_chunks(&slots, |part| {
+            let mut t = Tally::default();
+            for &slot in part {
+                let owner = &owners[slot as usize];
+                let priced = owner
+                    .positions
+                    .iter()
+                    .any(|p| ctx[p.pool as usize].is_some_and(|c| c.current.is_some()));
+                t.owners += u64::from(priced);
+                let before = owner.hf < WAD;
+                t.before += u64::from(before);
+                if !rescored[slot as usize] && !generous {
+                    continue; // healthy, unshocked: not liquidatable, no bad debt
+                }
+                let mut after = Sums::default();
+                for p in &owner.positions {
+                    if let Some(c) = ctx[p.pool as usize] {
+                        after.add(position_values(
+                            &c.entry.state.pricing,
+                            &p.amounts,
+                            c.after,
+                            c.expo,
+                        ));
+                    }
+                }
+                t.bad += after.bad_debt();
+                if !after.liquidatable() {
+                    continue;
+                }
+                t.after += 1;
+                t.debt += after.debt;
+                if let Some(quote) = best_quote(&inputs_at(ctx, &owner.positions), None, None) {
+                    t.profit += quote.profit_value_wad;
+                }
+                if !before {
+                    t.newly.push((after.health_factor(), owner.key, owner.hf));
+                }
+            }
+            t
+        });
         let mut out = ShockOutcome {
             shock,
             owners: 0,
@@ -154,62 +218,49 @@ impl Engine {
             profit_value_wad_after: Big::ZERO,
             accounts: Vec::new(),
         };
-        let mut newly: Vec<(u128, String, Pubkey, u128)> = Vec::new();
-        for (slot, owner) in self.resident() {
-            let priced = owner.positions.iter().any(|p| {
-                self.pools
-                    .get(&p.pool)
-                    .is_some_and(|pool| pool.state.pricing.price().is_some())
-            });
-            out.owners += u64::from(priced);
-            if !rescored[slot as usize] && !generous {
-                continue; // healthy, unshocked: not liquidatable, no bad debt
-            }
-            let (mut now, mut after) = (Sums::default(), Sums::default());
-            for p in &owner.positions {
-                if let Some((n, a)) = prices.values(p) {
-                    now.add(n);
-                    after.add(a);
-                }
-            }
-            out.liquidatable_before += u64::from(now.liquidatable());
-            out.bad_debt_value_wad_after += after.bad_debt();
-            if !after.liquidatable() {
-                continue;
-            }
-            out.liquidatable_after += 1;
-            out.debt_value_wad_liquidatable_after += after.debt;
-            if let Some((quote, _)) = self.quote_at(&prices, &owner.positions) {
-                out.profit_value_wad_after += quote.profit_value_wad;
-            }
-            if !now.liquidatable() {
-                out.newly_liquidatable += 1;
-                newly.push((
-                    after.health_factor(),
-                    owner.key.to_string(),
-                    owner.key,
-                    owner.hf,
-                ));
-            }
+        let mut newly = Vec::new();
+        for t in tallies {
+            out.owners += t.owners;
+            out.liquidatable_before += t.before;
+            out.liquidatable_after += t.after;
+            out.debt_value_wad_liquidatable_after += t.debt;
+            out.bad_debt_value_wad_after += t.bad;
+            out.profit_value_wad_after += t.profit;
+            newly.extend(t.newly);
         }
-        newly.sort_unstable();
-        out.accounts = newly
+        out.newly_liquidatable = newly.len() as u64;
+        // Lowest shocked health factor first, then owner (base58): only the
+        // first `limit` are ordered in full.
+        newly.sort_unstable_by_key(|(hf, ..)| *hf);
+        let cut = match newly.get(limit) {
+            Some((hf, ..)) => newly.partition_point(|(h, ..)| h <= hf),
+            None => newly.len(),
+        };
+        let mut first: Vec<(u128, String, Pubkey, u128)> = newly[..cut]
+            .iter()
+            .map(|(shocked, key, hf)| (*shocked, key.to_string(), *key, *hf))
+            .collect();
+        first.sort_unstable();
+        out.accounts = first
             .into_iter()
             .take(limit)
             .map(|(shocked, _, key, hf)| ShockedAccount {
                 owner: key,
                 health_factor: hf,
                 shocked_health_factor: shocked,
-                quote: self.index.get(&key).and_then(|slot| {
-                    self.quote_at(&prices, &self.owners[*slot as usize].positions)
-                }),
+                quote: self
+                    .index
+                    .get(&key)
+                    .and_then(|slot| quote_at(ctx, &self.owners[*slot as usize].positions)),
             })
             .collect();
         Ok(out)
     }
 
     /// The liquidation curve of pool `pool`: its members re-scored with the
-    /// pool alone shocked to each point between `from_bps` and `to_bps`.
+    /// pool alone moved to each point between `from_bps` and `to_bps`. The
+    /// members are shared out over the cores; each one's other pools are
+    /// summed once, its position in the pool valued at every point.
     pub fn curve(
         &self,
         pool: &Pubkey,
@@ -220,54 +271,62 @@ impl Engine {
         let id = *self.pool_ids.get(pool).ok_or(ApiError::NotFound)?;
         let entry = &self.pools[&id];
         let (price, expo) = entry.state.pricing.price().ok_or(ApiError::Invalid)?;
-        // Each member once: what its other positions sum to never moves.
-        let members: Vec<(Sums, &Held)> = entry
-            .members
-            .iter()
-            .filter_map(|slot| {
-                let owner = &self.owners[*slot as usize];
+        let ctx = self.contexts(&[]);
+        let bps = curve_points(from_bps, to_bps, steps);
+        let prices: Vec<Option<u128>> = bps.iter().map(|b| shocked_price(price, *b)).collect();
+        let members: Vec<u32> = entry.members.iter().copied().collect();
+        let (owners, ctx, prices) = (&self.owners, &ctx, &prices);
+        let tallies = par_chunks(&members, |part| {
+            let mut points = vec![(0u64, Big::ZERO, Big::ZERO); prices.len()];
+            for &slot in part {
                 let mut others = Sums::default();
                 let mut mine = None;
-                for p in &owner.positions {
+                for p in &owners[slot as usize].positions {
                     if p.pool == id {
                         mine = Some(p);
-                    } else if let Some(pool) = self.pools.get(&p.pool) {
-                        let pricing = &pool.state.pricing;
+                    } else if let Some(c) = ctx[p.pool as usize] {
                         others.add(position_values(
-                            pricing,
+                            &c.entry.state.pricing,
                             &p.amounts,
-                            current_price(pricing),
-                            pricing.oracle_expo.unwrap_or(0),
+                            c.current,
+                            c.expo,
                         ));
                     }
                 }
-                Some((others, mine?))
-            })
-            .collect();
-        let pricing = &entry.state.pricing;
-        let points = curve_points(from_bps, to_bps, steps)
-            .into_iter()
-            .map(|bps| {
-                let at = shocked_price(price, bps);
-                let mut point = CurvePoint {
-                    change_bps: bps,
-                    price: at,
-                    liquidatable: 0,
-                    debt_value_wad_liquidatable: Big::ZERO,
-                    bad_debt_value_wad: Big::ZERO,
+                let Some(mine) = mine else {
+                    continue;
                 };
-                for (others, held) in &members {
-                    let mut sums = *others;
-                    sums.add(position_values(pricing, &held.amounts, at, expo));
-                    point.bad_debt_value_wad += sums.bad_debt();
+                let moving = Moving::new(&entry.state.pricing, &mine.amounts, expo);
+                for (point, at) in points.iter_mut().zip(prices) {
+                    let mut sums = others;
+                    sums.add(moving.at(*at));
+                    point.2 += sums.bad_debt();
                     if sums.liquidatable() {
-                        point.liquidatable += 1;
-                        point.debt_value_wad_liquidatable += sums.debt;
+                        point.0 += 1;
+                        point.1 += sums.debt;
                     }
                 }
-                point
+            }
+            points
+        });
+        let mut points: Vec<CurvePoint> = bps
+            .iter()
+            .zip(prices)
+            .map(|(b, p)| CurvePoint {
+                change_bps: *b,
+                price: *p,
+                liquidatable: 0,
+                debt_value_wad_liquidatable: Big::ZERO,
+                bad_debt_value_wad: Big::ZERO,
             })
             .collect();
+        for part in tallies {
+            for (point, (n, debt, bad)) in points.iter_mut().zip(part) {
+                point.liquidatable += n;
+                point.debt_value_wad_liquidatable += debt;
+                point.bad_debt_value_wad += bad;
+            }
+        }
         Ok(CurveOutcome {
             pool: *pool,
             price,
@@ -276,55 +335,38 @@ impl Engine {
             points,
         })
     }
+}
 
-    /// Every resident owner with its slot.
-    fn resident(&self) -> impl Iterator<Item = (u32, &super::Owner)> {
-        self.index
-            .values()
-            .map(|slot| (*slot, &self.owners[*slot as usize]))
-    }
+/// An owner's best §8 quote at a computation's prices, and its health factor
+/// priced with confidence there.
+fn quote_at(ctx: &[Option<PoolCtx<'_>>], positions: &[Held]) -> Option<(Quote, u128)> {
+    let inputs = inputs_at(ctx, positions);
+    let quote = best_quote(&inputs, None, None)?;
+    Some((quote, health_factor_with_confidence(&inputs)))
+}
 
-    /// An owner's best §8 quote at the given prices, and its health factor
-    /// priced with confidence there.
-    fn quote_at(&self, prices: &Prices<'_>, positions: &[Held]) -> Option<(Quote, u128)> {
-        // The shocked pools' pricing with their shocked price (an i64, as an
-        // oracle's; a shocked price past it is an oracle's largest).
-        let shocked: Vec<(PoolId, PoolPricing)> = prices
-            .shocked
-            .iter()
-            .map(|(id, price)| {
-                let mut pricing = self.pools[id].state.pricing;
-                pricing.oracle_price = price.map(|p| i64::try_from(p).unwrap_or(i64::MAX));
-                (*id, pricing)
+/// An owner's positions as §8 reads them, at a computation's prices.
+fn inputs_at<'a>(ctx: &'a [Option<PoolCtx<'a>>], positions: &'a [Held]) -> Vec<QuoteInput<'a>> {
+    positions
+        .iter()
+        .filter_map(|p| {
+            let c = ctx[p.pool as usize].as_ref()?;
+            Some(QuoteInput {
+                pool: &c.entry.state.address,
+                position: &p.address,
+                pricing: &c.quoted,
+                terms: &c.entry.state.terms,
+                amounts: &p.amounts,
             })
-            .collect();
-        let inputs: Vec<QuoteInput<'_>> = positions
-            .iter()
-            .filter_map(|p| {
-                let pool = self.pools.get(&p.pool)?;
-                let pricing = shocked
-                    .iter()
-                    .find(|(id, _)| *id == p.pool)
-                    .map_or(&pool.state.pricing, |(_, pricing)| pricing);
-                Some(QuoteInput {
-                    pool: &pool.state.address,
-                    position: &p.address,
-                    pricing,
-                    terms: &pool.state.terms,
-                    amounts: &p.amounts,
-                })
-            })
-            .collect();
-        let quote = best_quote(&inputs, None, None)?;
-        Some((quote, health_factor_with_confidence(&inputs)))
-    }
+        })
+        .collect()
 }
 
 /// Each position's liquidation price (decisions §10), in the view's order:
 /// against the exact §3 sums of the owner's other counted pools at current
 /// prices; None for an unpriced pool or when no positive price crosses.
 pub fn liquidation_prices(view: &OwnerView<'_>) -> Vec<Option<(LiquidationPrice, i32)>> {
-    let values: Vec<Values> = view
+    let values: Vec<(Big, Big, Big)> = view
         .positions
         .iter()
         .map(|(p, pool)| {

@@ -247,3 +247,112 @@ fn an_unknown_pool_is_not_found() {
         Some(ApiError::NotFound)
     );
 }
+
+/// Enough owners that a shock and a curve are shared out over the cores: the
+/// merged answer equals the one-core recomputation.
+#[test]
+fn shared_out_over_the_cores_the_answers_are_the_same() {
+    let m = Market {
+        pools: vec![
+            (Some(1_000_000), -6, 6, 8 * WAD / 10),
+            (Some(1_000_000), -6, 6, 8 * WAD / 10),
+            (Some(100_000_000), -8, 6, 9 * WAD / 10),
+            (None, -6, 6, WAD / 2),
+        ],
+        owners: (0..250u64)
+            .map(|o| {
+                vec![
+                    ((o % 3) as usize, 1_000_000 + o * 977, 0),
+                    ((o % 3 + 1) as usize % 3, 0, 300_000 + o * 1_733),
+                ]
+            })
+            .collect(),
+    };
+    // 250 owners per key space (the market builds one key per index): grow it
+    // by renaming, so there are 2,000.
+    let mut engine = engine_of(&m);
+    for copy in 1..8u8 {
+        for (o, positions) in m.owners.iter().enumerate() {
+            let mut key = [o as u8 + 1; 32];
+            key[0] = 0xff;
+            key[1] = copy;
+            let held: Vec<PositionState> = positions
+                .iter()
+                .map(|(pool, deposit, borrow)| {
+                    let mut address = key;
+                    address[0] = *pool as u8;
+                    address[30] = 0xee;
+                    PositionState {
+                        address: Pubkey::new_from_array(address),
+                        pool: pool_key(*pool),
+                        amounts: PositionAmounts {
+                            deposit_shares: *deposit,
+                            borrow_principal: *borrow,
+                            borrow_idx_snap: WAD,
+                        },
+                        deposit_idx_snap: WAD,
+                        original_deposit: *deposit,
+                        synced_us: 0,
+                        slot: 0,
+                    }
+                })
+                .collect();
+            engine.set_owner(Pubkey::new_from_array(key), held);
+        }
+    }
+    assert!(engine.owner_count() >= 2_000);
+    let shock = engine.shock(&[(pool_key(1), 25_000)], 20).unwrap();
+    let (mut after, mut newly, mut debt, mut bad) = (0u64, 0u64, Big::ZERO, Big::ZERO);
+    let after_price = |p: &Pubkey| -> Option<u128> {
+        let i = (0..POOLS).find(|i| pool_key(*i) == *p).unwrap();
+        let price = m.pools[i].0?;
+        if i == 1 {
+            shocked_price(price, 25_000)
+        } else {
+            Some(price as u128)
+        }
+    };
+    let keys: Vec<Pubkey> = engine.index.keys().copied().collect();
+    for key in &keys {
+        let sums = sums_of(&engine, key, &after_price);
+        bad += sums.bad_debt();
+        if sums.liquidatable() {
+            after += 1;
+            debt += sums.debt;
+            newly += u64::from(engine.health_factor(key).unwrap() >= WAD);
+        }
+    }
+    assert!(
+        newly > 100,
+        "{newly} newly under water: the shock must bite"
+    );
+    assert_eq!(shock.newly_liquidatable, newly);
+    assert_eq!(shock.liquidatable_after, after);
+    assert_eq!(shock.debt_value_wad_liquidatable_after, debt);
+    assert_eq!(shock.bad_debt_value_wad_after, bad);
+    assert_eq!(shock.accounts.len(), 20);
+    let curve = engine.curve(&pool_key(1), 0, 5_000, 4).unwrap();
+    let last = curve.points.last().unwrap();
+    let mut n = 0;
+    for key in &keys {
+        let view = engine.peek(key).unwrap();
+        if !view
+            .positions
+            .iter()
+            .any(|(_, p)| p.state.address == pool_key(1))
+        {
+            continue;
+        }
+        let at = |p: &Pubkey| -> Option<u128> {
+            let i = (0..POOLS).find(|i| pool_key(*i) == *p).unwrap();
+            let price = m.pools[i].0?;
+            if i == 1 {
+                shocked_price(price, 5_000)
+            } else {
+                Some(price as u128)
+            }
+        };
+        n += u64::from(sums_of(&engine, key, &at).liquidatable());
+    }
+    assert_eq!(last.liquidatable, n);
+}
