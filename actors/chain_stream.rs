@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts};
 use crate::actors::db_writer::Writers;
-use crate::actors::health_cache::{HealthCache, commit};
+use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::chain::stream::{Notified, StreamEvent, run_connection};
 use crate::db::registered::is_registered;
 use crate::domain::pubkey::Pubkey;
@@ -113,6 +113,8 @@ async fn apply_notifications(
     // proves anything: every account is re-read.
     let mut trusted_above = u64::MAX;
     while let Some(event) = rx.recv().await {
+        // When the batch's first notification arrived (freshness metrics).
+        let heard = Instant::now();
         let mut batch = Vec::new();
         match event {
             StreamEvent::Subscribed => {
@@ -136,7 +138,7 @@ async fn apply_notifications(
         }
         crate::metrics::sync_notified(batch.len() as u64);
         to.do_send(StreamReport::Notified { at: Utc::now() });
-        if let Err(e) = apply(deps, &mut registered, trusted_above, &batch).await {
+        if let Err(e) = apply(deps, &mut registered, trusted_above, &batch, heard).await {
             // The next reconcile brings these accounts anyway.
             tracing::warn!(error = %e, accounts = batch.len(), "notified accounts not applied");
         }
@@ -187,6 +189,7 @@ async fn apply(
     registered: &mut Registered,
     trusted_above: u64,
     batch: &[Notified],
+    heard: Instant,
 ) -> ApiResult<()> {
     let mut wanted = sort_out(batch);
     let mut keep = HashSet::new();
@@ -202,7 +205,7 @@ async fn apply(
     let (writes, mut reread) = deps.ingest.notified(batch, &wanted, trusted_above);
     for write in writes {
         let account = write.account();
-        if !commit_notified(deps, write).await? {
+        if !commit_notified(deps, write, heard).await? {
             reread.insert(account); // the row holds a newer read
         }
     }
@@ -235,16 +238,23 @@ async fn apply(
     }
     let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
     for write in deps.ingest.reread(&again, &reads) {
-        commit_notified(deps, write).await?;
+        commit_notified(deps, write, heard).await?;
     }
     Ok(())
 }
 
 /// Commits one account's write; false when the slot guard refused it.
-async fn commit_notified(deps: &StreamDeps, write: NotifiedWrite) -> ApiResult<bool> {
+async fn commit_notified(
+    deps: &StreamDeps,
+    write: NotifiedWrite,
+    heard: Instant,
+) -> ApiResult<bool> {
+    let reaches = Reaches::Queued { heard: Some(heard) };
     Ok(match write {
-        NotifiedWrite::Pool(w) => commit(&deps.writer, &deps.cache, w, false).await?.is_some(),
-        NotifiedWrite::Position(w) => !commit(&deps.writer, &deps.cache, w, false)
+        NotifiedWrite::Pool(w) => commit(&deps.writer, &deps.cache, w, reaches)
+            .await?
+            .is_some(),
+        NotifiedWrite::Position(w) => !commit(&deps.writer, &deps.cache, w, reaches)
             .await?
             .is_empty(),
     })

@@ -17,7 +17,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::actors::chain_stream::{StreamDeps, StreamReport, stream_forever};
 use crate::actors::db_writer::Writers;
-use crate::actors::health_cache::{HealthCache, commit};
+use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::actors::leader_lease::{LeaderChanged, hold_lease};
 use crate::config::Config;
 use crate::db::queries;
@@ -351,7 +351,12 @@ impl Refresher {
                 continue;
             };
             // Sent together: the writer commits them as one batch.
-            pool_writes.push(commit(&writer, &cache, sync, false));
+            pool_writes.push(commit(
+                &writer,
+                &cache,
+                sync,
+                Reaches::Queued { heard: None },
+            ));
             live.push(*key);
         }
         futures_util::future::try_join_all(pool_writes).await?;
@@ -372,7 +377,8 @@ impl Refresher {
                 let (slot, accounts) = chain.send(scan).await??;
                 let scanned = Instant::now();
                 let refresh = ingest.reconcile(&key, slot, accounts);
-                let reconciled = commit(&writer, &cache, refresh, false).await?;
+                let reconciled =
+                    commit(&writer, &cache, refresh, Reaches::Queued { heard: None }).await?;
                 // Where a reconcile's time goes (since it started): the scan's
                 // answer, then its rows committed.
                 tracing::debug!(

@@ -20,7 +20,9 @@ use crate::config::Config;
 use crate::db;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, StartError};
+use crate::feed::gate::StreamGate;
 use crate::http;
+use crate::http::conditional::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
 use crate::ingest::Ingest;
@@ -96,6 +98,8 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         cache: cache.clone(),
         rendered,
         limiter: PublicWriteLimiter::new(&config.limits),
+        held_polls: HeldPolls::new(config.server.max_held_polls),
+        streams: StreamGate::new(config.server.max_streams_per_ip, config.server.max_streams),
         metrics: crate::metrics::install(),
         config: config.clone(),
     });

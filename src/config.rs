@@ -37,6 +37,12 @@ pub struct ServerConfig {
     pub shutdown_timeout_seconds: u64,
     /// Time to receive a request's headers, and again its body; past it, 408.
     pub request_timeout_ms: u64,
+    /// Long polls held at once (decisions §11); past it they are answered at once.
+    pub max_held_polls: usize,
+    /// Open SSE streams per client address (an IPv6 client: per /64).
+    pub max_streams_per_ip: usize,
+    /// Open SSE streams in total.
+    pub max_streams: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,6 +98,8 @@ pub struct CacheConfig {
     pub max_owners: usize,
     /// Unread feed bytes one SSE subscriber may hold beyond its snapshot.
     pub subscriber_max_lag_bytes: usize,
+    /// Bytes of recent feed events a reconnect can resume from.
+    pub replay_bytes: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -185,6 +193,9 @@ impl Config {
         }
         if self.auth.nonce_ttl_seconds == 0 {
             return Err("auth.nonce_ttl_seconds must be positive".into());
+        }
+        if self.server.max_streams_per_ip == 0 || self.server.max_streams == 0 {
+            return Err("server.max_streams_per_ip and server.max_streams must be positive".into());
         }
         Ok(())
     }

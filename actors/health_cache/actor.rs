@@ -8,10 +8,10 @@
 
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use actix_web::web::Bytes;
+use bytes::Bytes;
 use deadpool_postgres::Pool;
 use lru::LruCache;
 use tokio::sync::oneshot;
@@ -23,11 +23,11 @@ use crate::db::chain_writes::SetHealthFactors;
 use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
 use crate::db::listen::listen_forever;
 use crate::domain::pubkey::Pubkey;
-use crate::engine::FeedEvent;
-use crate::engine::answers::{self, Answer, OwnerBody, SharedRendered};
-use crate::engine::frame::write_candidate;
+use crate::engine::answers::{self, Answer};
 use crate::engine::{Change, Engine};
 use crate::error::{ApiError, ApiResult};
+use crate::feed::rendered::{Body, OwnerBody, SharedRendered, now_seconds};
+use crate::feed::replay::{Replay, new_epoch};
 use crate::feed::subscriber::Subscriber;
 
 /// How long health factors from price moves are gathered before one bulk UPDATE.
@@ -57,6 +57,18 @@ pub(super) struct Pending {
     /// (no read), before the next read starts and never during one: a read in
     /// flight may predate them.
     pub direct: Vec<Change>,
+    /// When the first NOTIFY of the batch was heard (freshness metrics).
+    pub notify_heard: Option<Instant>,
+    /// When the chain notified the first of `direct` (on the leader).
+    pub chain_heard: Option<Instant>,
+}
+
+/// The earlier of two instants, either possibly unknown.
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => a.or(b),
+    }
 }
 
 impl Pending {
@@ -79,7 +91,7 @@ pub struct HealthCache {
     pub(super) engine: Engine,
     pub(super) rendered: SharedRendered,
     /// The engine version the rendered answers were made from.
-    rendered_version: u64,
+    pub(super) rendered_version: u64,
     pub(super) ready: bool,
     pub(super) listening: bool,
     /// Callers of `AwaitListening` until the LISTEN connection is up.
@@ -97,8 +109,12 @@ pub struct HealthCache {
     /// Unread bytes one subscriber may hold beyond its snapshot before it is dropped.
     pub(super) subscriber_max_lag: usize,
     /// The last snapshot, shared by subscribers that connect before the feed
-    /// changes: (engine version, second it was rendered at, frames).
-    pub(super) snapshot: Option<(u64, i64, Bytes)>,
+    /// changes: ((engine version, last event, second it was rendered at), frames).
+    pub(super) snapshot: Option<((u64, u64, i64), Bytes)>,
+    /// The recent live events, for reconnects to resume from.
+    pub(super) replay: Replay,
+    /// When a subscriber was last seen (events are kept a while after).
+    pub(super) listened_at: Option<Instant>,
     /// The service is stopping: no stream stays open.
     pub(super) streams_closed: bool,
     /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
@@ -134,6 +150,8 @@ impl HealthCache {
             dropped_subscribers: 0,
             subscriber_max_lag: config.cache.subscriber_max_lag_bytes,
             snapshot: None,
+            replay: Replay::new(new_epoch(), config.cache.replay_bytes),
+            listened_at: None,
             streams_closed: false,
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
@@ -161,8 +179,13 @@ impl HealthCache {
             return;
         }
         if !self.pending.direct.is_empty() {
+            let heard = self.pending.chain_heard.take();
             self.apply_direct();
-            self.publish();
+            if self.publish()
+                && let Some(heard) = heard
+            {
+                crate::metrics::feed_freshness_chain(heard.elapsed());
+            }
         }
         if self.pending.is_empty() {
             let waiters = std::mem::take(&mut self.pending.waiters);
@@ -205,13 +228,15 @@ impl HealthCache {
     }
 
     fn apply_everything(&mut self, everything: Everything) {
-        answers::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+        self.rendered
+            .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
         self.engine.clear();
         for pool in everything.pools {
             self.engine.upsert_pool(pool);
         }
         let owners = everything.owners.len();
         self.apply_owners(everything.owners);
+        self.engine.end_reload();
         self.ready = true;
         release_load_memory();
         tracing::info!(
@@ -225,9 +250,11 @@ impl HealthCache {
     fn apply_changes(&mut self, rows: ChangedRows) {
         // A pool's change shows in every member's answers (values, APYs, symbol).
         if rows.pools.is_empty() && rows.removed_pools.is_empty() {
-            answers::forget_owner_bodies(&self.rendered, Some(rows.owners.keys()), &ALL_BODIES);
+            self.rendered
+                .forget_owner_bodies(Some(rows.owners.keys()), &ALL_BODIES);
         } else {
-            answers::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+            self.rendered
+                .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
         }
         // Pools first: owners re-scored below must see the new prices.
         for pool in rows.pools {
@@ -255,10 +282,12 @@ impl HealthCache {
         let started = std::time::Instant::now();
         let pools_changed = changes.iter().any(|c| matches!(c, Change::Pool(_)));
         if pools_changed {
-            answers::forget_owner_bodies(&self.rendered, None::<std::iter::Empty<&Pubkey>>, &[]);
+            self.rendered
+                .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
         } else {
             let owners: HashSet<Pubkey> = changes.iter().filter_map(Change::owner).collect();
-            answers::forget_owner_bodies(&self.rendered, Some(owners.iter()), &ALL_BODIES);
+            self.rendered
+                .forget_owner_bodies(Some(owners.iter()), &ALL_BODIES);
         }
         let unapplied = self.engine.apply(changes);
         self.pending.owners.extend(unapplied.owners);
@@ -284,7 +313,11 @@ impl HealthCache {
             tracing::warn!(error = %e, "cache could not read rows; reloading everything");
             self.pending.reload_all = true;
         }
-        self.publish();
+        if self.publish()
+            && let Some(heard) = batch.notify_heard
+        {
+            crate::metrics::feed_freshness_notify(heard.elapsed());
+        }
         self.answer(ctx, batch.waiters, result, batch.write_through);
         if failed {
             // The database is unreachable: try again shortly rather than spin.
@@ -318,49 +351,6 @@ impl HealthCache {
         for w in waiters {
             let _ = w.send(result.clone());
         }
-    }
-
-    /// Sends the engine's feed events to every subscriber and drops rendered
-    /// answers that the change made stale.
-    pub(super) fn publish(&mut self) {
-        if self.engine.version() != self.rendered_version {
-            self.rendered_version = self.engine.version();
-            answers::forget_answers(&self.rendered);
-        }
-        let events = self.engine.take_events();
-        if self.subscribers.is_empty() || events.is_empty() {
-            return;
-        }
-        let now = answers::now_seconds();
-        // 25k owners sinking at once is 25k frames: rendered on every core, each
-        // core's share into one buffer.
-        let (engine, max_age) = (&self.engine, self.max_oracle_age);
-        let rendered = crate::engine::parallel::par_chunks(&events, |part| {
-            let mut out = Vec::with_capacity(part.len() * 2048);
-            for event in part {
-                match event {
-                    FeedEvent::Stop(owner, hf) => out.extend_from_slice(
-                        &crate::engine::unhealthy::sse_frame(event.name(), owner, *hf, &[], None),
-                    ),
-                    _ => {
-                        write_candidate(
-                            &mut out,
-                            engine,
-                            event.name(),
-                            &event.owner(),
-                            now,
-                            max_age,
-                        );
-                    }
-                }
-            }
-            out
-        });
-        let batch: Vec<Bytes> = rendered.into_iter().map(Bytes::from).collect();
-        let before = self.subscribers.len();
-        self.subscribers.retain(|s| s.offer(&batch));
-        self.dropped_subscribers += (before - self.subscribers.len()) as u64;
-        self.engine.record_events(!self.subscribers.is_empty());
     }
 
     fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
@@ -431,16 +421,21 @@ impl HealthCache {
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
-    pub(super) fn render(&self, answer: Answer) -> ApiResult<Bytes> {
+    pub(super) fn render(&self, answer: Answer) -> ApiResult<Body> {
         if !self.ready {
             return Err(not_loaded());
         }
-        let now = answers::now_seconds();
-        if let Some(body) = answers::cached_answer(&self.rendered, &answer, now) {
+        let now = now_seconds();
+        if let Some(body) = self.rendered.answer(&answer, now) {
             return Ok(body);
         }
-        let body = answers::render(&self.engine, &answer, now, self.max_oracle_age);
-        answers::keep_answer(&self.rendered, answer, now, body.clone());
+        let body = Body::new(answers::render(
+            &self.engine,
+            &answer,
+            now,
+            self.max_oracle_age,
+        ));
+        self.rendered.keep_answer(answer, now, body.clone());
         Ok(body)
     }
 }
@@ -463,7 +458,7 @@ impl Actor for HealthCache {
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
             act.subscribers.retain(|s| !s.is_closed());
-            act.engine.record_events(!act.subscribers.is_empty());
+            act.keep_recording();
         });
     }
 }

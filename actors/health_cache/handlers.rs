@@ -5,16 +5,16 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::actor::{HealthCache, not_loaded};
+use super::actor::{HealthCache, earliest, not_loaded};
 use super::messages::*;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
-use crate::engine::answers::{self, OwnerBody};
 use crate::engine::risk::{self, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
 use crate::error::ApiResult;
-use crate::feed::subscriber::{FeedStream, Subscriber};
+use crate::feed::rendered::{Body, OwnerBody, now_seconds};
+use crate::feed::subscriber::FeedStream;
 
 impl Handler<LoadAll> for HealthCache {
     type Result = ResponseFuture<ApiResult<()>>;
@@ -36,6 +36,7 @@ impl Handler<Apply> for HealthCache {
             |p| {
                 p.direct.extend(msg.changes);
                 p.write_through |= msg.write_through;
+                p.chain_heard = earliest(p.chain_heard, msg.chain_heard);
             },
             Some(tx),
         );
@@ -50,11 +51,16 @@ impl Handler<Heard> for HealthCache {
         match notice {
             Notice::Listening(up) => self.listening_is(up, ctx),
             Notice::Resync => self.resync(ctx),
-            Notice::Changed { owners, pools } => self.enqueue(
+            Notice::Changed {
+                owners,
+                pools,
+                heard,
+            } => self.enqueue(
                 ctx,
                 |p| {
                     p.owners.extend(owners);
                     p.pools.extend(pools);
+                    p.notify_heard = earliest(p.notify_heard, Some(heard));
                 },
                 None,
             ),
@@ -94,7 +100,8 @@ impl HealthCache {
     /// Borrows of these wallets were written: their cached lists are stale.
     fn borrows_changed(&mut self, owners: Vec<Pubkey>) {
         self.borrow_generation += 1;
-        answers::forget_owner_bodies(&self.rendered, Some(owners.iter()), &[OwnerBody::Detail]);
+        self.rendered
+            .forget_owner_bodies(Some(owners.iter()), &[OwnerBody::Detail]);
         for owner in owners {
             self.borrows.pop(&owner);
         }
@@ -134,7 +141,7 @@ impl Handler<FlushWrites> for HealthCache {
 }
 
 impl Handler<Render> for HealthCache {
-    type Result = ApiResult<Bytes>;
+    type Result = ApiResult<Body>;
 
     fn handle(&mut self, Render(answer): Render, _: &mut Self::Context) -> Self::Result {
         self.render(answer)
@@ -178,7 +185,7 @@ impl HealthCache {
             rows,
             borrows,
             borrow_generation: self.borrow_generation,
-            body_generation: answers::owner_generation(&self.rendered),
+            body_generation: self.rendered.owner_generation(),
         }
     }
 }
@@ -235,30 +242,7 @@ impl Handler<Subscribe> for HealthCache {
     type Result = ApiResult<FeedStream>;
 
     fn handle(&mut self, msg: Subscribe, _: &mut Self::Context) -> Self::Result {
-        if !self.ready {
-            return Err(not_loaded());
-        }
-        let now = answers::now_seconds();
-        let version = self.engine.version();
-        let snapshot = match &self.snapshot {
-            Some((v, at, frames)) if *v == version && *at == now => frames.clone(),
-            _ => {
-                let frames = crate::engine::unhealthy::snapshot_frames(
-                    &self.engine,
-                    now,
-                    self.max_oracle_age,
-                );
-                self.snapshot = Some((version, now, frames.clone()));
-                frames
-            }
-        };
-        let (subscriber, stream) = Subscriber::new(snapshot, self.subscriber_max_lag, msg.socket);
-        // Stopping: the snapshot, then the stream ends at once (its sender is dropped).
-        if !self.streams_closed {
-            self.subscribers.push(subscriber);
-            self.engine.record_events(true);
-        }
-        Ok(stream)
+        self.subscribe(msg)
     }
 }
 
@@ -270,7 +254,7 @@ impl Handler<CloseStreams> for HealthCache {
         for subscriber in self.subscribers.drain(..) {
             subscriber.close();
         }
-        self.engine.record_events(false);
+        self.keep_recording();
     }
 }
 
@@ -306,7 +290,7 @@ impl Handler<Risk> for HealthCache {
                 &self.engine,
                 &shocks,
                 limit,
-                answers::now_seconds(),
+                now_seconds(),
                 self.max_oracle_age,
             ),
             RiskQuery::Curve {

@@ -13,6 +13,7 @@ use crate::domain::risk::LiquidationPrice;
 use crate::engine::answers::Answer;
 use crate::engine::{Change, PositionState};
 use crate::error::ApiResult;
+use crate::feed::rendered::Body;
 use crate::feed::subscriber::FeedStream;
 use crate::wire::positions::BorrowTx;
 
@@ -31,6 +32,8 @@ pub struct LoadAll;
 pub struct Apply {
     pub changes: Vec<Change>,
     pub write_through: bool,
+    /// When the chain notified the change, if it did (freshness metrics).
+    pub chain_heard: Option<std::time::Instant>,
 }
 
 /// What the cache's LISTEN connection heard (`db::listen`): the connection up
@@ -63,7 +66,7 @@ pub struct FlushWrites;
 /// A feed answer (unhealthy, liquidations, at-risk) that was not rendered yet for
 /// this change and second: rendered here, then shared with every reader.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Bytes>")]
+#[rtype(result = "ApiResult<Body>")]
 pub struct Render(pub Answer);
 
 /// An owner's positions with what readers need of their pools, newest sync first
@@ -117,13 +120,16 @@ pub struct KeepBorrows {
 pub struct BorrowsChanged(pub Vec<Pubkey>);
 
 /// Subscribe to the liquidation feed: a candidate_start for every owner already
-/// under water (all of them, whatever their number), then live events; the
-/// answer is the response body.
+/// under water (all of them, whatever their number), then live events; or, for
+/// a reconnect whose `Last-Event-ID` can resume, the events it missed, then
+/// live ones (decisions §11). The answer is the response body.
 #[derive(Message)]
 #[rtype(result = "ApiResult<FeedStream>")]
 pub struct Subscribe {
     /// The subscriber's connection socket (cut when the service stops).
     pub socket: Option<std::os::fd::RawFd>,
+    /// The request's `Last-Event-ID` header.
+    pub last_event_id: Option<String>,
 }
 
 /// The service is stopping: every feed stream ends (their queues are dropped),

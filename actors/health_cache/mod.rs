@@ -14,6 +14,7 @@
 mod actor;
 mod handlers;
 mod messages;
+mod publish;
 
 pub use actor::HealthCache;
 pub use messages::{
@@ -28,30 +29,46 @@ use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::IndexWrite;
 use crate::error::ApiResult;
 
+/// How a committed write reaches this replica's engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reaches {
+    /// Answer once the engine has applied it and the owners' health factors
+    /// are committed, so the caller reads its own write everywhere (a client's
+    /// write).
+    Awaited,
+    /// Do not wait for the engine (background chain work); `heard` is when the
+    /// chain notified the change, if it did (the freshness histogram).
+    Queued { heard: Option<std::time::Instant> },
+}
+
 /// Commits a write of chain-derived rows (`db::chain_writes`, planned by
 /// `crate::ingest`) and hands what it changed to this replica's engine, in
-/// commit order. With `write_through` it answers once the engine has applied
-/// it and the owners' health factors are committed, so the caller reads its
-/// own write everywhere; without, it does not wait for the engine. Other
-/// replicas learn of it through NOTIFY. The write is committed either way, so
-/// a cache that cannot take it is logged, not returned.
+/// commit order, as `reaches` says. Other replicas learn of it through NOTIFY.
+/// The write is committed either way, so a cache that cannot take it is
+/// logged, not returned.
 pub async fn commit<C: IndexWrite>(
     writer: &Writers,
     cache: &Addr<HealthCache>,
     cmd: C,
-    write_through: bool,
+    reaches: Reaches,
 ) -> ApiResult<C::Output> {
     let output = write(writer, cmd).await?;
-    let apply = Apply {
-        changes: C::changes(&output),
-        write_through,
-    };
-    if !write_through {
-        if !apply.changes.is_empty() {
-            cache.do_send(apply);
+    let changes = C::changes(&output);
+    if let Reaches::Queued { heard } = reaches {
+        if !changes.is_empty() {
+            cache.do_send(Apply {
+                changes,
+                write_through: false,
+                chain_heard: heard,
+            });
         }
         return Ok(output);
     }
+    let apply = Apply {
+        changes,
+        write_through: true,
+        chain_heard: None,
+    };
     match cache.send(apply).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {

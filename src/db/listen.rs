@@ -23,6 +23,8 @@ pub enum Notice {
     Changed {
         owners: Vec<Pubkey>,
         pools: Vec<Pubkey>,
+        /// When the first of these notifications was received.
+        heard: std::time::Instant,
     },
     /// Borrows of these wallets were written.
     BorrowsChanged(Vec<Pubkey>),
@@ -92,6 +94,7 @@ async fn listen_once(
         tell(Notice::Resync);
     }
     while let Some(first_notice) = rx.recv().await {
+        let heard = std::time::Instant::now();
         // Gather whatever arrived with it, so a bulk change is one message.
         let mut owners = HashSet::new();
         let mut pools = HashSet::new();
@@ -123,6 +126,7 @@ async fn listen_once(
             tell(Notice::Changed {
                 owners: owners.into_iter().collect(),
                 pools: pools.into_iter().collect(),
+                heard,
             });
         }
     }

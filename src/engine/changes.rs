@@ -104,6 +104,7 @@ impl Engine {
             None => Vec::new(),
         };
         let mut rows_stored_elsewise = false;
+        let mut removed_at = 0;
         for edit in edits {
             match edit {
                 Edit::Upsert(state, row_hf) => {
@@ -116,6 +117,7 @@ impl Engine {
                     rows_stored_elsewise |= stored != Some(row_hf);
                 }
                 Edit::Remove(address, slot) => {
+                    removed_at = removed_at.max(slot);
                     positions.retain(|p| p.address != address || p.slot > slot);
                 }
             }
@@ -125,6 +127,6 @@ impl Engine {
         if rows_stored_elsewise && let Some(id) = resident {
             self.owners[id as usize].stored_hf = None;
         }
-        self.set_owner(key, positions);
+        self.replace_owner(key, positions, removed_at);
     }
 }

@@ -8,11 +8,90 @@
 
 use std::io::Write as _;
 
+use super::events::FeedEvent;
+use super::unhealthy::sse_frame;
 use super::view::OwnerView;
 use super::{Engine, PoolEntry};
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::wad::Big;
+
+/// A candidate event's SSE id (decisions §11): `<epoch>.<sequence>`, the epoch
+/// fixed for the life of the process, the sequence one more per live event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventId {
+    pub epoch: u64,
+    pub seq: u64,
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.epoch, self.seq)
+    }
+}
+
+impl EventId {
+    /// `<digits>.<digits>`, each a u64; anything else is None.
+    pub fn parse(text: &str) -> Option<EventId> {
+        let (epoch, seq) = text.trim().split_once('.')?;
+        let number = |s: &str| {
+            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse::<u64>().ok())
+                .flatten()
+        };
+        Some(EventId {
+            epoch: number(epoch)?,
+            seq: number(seq)?,
+        })
+    }
+}
+
+/// What a frame carries besides the owner: its id and when it was published.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    pub id: EventId,
+    pub published_at_ms: i64,
+}
+
+/// Appends the frame of one feed event; false when there is nothing to say
+/// (a start or update of an owner no longer resident).
+pub fn write_event(
+    out: &mut Vec<u8>,
+    engine: &Engine,
+    event: &FeedEvent,
+    stamp: Stamp,
+    now: i64,
+    max_oracle_age: i64,
+) -> bool {
+    match *event {
+        FeedEvent::Start(owner, _) | FeedEvent::Update(owner, _) => write_candidate(
+            out,
+            engine,
+            event.name(),
+            &owner,
+            stamp,
+            now,
+            max_oracle_age,
+        ),
+        FeedEvent::Stop(owner, hf) => {
+            let slot = engine.peek(&owner).map_or(0, |view| view.slot());
+            out.extend_from_slice(&sse_frame(event.name(), &owner, hf, &[], None, slot, stamp));
+            true
+        }
+        FeedEvent::Gone(owner, slot) => {
+            out.extend_from_slice(&sse_frame(
+                event.name(),
+                &owner,
+                u128::MAX,
+                &[],
+                None,
+                slot,
+                stamp,
+            ));
+            true
+        }
+    }
+}
 
 /// Appends the frame of a candidate_start or candidate_update (the owner's rows
 /// and quote); false when the owner is not resident.
@@ -21,12 +100,14 @@ pub fn write_candidate(
     engine: &Engine,
     event: &str,
     owner: &Pubkey,
+    stamp: Stamp,
     now: i64,
     max_oracle_age: i64,
 ) -> bool {
     let Some(view) = engine.peek(owner) else {
         return false;
     };
+    let slot = view.slot();
     let owner_text = owner.to_string();
     // Written 2 + 2 x rows times: formatted once.
     let hf = view.health_factor.to_string();
@@ -43,7 +124,8 @@ pub fn write_candidate(
 
     let _ = write!(
         out,
-        "event: {event}\ndata: {{\"owner\":\"{owner_text}\",\"account_health_factor_wad\":\"{hf}\",\"positions\":["
+        "id: {}\nevent: {event}\ndata: {{\"owner\":\"{owner_text}\",\"account_health_factor_wad\":\"{hf}\",\"positions\":[",
+        stamp.id
     );
     for (n, (_, address, i)) in rows.iter().enumerate() {
         let (p, pool) = view.positions[*i];
@@ -69,7 +151,8 @@ pub fn write_candidate(
             let (Some((debt_position, debt_pool)), Some((collateral_position, collateral_pool))) =
                 (held(&q.debt_position), held(&q.collateral_position))
             else {
-                out.extend_from_slice(b"null}\n\n");
+                out.extend_from_slice(b"null");
+                write_tail(out, slot, stamp);
                 return true;
             };
             let texts = QuoteTexts {
@@ -80,13 +163,23 @@ pub fn write_candidate(
                 debt_position,
                 collateral_position,
                 stale: stale_entry(debt_pool) || stale_entry(collateral_pool),
+                slot,
             };
             write_quote(out, &view, q, &texts);
         }
         None => out.extend_from_slice(b"null"),
     }
-    out.extend_from_slice(b"}\n\n");
+    write_tail(out, slot, stamp);
     true
+}
+
+/// The provenance that ends every candidate's data, and the frame's end.
+fn write_tail(out: &mut Vec<u8>, slot: u64, stamp: Stamp) {
+    let _ = write!(
+        out,
+        ",\"slot\":{slot},\"published_at_ms\":{}}}\n\n",
+        stamp.published_at_ms
+    );
 }
 
 /// The base58 texts a quote repeats from the frame's rows.
@@ -98,12 +191,13 @@ struct QuoteTexts<'a> {
     debt_position: &'a str,
     collateral_position: &'a str,
     stale: bool,
+    slot: u64,
 }
 
 fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteTexts<'_>) {
     let _ = write!(
         out,
-        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{}}}",
+        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{},\"slot\":{}}}",
         t.owner,
         t.health_factor,
         view.health_factor_with_confidence(),
@@ -118,6 +212,7 @@ fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteText
         Decimal(&q.protocol_fee_value_wad),
         Decimal(&q.profit_value_wad),
         t.stale,
+        t.slot,
     );
 }
 
@@ -153,12 +248,41 @@ mod tests {
     }
 
     #[test]
+    fn event_ids_are_two_u64s() {
+        let id = EventId {
+            epoch: 17,
+            seq: u64::MAX,
+        };
+        assert_eq!(EventId::parse(&id.to_string()), Some(id));
+        assert_eq!(EventId::parse(" 1.2 "), Some(EventId { epoch: 1, seq: 2 }));
+        for bad in [
+            "",
+            ".",
+            "1.",
+            ".2",
+            "1.2.3",
+            "a.1",
+            "1.-2",
+            "+1.2",
+            "1.18446744073709551616",
+            "1,2",
+        ] {
+            assert_eq!(EventId::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn frames_equal_the_serde_wire_types() {
         let (engine, owners) = crate::engine::tests::sample_market(250);
+        let stamp = Stamp {
+            id: EventId { epoch: 99, seq: 7 },
+            published_at_ms: 1_700_000_000_123,
+        };
         let (mut checked, mut quoted, mut stale) = (0, 0, 0);
         for owner in &owners {
             for (now, age) in [(1_700_000_000, 120), (i64::MAX / 2, 120)] {
-                let Some(expected) = candidate_frame(&engine, "candidate_update", owner, now, age)
+                let Some(expected) =
+                    candidate_frame(&engine, "candidate_update", owner, stamp, now, age)
                 else {
                     continue;
                 };
@@ -168,6 +292,7 @@ mod tests {
                     &engine,
                     "candidate_update",
                     owner,
+                    stamp,
                     now,
                     age
                 ));

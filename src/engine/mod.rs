@@ -89,6 +89,8 @@ pub struct Engine {
     /// Feed events since the last `take_events`, while someone listens.
     events: Vec<FeedEvent>,
     record_events: bool,
+    /// During a full reload: who was under water before it (with its slot).
+    was_unhealthy: Option<FastMap<Pubkey, u64>>,
     /// Bumped by any change that can alter an unhealthy answer.
     version: u64,
 }
@@ -110,17 +112,64 @@ impl Engine {
             dirty: FastMap::default(),
             events: Vec::new(),
             record_events: false,
+            was_unhealthy: None,
             version: 0,
         }
     }
 
-    /// Forgets everything (before a full reload).
+    /// Forgets everything (before a full reload); `end_reload` then tells the
+    /// feed what the reload changed.
     pub fn clear(&mut self) {
         let (record, version) = (self.record_events, self.version);
+        let events = std::mem::take(&mut self.events);
+        let was_unhealthy: FastMap<Pubkey, u64> = if record {
+            self.ranking
+                .iter()
+                .map(|(_, key)| (*key, self.peek(key).map_or(0, |v| v.slot())))
+                .collect()
+        } else {
+            FastMap::default()
+        };
         *self = Engine::new(self.max_owners);
         self.record_events = record;
+        self.events = events;
+        self.was_unhealthy = Some(was_unhealthy);
         // Monotonic across reloads: answers rendered before must not match again.
         self.version = version + 1;
+    }
+
+    /// After a full reload: the feed continues as if the changes had come one
+    /// by one. An owner under water before and after is updated (not started
+    /// twice); one under water before and not now is stopped.
+    pub fn end_reload(&mut self) {
+        let Some(was) = self.was_unhealthy.take() else {
+            return;
+        };
+        for event in &mut self.events {
+            if let FeedEvent::Start(owner, hf) = *event
+                && was.contains_key(&owner)
+            {
+                *event = FeedEvent::Update(owner, hf);
+            }
+        }
+        let mut recovered: Vec<(Pubkey, u64)> = was
+            .into_iter()
+            .filter(|(owner, _)| {
+                self.index
+                    .get(owner)
+                    .is_none_or(|id| self.owners[*id as usize].hf >= WAD)
+            })
+            .collect();
+        recovered.sort_unstable();
+        for (owner, slot) in recovered {
+            match self.index.get(&owner) {
+                Some(id) => {
+                    let hf = self.owners[*id as usize].hf;
+                    self.emit(FeedEvent::Stop(owner, hf));
+                }
+                None => self.emit(FeedEvent::Gone(owner, slot)),
+            }
+        }
     }
 
     // ---- pools ----------------------------------------------------------------
@@ -218,6 +267,16 @@ impl Engine {
     /// Replaces an owner's positions (none removes the owner) and re-scores it.
     /// Positions in pools the engine does not know are left out.
     pub fn set_owner(&mut self, key: Pubkey, positions: Vec<PositionState>) {
+        self.replace_owner(key, positions, 0);
+    }
+
+    /// `set_owner`, where what removed positions was read at `removed_at`.
+    pub(super) fn replace_owner(
+        &mut self,
+        key: Pubkey,
+        positions: Vec<PositionState>,
+        removed_at: u64,
+    ) {
         let held: Vec<Held> = positions
             .into_iter()
             .filter_map(|state| {
@@ -229,10 +288,11 @@ impl Engine {
         if held.is_empty() {
             if let Some(id) = existing {
                 let hf = self.owners[id as usize].hf;
+                let slot = self.view_of(id).slot().max(removed_at);
                 self.release(id);
                 if hf < WAD {
                     self.version += 1;
-                    self.emit(FeedEvent::Stop(key, u128::MAX));
+                    self.emit(FeedEvent::Gone(key, slot));
                 }
             }
             return;
@@ -274,6 +334,11 @@ impl Engine {
                 self.dirty.remove(key);
             }
         }
+    }
+
+    /// Whether the owner is resident.
+    pub fn holds(&self, key: &Pubkey) -> bool {
+        self.index.contains_key(key)
     }
 
     /// True when the engine can answer for this owner: resident, or never evicted
@@ -359,6 +424,11 @@ impl Engine {
     }
 
     // ---- what changed ------------------------------------------------------------
+
+    /// Whether feed events are being kept.
+    pub fn is_recording(&self) -> bool {
+        self.record_events
+    }
 
     /// Whether feed events are kept for `take_events` (only while someone listens).
     pub fn record_events(&mut self, on: bool) {

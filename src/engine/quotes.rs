@@ -41,6 +41,7 @@ pub fn quote_wire(
         protocol_fee_value_wad: quote.protocol_fee_value_wad.to_string(),
         profit_value_wad: quote.profit_value_wad.to_string(),
         oracle_stale: stale(&quote.debt_pool) || stale(&quote.collateral_pool),
+        slot: view.slot(),
     }
 }
 

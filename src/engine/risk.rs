@@ -52,6 +52,8 @@ pub struct ShockedAccount {
     /// The owner's best §8 quote at the shocked prices, with its health factor
     /// priced with confidence there.
     pub quote: Option<(Quote, u128)>,
+    /// The largest context slot among the owner's rows and pools.
+    pub slot: u64,
 }
 
 /// One pool's liquidation curve (decisions §10), before rendering.
@@ -252,6 +254,7 @@ impl Engine {
                     .index
                     .get(&key)
                     .and_then(|slot| quote_at(ctx, &self.owners[*slot as usize].positions)),
+                slot: self.peek(&key).map_or(0, |view| view.slot()),
             })
             .collect();
         Ok(out)
@@ -468,6 +471,7 @@ pub fn shock_body(
                     protocol_fee_value_wad: q.protocol_fee_value_wad.to_string(),
                     profit_value_wad: q.profit_value_wad.to_string(),
                     oracle_stale: stale(&q.debt_pool) || stale(&q.collateral_pool),
+                    slot: a.slot,
                 }),
             })
             .collect(),

@@ -92,6 +92,8 @@ enum Op {
     Upsert(u8, usize, u64, u64, u64),
     /// A position removed by a read at a slot.
     Remove(u8, usize, u64),
+    /// Everything read again from the database (after a lost LISTEN).
+    Reload,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -109,6 +111,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..OWNERS, 0..POOLS, 0u64..2_000, 0u64..2_000, 0u64..20)
             .prop_map(|(o, p, d, b, slot)| Op::Upsert(o, p, d, b, slot)),
         1 => (0..OWNERS, 0..POOLS, 0u64..20).prop_map(|(o, p, slot)| Op::Remove(o, p, slot)),
+        1 => Just(Op::Reload),
     ]
 }
 
@@ -226,6 +229,16 @@ fn apply(engine: &mut Engine, model: &mut Model, op: &Op, t: i64) {
             let unapplied = engine.apply(vec![change]);
             reload_unapplied(engine, model, unapplied);
         }
+        Op::Reload => {
+            engine.clear();
+            for pool in &model.pools {
+                engine.upsert_pool(pool.clone());
+            }
+            for (key, positions) in &model.owners {
+                engine.set_owner(*key, positions.clone());
+            }
+            engine.end_reload();
+        }
     }
 }
 
@@ -329,7 +342,7 @@ proptest! {
                     FeedEvent::Update(o, hf) => {
                         prop_assert!(replayed.insert(o, hf).is_some(), "update before start");
                     }
-                    FeedEvent::Stop(o, _) => {
+                    FeedEvent::Stop(o, _) | FeedEvent::Gone(o, _) => {
                         prop_assert!(replayed.remove(&o).is_some(), "stop before start");
                     }
                 }
@@ -466,10 +479,11 @@ fn events_for_start_update_and_stop() {
         &Op::SetOwner(1, vec![(0, 100, 90)]),
         5,
     );
-    apply(&mut engine, &mut model, &Op::SetOwner(1, vec![]), 6);
+    // Its last position closed, read at slot 9: gone, and the stop says when.
+    apply(&mut engine, &mut model, &Op::Remove(1, 0, 9), 6);
     assert_eq!(
         engine.take_events(),
-        vec![FeedEvent::Start(o, hf), FeedEvent::Stop(o, u128::MAX)]
+        vec![FeedEvent::Start(o, hf), FeedEvent::Gone(o, 9)]
     );
 }
 

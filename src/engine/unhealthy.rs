@@ -4,28 +4,35 @@
 use bytes::Bytes;
 
 use super::Engine;
-use super::frame::write_candidate;
+use super::frame::{Stamp, write_candidate};
 use super::view::OwnerView;
 use crate::domain::pubkey::Pubkey;
 use crate::wire::liquidations::LiquidationQuote;
 use crate::wire::positions::{Candidate, UnhealthyResponse, UnhealthyRow};
 
-/// One SSE frame: `event: <name>` and the candidate as JSON.
+/// One SSE frame: its `id:`, `event: <name>` and the candidate as JSON.
 pub fn sse_frame(
     event: &str,
     owner: &Pubkey,
     hf: u128,
     rows: &[UnhealthyRow],
     liquidation: Option<&LiquidationQuote>,
+    slot: u64,
+    stamp: Stamp,
 ) -> Bytes {
     let data = serde_json::to_string(&Candidate {
         owner: owner.to_string(),
         account_health_factor_wad: hf.to_string(),
         positions: rows,
         liquidation,
+        slot,
+        published_at_ms: stamp.published_at_ms,
     })
     .expect("plain strings serialize");
-    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+    Bytes::from(format!(
+        "id: {}\nevent: {event}\ndata: {data}\n\n",
+        stamp.id
+    ))
 }
 
 /// The frame of a candidate_start or candidate_update, from the wire types (the
@@ -35,6 +42,7 @@ pub fn candidate_frame(
     engine: &Engine,
     event: &str,
     owner: &Pubkey,
+    stamp: Stamp,
     now: i64,
     max_oracle_age: i64,
 ) -> Option<Bytes> {
@@ -49,6 +57,8 @@ pub fn candidate_frame(
         view.health_factor,
         &rows,
         quote.as_ref(),
+        view.slot(),
+        stamp,
     ))
 }
 
@@ -120,8 +130,9 @@ pub fn unhealthy_body(
 }
 
 /// The frames a new subscriber gets first: a candidate_start for every owner
-/// already under water, all of them, in one buffer.
-pub fn snapshot_frames(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes {
+/// already under water, all of them, in one buffer, each stamped with the id
+/// of the last live event the engine's state includes.
+pub fn snapshot_frames(engine: &Engine, stamp: Stamp, now: i64, max_oracle_age: i64) -> Bytes {
     let mut out = Vec::new();
     for (_, owner) in engine.unhealthy() {
         write_candidate(
@@ -129,6 +140,7 @@ pub fn snapshot_frames(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes 
             engine,
             "candidate_start",
             &owner,
+            stamp,
             now,
             max_oracle_age,
         );

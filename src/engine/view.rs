@@ -15,6 +15,16 @@ pub struct OwnerView<'a> {
 }
 
 impl OwnerView<'_> {
+    /// Provenance (§11): the largest context slot among the rows and pools
+    /// every answer about this owner is computed from.
+    pub fn slot(&self) -> u64 {
+        self.positions
+            .iter()
+            .map(|(p, pool)| p.slot.max(pool.state.slot))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The account health factor priced with the oracles' confidence (§8).
     pub fn health_factor_with_confidence(&self) -> u128 {
         health_factor_with_confidence(&quote_inputs(

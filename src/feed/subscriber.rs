@@ -7,9 +7,14 @@
 //! in bytes and capped, and the stream hands actix at most `SLICE` bytes at a
 //! time, so actix's write buffer never holds a private copy of a 5 MB snapshot.
 //! A subscriber past its cap is dropped: its backlog is discarded and, if it ever
-//! reads on, it gets one `resync` event telling it to re-read
-//! GET /api/positions/unhealthy and reconnect, and then the stream ends.
+//! reads on, it gets one `resync` event telling it to reconnect (with its
+//! `Last-Event-ID` it resumes if the replay window still holds what it missed,
+//! else it gets a `reset` and the snapshot), and then the stream ends.
+//!
+//! A stream starts with the hello line and its prelude: the snapshot, the
+//! replayed events of a resume, or a `reset` and the snapshot.
 
+use std::collections::VecDeque;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,6 +27,8 @@ use futures_util::Stream;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Interval, interval_at};
 
+use super::gate::Ticket;
+
 /// Largest piece handed to actix at once (it copies each into its write buffer
 /// and asks for more only once that has drained).
 const SLICE: usize = 64 * 1024;
@@ -31,10 +38,12 @@ const SLICE: usize = 64 * 1024;
 /// connection only when it writes.
 const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
-const HELLO: &[u8] = b": lendex liquidation feed\n\n";
+/// The first bytes of every stream; `retry` asks EventSource clients to
+/// reconnect after a second (with their Last-Event-ID).
+const HELLO: &[u8] = b": lendex liquidation feed\nretry: 1000\n\n";
 const COMMENT: &[u8] = b":\n\n";
 /// The last event a dropped subscriber sees.
-pub const RESYNC: &[u8] = b"event: resync\ndata: {\"reason\":\"subscriber too slow: unread events exceeded cache.subscriber_max_lag_bytes\",\"resync\":\"/api/positions/unhealthy\"}\n\n";
+pub const RESYNC: &[u8] = b"event: resync\ndata: {\"reason\":\"subscriber too slow: unread events exceeded cache.subscriber_max_lag_bytes; reconnect with Last-Event-ID\",\"resync\":\"/api/positions/unhealthy\"}\n\n";
 
 /// What both ends share.
 struct Shared {
@@ -57,17 +66,22 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
-    /// A subscriber that starts with `snapshot` unread (it counts toward the cap:
-    /// the cap is the snapshot plus `max_lag`), on the connection of `socket`.
-    pub fn new(snapshot: Bytes, max_lag: usize, socket: Option<RawFd>) -> (Subscriber, FeedStream) {
+    /// A subscriber that starts with `prelude` unread (it counts toward the cap:
+    /// the cap is the prelude plus `max_lag`), on the connection of `socket`.
+    pub fn new(
+        prelude: Vec<Bytes>,
+        max_lag: usize,
+        socket: Option<RawFd>,
+    ) -> (Subscriber, FeedStream) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let size: usize = prelude.iter().map(Bytes::len).sum();
         let shared = Arc::new(Shared {
-            unread: AtomicUsize::new(snapshot.len()),
+            unread: AtomicUsize::new(size),
             dropped: AtomicBool::new(false),
             closed: AtomicBool::new(false),
         });
-        let max_lag = max_lag.saturating_add(snapshot.len());
-        let stream = FeedStream::new(snapshot, rx, shared.clone());
+        let max_lag = max_lag.saturating_add(size);
+        let stream = FeedStream::new(prelude.into(), rx, shared.clone());
         (
             Subscriber {
                 tx,
@@ -123,28 +137,41 @@ impl Subscriber {
     }
 }
 
-/// The body of one feed response: the hello line, the snapshot, live batches
+/// The body of one feed response: the hello line, the prelude, live batches
 /// and keep-alive comments, in slices of at most `SLICE` bytes.
 pub struct FeedStream {
     /// What is being handed out now.
     current: Bytes,
-    /// Every owner already under water, sent after the hello line.
-    snapshot: Option<Bytes>,
+    /// Sent after the hello line: the snapshot, or the events of a resume.
+    prelude: VecDeque<Bytes>,
     /// None once the last frame is out.
     rx: Option<mpsc::UnboundedReceiver<Bytes>>,
     shared: Arc<Shared>,
     ticks: Interval,
+    /// The stream's place under the caps (`gate`), held until it ends.
+    _ticket: Option<Ticket>,
 }
 
 impl FeedStream {
-    fn new(snapshot: Bytes, rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shared>) -> Self {
+    fn new(
+        prelude: VecDeque<Bytes>,
+        rx: mpsc::UnboundedReceiver<Bytes>,
+        shared: Arc<Shared>,
+    ) -> Self {
         FeedStream {
             current: Bytes::from_static(HELLO),
-            snapshot: Some(snapshot),
+            prelude,
             rx: Some(rx),
             shared,
             ticks: interval_at(Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
+            _ticket: None,
         }
+    }
+
+    /// The stream holds its place under the caps until it ends.
+    pub fn holding(mut self, ticket: Ticket) -> Self {
+        self._ticket = Some(ticket);
+        self
     }
 
     /// Takes a queued piece: it no longer counts as unread.
@@ -173,12 +200,12 @@ impl Stream for FeedStream {
             if this.shared.dropped.load(Ordering::Acquire) {
                 // The backlog goes unread: one resync event, then the end.
                 this.rx = None;
-                this.snapshot = None;
+                this.prelude.clear();
                 this.current = Bytes::from_static(RESYNC);
                 continue;
             }
-            if let Some(snapshot) = this.snapshot.take() {
-                this.take(snapshot);
+            if let Some(piece) = this.prelude.pop_front() {
+                this.take(piece);
                 continue;
             }
             match rx.poll_recv(cx) {
@@ -211,7 +238,7 @@ mod tests {
     #[tokio::test]
     async fn hello_then_snapshot_in_slices_then_live() {
         let snapshot = Bytes::from(vec![b'x'; SLICE * 2 + 10]);
-        let (sub, mut stream) = Subscriber::new(snapshot, 1024, None);
+        let (sub, mut stream) = Subscriber::new(vec![snapshot], 1024, None);
         assert_eq!(next(&mut stream).await, HELLO);
         let sizes = [
             next(&mut stream).await.len(),
@@ -225,7 +252,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_that_keeps_up_takes_any_batch() {
-        let (sub, mut stream) = Subscriber::new(Bytes::new(), 10, None);
+        let (sub, mut stream) = Subscriber::new(Vec::new(), 10, None);
         next(&mut stream).await; // hello
         for _ in 0..3 {
             let big = Bytes::from(vec![b'y'; 1000]);
@@ -242,7 +269,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_batch_in_parts_is_taken_or_refused_whole() {
-        let (sub, _stream) = Subscriber::new(Bytes::from_static(b"snap"), 100, None);
+        let (sub, _stream) = Subscriber::new(vec![Bytes::from_static(b"snap")], 100, None);
         assert!(sub.offer(&[Bytes::from(vec![b'a'; 60])]));
         // 30 alone would fit (4 + 60 + 30 <= 104); with its other part it does not.
         let parts = [Bytes::from(vec![b'b'; 30]), Bytes::from(vec![b'c'; 11])];
@@ -256,7 +283,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lagging_reader_is_dropped_and_told_to_resync() {
-        let (sub, mut stream) = Subscriber::new(Bytes::from_static(b"snap"), 100, None);
+        let (sub, mut stream) = Subscriber::new(vec![Bytes::from_static(b"snap")], 100, None);
         assert!(sub.offer(&[Bytes::from(vec![b'a'; 60])]));
         assert!(
             sub.offer(&[Bytes::from(vec![b'b'; 40])]),
@@ -278,7 +305,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_subscriber_ends_its_stream_with_bytes_unread() {
-        let (sub, mut stream) = Subscriber::new(Bytes::from(vec![b'x'; SLICE * 4]), 10, None);
+        let (sub, mut stream) = Subscriber::new(vec![Bytes::from(vec![b'x'; SLICE * 4])], 10, None);
         assert_eq!(next(&mut stream).await, HELLO);
         sub.close();
         assert!(stream.next().await.is_none(), "nothing more after a close");
@@ -286,7 +313,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_connection_is_seen_by_the_cache() {
-        let (sub, stream) = Subscriber::new(Bytes::new(), 10, None);
+        let (sub, stream) = Subscriber::new(Vec::new(), 10, None);
         assert!(!sub.is_closed());
         drop(stream);
         assert!(sub.is_closed());

@@ -46,6 +46,11 @@ impl FromRequest for Params {
 }
 
 impl Params {
+    /// The request the parameters are of.
+    pub fn request(&self) -> &HttpRequest {
+        &self.0
+    }
+
     pub fn query(&self) -> Query<'_> {
         Query(self.0.query_string())
     }

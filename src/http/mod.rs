@@ -3,6 +3,7 @@
 //! PostgreSQL directly through named queries.
 
 pub mod body;
+pub mod conditional;
 pub mod extract;
 pub mod handlers;
 pub mod json_errors;

@@ -12,10 +12,11 @@
 //! the same bytes (the cache renders on a miss), and answer every error.
 
 use actix_http::body::BoxBody;
-use actix_http::{Method, Request, Response};
-use actix_web::HttpResponse;
+use actix_http::{HttpMessage, Method, Request, Response};
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse};
 
+use super::conditional::{self, Conditional};
 use super::observe::Observed;
 use super::query::Query;
 use super::state::AppState;
@@ -24,9 +25,10 @@ use crate::domain::enums::parse_u128_decimal;
 use crate::domain::limits::clamp_limit;
 use crate::domain::wad::WAD;
 use crate::engine::WATCH_BELOW;
-use crate::engine::answers::{Answer, SharedRendered, cached_answer, now_seconds};
+use crate::engine::answers::Answer;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
+use crate::feed::rendered::{SharedRendered, now_seconds};
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
 pub const LIQUIDATIONS: &str = "/api/liquidations";
@@ -91,8 +93,9 @@ pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
     Ok(Answer::AtRisk { below, limit })
 }
 
-/// The answer to `req` when it is one of the polls and already rendered; None
-/// sends the request on to the App.
+/// The answer to `req` when it is one of the polls and already rendered (a
+/// 200, or a 304 for a client that holds it); None sends the request on to
+/// the App, which also holds a long poll.
 pub fn answer(rendered: &SharedRendered, req: &Request) -> Option<Response<BoxBody>> {
     if req.method() != Method::GET {
         return None;
@@ -101,20 +104,27 @@ pub fn answer(rendered: &SharedRendered, req: &Request) -> Option<Response<BoxBo
     let observed = Observed::start(req.method(), req.path());
     let query = Query(req.uri().query().unwrap_or_default()).check().ok()?;
     let answer = (poll.parse)(query).ok()?;
-    let body = cached_answer(rendered, &answer, now_seconds())?;
-    let response = json_bytes(body);
+    let cond = Conditional::of(req.headers(), query).ok()?;
+    let body = rendered.answer(&answer, now_seconds())?;
+    if cond.would_wait(&body) {
+        return None;
+    }
+    let response = cond.respond(&body);
     observed.finish(poll.route, req.method(), response.status().as_u16());
     Some(response.into())
 }
 
-/// The App's side: the rendered answer, or the cache renders it now.
-pub async fn serve(state: &AppState, answer: Answer) -> ApiResult<HttpResponse> {
-    let now = now_seconds();
-    let body = match cached_answer(&state.rendered, &answer, now) {
-        Some(body) => body,
-        None => state.cache.send(Render(answer)).await??,
-    };
-    Ok(json_bytes(body))
+/// The App's side: the rendered answer (or the cache renders it now), under
+/// the request's conditions (`http::conditional`).
+pub async fn serve(state: &AppState, req: &HttpRequest, answer: Answer) -> ApiResult<HttpResponse> {
+    let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
+    conditional::answer(state, cond, || async move {
+        match state.rendered.answer(&answer, now_seconds()) {
+            Some(body) => Ok(body),
+            None => state.cache.send(Render(answer)).await?,
+        }
+    })
+    .await
 }
 
 /// A 200 with an already rendered JSON body.
@@ -131,13 +141,13 @@ mod tests {
     use actix_web::web::Bytes;
 
     use super::*;
-    use crate::engine::answers::keep_answer;
+    use crate::feed::rendered::Body;
 
     const BODY: &[u8] = br#"{"positions":[]}"#;
 
     fn rendered_for(answer: Answer, second: i64) -> SharedRendered {
         let rendered = SharedRendered::default();
-        keep_answer(&rendered, answer, second, Bytes::from_static(BODY));
+        rendered.keep_answer(answer, second, Body::new(Bytes::from_static(BODY)));
         rendered
     }
 
@@ -169,16 +179,44 @@ mod tests {
         assert!(rendered, "the last `limit` is the one read");
         let response = response.expect("rendered for this second");
         // The same response the handler builds.
-        let expected: Response<BoxBody> = json_bytes(Bytes::from_static(BODY)).into();
+        let expected: Response<BoxBody> =
+            conditional::ok(&Body::new(Bytes::from_static(BODY))).into();
         assert_eq!(response.status(), expected.status());
-        assert_eq!(
-            format!("{:?}", response.headers()),
-            format!("{:?}", expected.headers())
-        );
+        let sorted = |r: &Response<BoxBody>| {
+            let mut headers: Vec<(String, Vec<u8>)> = r
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+                .collect();
+            headers.sort();
+            headers
+        };
+        assert_eq!(sorted(&response), sorted(&expected));
         let body = actix_http::body::to_bytes(response.into_body())
             .await
             .unwrap();
         assert_eq!(&body[..], BODY);
+    }
+
+    #[test]
+    fn a_held_tag_is_304_ahead_of_the_app_and_a_long_poll_goes_on() {
+        let tag = Body::new(Bytes::from_static(BODY)).etag;
+        let with_tag = |uri: &str| {
+            TestRequest::with_uri(uri)
+                .insert_header((actix_web::http::header::IF_NONE_MATCH, tag.to_vec()))
+                .finish()
+        };
+        let (not_modified, held, bad_wait) = within_one_second(|now| {
+            let rendered = rendered_for(unhealthy_answer(Query("")).unwrap(), now);
+            (
+                answer(&rendered, &with_tag("/api/positions/unhealthy")).map(|r| r.status()),
+                answer(&rendered, &with_tag("/api/positions/unhealthy?wait_ms=500")).is_none(),
+                answer(&rendered, &with_tag("/api/positions/unhealthy?wait_ms=x")).is_none(),
+            )
+        });
+        assert_eq!(not_modified, Some(actix_http::StatusCode::NOT_MODIFIED));
+        assert!(held, "a long poll is held by the App's handler");
+        assert!(bad_wait, "a malformed wait_ms is the App's 400");
     }
 
     #[test]

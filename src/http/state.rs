@@ -12,7 +12,9 @@ use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::HealthCache;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
-use crate::engine::answers::SharedRendered;
+use crate::feed::gate::StreamGate;
+use crate::feed::rendered::SharedRendered;
+use crate::http::conditional::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::ingest::Ingest;
 
@@ -31,6 +33,10 @@ pub struct AppState {
     /// The cache's rendered unhealthy answers, read without a round trip.
     pub rendered: SharedRendered,
     pub limiter: PublicWriteLimiter,
+    /// Long polls held now, capped (`server.max_held_polls`).
+    pub held_polls: HeldPolls,
+    /// Open SSE streams, capped per client and in total.
+    pub streams: Arc<StreamGate>,
     /// Renders the Prometheus series (GET /metrics).
     pub metrics: crate::metrics::Metrics,
 }

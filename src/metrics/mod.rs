@@ -47,6 +47,13 @@ pub const SYNC_STREAM_CONNECTED: &str = "lendex_sync_stream_connected";
 pub const SYNC_NOTIFICATIONS: &str = "lendex_sync_notifications_total";
 pub const SYNC_RECONNECTS: &str = "lendex_sync_stream_reconnects_total";
 pub const LOG_DROPPED: &str = "lendex_log_lines_dropped_total";
+pub const SSE_OPEN: &str = "lendex_sse_streams_open";
+pub const SSE_REFUSED: &str = "lendex_sse_refused_total";
+pub const SSE_RESUMES: &str = "lendex_sse_reconnects_total";
+pub const LONG_POLLS_HELD: &str = "lendex_long_polls_held";
+pub const LONG_POLLS_REFUSED: &str = "lendex_long_polls_refused_total";
+pub const FRESHNESS_NOTIFY: &str = "lendex_feed_notify_to_frame_seconds";
+pub const FRESHNESS_CHAIN: &str = "lendex_feed_chain_to_frame_seconds";
 
 /// Latency buckets, in seconds: 100 µs to 10 s.
 const SECONDS_BUCKETS: &[f64] = &[
@@ -199,6 +206,30 @@ fn describe() {
         SYNC_RECONNECTS,
         "Websocket connections made after the first"
     );
+    describe_gauge!(SSE_OPEN, "Open SSE streams (the caps count these)");
+    describe_counter!(
+        SSE_REFUSED,
+        "SSE streams refused with 429, by cap (per_address, total)"
+    );
+    describe_counter!(
+        SSE_RESUMES,
+        "SSE connections with a Last-Event-ID, by outcome (resumed, or reset_ and why)"
+    );
+    describe_gauge!(LONG_POLLS_HELD, "Long polls held now");
+    describe_counter!(
+        LONG_POLLS_REFUSED,
+        "Long polls answered at once because server.max_held_polls were held"
+    );
+    describe_histogram!(
+        FRESHNESS_NOTIFY,
+        Unit::Seconds,
+        "From a NOTIFY of changed rows heard to the feed frames it caused published"
+    );
+    describe_histogram!(
+        FRESHNESS_CHAIN,
+        Unit::Seconds,
+        "From a chain account notification received (the leader) to the feed frames it caused published"
+    );
 }
 
 pub fn rpc_request(method: &str, outcome: &'static str, took: Duration) {
@@ -282,6 +313,32 @@ pub fn sync(
     }
     gauge!(SYNC_STREAM_CONNECTED).set(f64::from(u8::from(connected)));
     counter!(SYNC_RECONNECTS).absolute(reconnects);
+}
+
+pub fn stream_refused(cap: &'static str) {
+    counter!(SSE_REFUSED, "cap" => cap).increment(1);
+}
+
+pub fn sse_resumed(outcome: &'static str) {
+    counter!(SSE_RESUMES, "outcome" => outcome).increment(1);
+}
+
+pub fn long_poll_refused() {
+    counter!(LONG_POLLS_REFUSED).increment(1);
+}
+
+pub fn feed_freshness_notify(took: Duration) {
+    histogram!(FRESHNESS_NOTIFY).record(took.as_secs_f64());
+}
+
+pub fn feed_freshness_chain(took: Duration) {
+    histogram!(FRESHNESS_CHAIN).record(took.as_secs_f64());
+}
+
+/// Scrape-time state of the HTTP side's held connections.
+pub fn held(streams_open: usize, long_polls_held: usize) {
+    gauge!(SSE_OPEN).set(streams_open as f64);
+    gauge!(LONG_POLLS_HELD).set(long_polls_held as f64);
 }
 
 /// Log lines that could not be written (`crate::logging`).

@@ -43,6 +43,9 @@ pub struct LiquidationQuote {
     pub profit_value_wad: String,
     /// Either pool's oracle is older than `health.max_oracle_age_seconds`.
     pub oracle_stale: bool,
+    /// Provenance: the largest context slot among the rows and pools the
+    /// quote was computed from (the owner's, since every position counts).
+    pub slot: u64,
 }
 
 #[derive(Serialize, ToSchema)]

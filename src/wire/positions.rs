@@ -138,7 +138,7 @@ pub struct UnhealthyResponse {
     pub positions: Vec<UnhealthyRow>,
 }
 
-/// The `data` of every SSE event.
+/// The `data` of every candidate event (its SSE `id:` is `<epoch>.<sequence>`).
 #[derive(Serialize)]
 pub struct Candidate<'a> {
     pub owner: String,
@@ -146,4 +146,9 @@ pub struct Candidate<'a> {
     pub positions: &'a [UnhealthyRow],
     /// The owner's best liquidation quote (null when no pair qualifies, and on stop).
     pub liquidation: Option<&'a LiquidationQuote>,
+    /// Provenance: the largest context slot among the owner's rows and pools
+    /// (on a stop for an owner with no position left, of its last state).
+    pub slot: u64,
+    /// When the service published the event (Unix milliseconds).
+    pub published_at_ms: i64,
 }

@@ -16,20 +16,36 @@ use crate::wire::liquidations::{AtRiskResponse, LiquidationsResponse};
     params(("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
            ("min_profit_wad" = Option<WadText>, Query, description = "u128 decimal: leave out quotes with a smaller profit_value_wad"),
            ("debt_pool" = Option<PubkeyText>, Query, description = "only pairs repaying debt in this pool"),
-           ("collateral_pool" = Option<PubkeyText>, Query, description = "only pairs seizing collateral in this pool")),
-    responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner."),
-        (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad)"),
+           ("collateral_pool" = Option<PubkeyText>, Query, description = "only pairs seizing collateral in this pool"),
+           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
+           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+        (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad, or wait_ms out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    polls::serve(&state, polls::liquidations_answer(params.query())?).await
+    polls::serve(
+        &state,
+        params.request(),
+        polls::liquidations_answer(params.query())?,
+    )
+    .await
 }
 
 #[utoipa::path(get, path = "/api/positions/at-risk", tag = "liquidations",
     params(("below" = Option<WadText>, Query, description = "u128 decimal, greater than 1 WAD and at most 2 WAD; default 1100000000000000000"),
-           ("limit" = Option<i64>, Query, description = "default 50, clamped to 200")),
-    responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner."),
-        (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range)"),
+           ("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
+           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
+           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+        (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range, or wait_ms out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn at_risk(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    polls::serve(&state, polls::at_risk_answer(params.query())?).await
+    polls::serve(
+        &state,
+        params.request(),
+        polls::at_risk_answer(params.query())?,
+    )
+    .await
 }

@@ -43,6 +43,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
             dropped_subscribers: c.dropped_subscribers,
         });
     }
+    metrics::held(state.streams.open(), state.held_polls.held());
     for lane in lanes.unwrap_or_default() {
         metrics::writer_lane(
             lane.lane.name(),

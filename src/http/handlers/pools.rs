@@ -1,18 +1,21 @@
 //! Pools: the cached index (spec 4.7), registration by an allowlisted admin
 //! (4.8, decisions §5) and the refresh of a registered pool from chain (4.9).
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::chain_sync::Reconcile;
-use crate::actors::health_cache::commit;
+use crate::actors::health_cache::{Reaches, commit};
 use crate::db::queries;
 use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
+use crate::feed::rendered::{Body, now_seconds};
 use crate::http::body::JsonBody;
+use crate::http::conditional::{self, Conditional};
 use crate::http::extract::PublicWrite;
+use crate::http::query::Query;
 use crate::http::signed::{Credentials, Need, authorize, credentials};
 use crate::http::state::AppState;
 use crate::ingest::Registration;
@@ -104,13 +107,32 @@ const MAX_SYMBOL_CHARS: usize = 32;
 const MAX_SIGNATURE_CHARS: usize = 128;
 
 #[utoipa::path(get, path = "/api/pools", tag = "pools",
-    responses((status = 200, body = PoolsResponse, description = "registered pools of the cluster")))]
-pub async fn list_pools(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    params(("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
+           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    responses((status = 200, body = PoolsResponse, description = "registered pools of the cluster", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+        (status = 400, body = ErrorBody, description = "invalid (wait_ms out of range)")))]
+pub async fn list_pools(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
+    conditional::answer(&state, cond, || pools_body(&state)).await
+}
+
+/// The index as rendered in this second, or read and rendered now (held
+/// polls woken together read it once).
+async fn pools_body(state: &AppState) -> ApiResult<Body> {
+    let now = now_seconds();
+    if let Some(body) = state.rendered.pools(now) {
+        return Ok(body);
+    }
+    let generation = state.rendered.owner_generation();
     let client = state.db.get().await?;
     let stmt = client.prepare_cached(queries::LIST_POOLS).await?;
     let rows = client.query(&stmt, &[&state.cluster.as_str()]).await?;
     let pools = rows.iter().map(Pool::from_row).collect();
-    Ok(HttpResponse::Ok().json(PoolsResponse { pools }))
+    let bytes = serde_json::to_vec(&PoolsResponse { pools }).map_err(ApiError::internal)?;
+    let body = Body::new(bytes.into());
+    state.rendered.keep_pools(now, generation, body.clone());
+    Ok(body)
 }
 
 fn symbol(body: &JsonBody) -> ApiResult<Option<&str>> {
@@ -149,7 +171,7 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     let register = state
         .ingest
         .registration(&registration, &reads[0], &reads[1])?;
-    let created = commit(&state.writer, &state.cache, register, true)
+    let created = commit(&state.writer, &state.cache, register, Reaches::Awaited)
         .await?
         .is_some();
     if created {
@@ -182,7 +204,7 @@ pub async fn sync_pool(
         .send(ReadAccounts { keys: vec![pool] })
         .await??;
     let sync = state.ingest.pool(&pool, &reads[0], symbol, false)?;
-    commit(&state.writer, &state.cache, sync, true).await?;
+    commit(&state.writer, &state.cache, sync, Reaches::Awaited).await?;
     Ok(HttpResponse::Ok().json(SyncPoolResponse {
         ok: true,
         pool_address: pool.to_string(),

@@ -11,18 +11,20 @@ use serde::Serialize;
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::health_cache::{
-    KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Subscribe, commit,
+    KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Reaches, Subscribe, commit,
 };
 use crate::db::queries;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
-use crate::engine::answers::{OwnerBody, cached_owner_body, keep_owner_body};
 use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
+use crate::feed::rendered::{Body, OwnerBody};
 use crate::http::body::JsonBody;
+use crate::http::conditional::{self, Conditional};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
-use crate::http::polls::{self, json_bytes};
+use crate::http::polls;
+use crate::http::query::Query;
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
 use crate::wire::error::ErrorBody;
@@ -47,32 +49,56 @@ impl SyncPositionRequest {
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}", tag = "positions",
-    params(("user" = PubkeyText, Path, description = "wallet")),
-    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)"),
-        (status = 400, body = ErrorBody, description = "invalid (malformed wallet)")))]
+    params(("user" = PubkeyText, Path, description = "wallet"),
+           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
+           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
 pub async fn list_positions(
+    req: HttpRequest,
     state: web::Data<AppState>,
     user: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let owner = parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
-    if let Some(body) = cached_owner_body(&state.rendered, &owner, OwnerBody::Positions) {
-        return Ok(json_bytes(body));
-    }
-    let held = owner_positions(&state, owner).await?;
+    owner_answer(&req, &state, &user, OwnerBody::Positions).await
+}
+
+/// A per-owner answer under the request's conditions (`http::conditional`):
+/// the rendered body, or rendered now from the health cache's rows.
+async fn owner_answer(
+    req: &HttpRequest,
+    state: &AppState,
+    user: &str,
+    kind: OwnerBody,
+) -> ApiResult<HttpResponse> {
+    let owner = parse_pubkey(user).map_err(|_| ApiError::Invalid)?;
+    let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
+    conditional::answer(state, cond, || async move {
+        if let Some(body) = state.rendered.owner_body(&owner, kind) {
+            return Ok(body);
+        }
+        let held = owner_positions(state, owner).await?;
+        let generation = held.body_generation;
+        let bytes = match kind {
+            OwnerBody::Positions => positions_body(&owner, &held)?,
+            OwnerBody::Detail => detail_body(state, &owner, held).await?,
+        };
+        let body = Body::new(bytes);
+        state
+            .rendered
+            .keep_owner_body(owner, kind, generation, body.clone());
+        Ok(body)
+    })
+    .await
+}
+
+fn positions_body(owner: &Pubkey, held: &OwnerPositions) -> ApiResult<Bytes> {
     let positions = held
         .rows
         .iter()
-        .map(|r| position(&owner, held.health_factor, r))
+        .map(|r| position(owner, held.health_factor, r))
         .collect();
-    let body = render(&PositionsResponse { positions })?;
-    keep_owner_body(
-        &state.rendered,
-        owner,
-        OwnerBody::Positions,
-        held.body_generation,
-        body.clone(),
-    );
-    Ok(json_bytes(body))
+    render(&PositionsResponse { positions })
 }
 
 /// A position as the health cache holds it, with the owner's account health factor.
@@ -125,7 +151,7 @@ pub async fn sync_position(
         })
         .await??;
     let (sync, exists) = state.ingest.position(&pool, &user, &reads[0], &reads[1])?;
-    commit(&state.writer, &state.cache, sync, true).await?;
+    commit(&state.writer, &state.cache, sync, Reaches::Awaited).await?;
     Ok(HttpResponse::Ok().json(SyncPositionResponse {
         ok: true,
         exists,
@@ -135,35 +161,47 @@ pub async fn sync_position(
 
 #[utoipa::path(get, path = "/api/positions/unhealthy", tag = "positions",
     params(("pool" = Option<PubkeyText>, Query, description = "keep only debt rows in this pool"),
-           ("limit" = Option<i64>, Query, description = "default 50, clamped to 200")),
-    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first"),
-        (status = 400, body = ErrorBody, description = "invalid (malformed pool)"),
+           ("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
+           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
+           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+        (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
-    polls::serve(&state, polls::unhealthy_answer(params.query())?).await
+    polls::serve(
+        &state,
+        params.request(),
+        polls::unhealthy_answer(params.query())?,
+    )
+    .await
 }
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",
-    params(("user" = PubkeyText, Path, description = "wallet")),
-    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs"),
-        (status = 400, body = ErrorBody, description = "invalid (malformed wallet)")))]
+    params(("user" = PubkeyText, Path, description = "wallet"),
+           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
+           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
 pub async fn detail(
+    req: HttpRequest,
     state: web::Data<AppState>,
     user: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let owner = parse_pubkey(&user).map_err(|_| ApiError::Invalid)?;
-    if let Some(body) = cached_owner_body(&state.rendered, &owner, OwnerBody::Detail) {
-        return Ok(json_bytes(body));
-    }
-    let held = owner_positions(&state, owner).await?;
+    owner_answer(&req, &state, &user, OwnerBody::Detail).await
+}
+
+/// Spec 2.3's rows, with each wallet's recent borrows (kept by the cache once read).
+async fn detail_body(state: &AppState, owner: &Pubkey, held: OwnerPositions) -> ApiResult<Bytes> {
     let mut borrows: HashMap<String, Vec<BorrowTx>> = HashMap::new();
     if !held.rows.is_empty() {
         let recent = match &held.borrows {
             Some(recent) => recent.clone(),
             None => {
-                let recent = Arc::new(recent_borrows(&state, &user).await?);
+                let recent = Arc::new(recent_borrows(state, &owner.to_string()).await?);
                 state.cache.do_send(KeepBorrows {
-                    owner,
+                    owner: *owner,
                     generation: held.borrow_generation,
                     borrows: recent.clone(),
                 });
@@ -207,15 +245,7 @@ pub async fn detail(
             }
         })
         .collect();
-    let body = render(&DetailResponse { positions })?;
-    keep_owner_body(
-        &state.rendered,
-        owner,
-        OwnerBody::Detail,
-        held.body_generation,
-        body.clone(),
-    );
-    Ok(json_bytes(body))
+    render(&DetailResponse { positions })
 }
 
 /// A wallet's borrows, at most 10 per pool, newest first, not failed (decisions §6).
@@ -239,17 +269,43 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
 }
 
 #[utoipa::path(get, path = "/api/positions/unhealthy/stream", tag = "positions",
+    params(("Last-Event-ID" = Option<String>, Header, description = "the `id` of the last event received: a reconnect inside the replay window gets exactly the events it missed, and no snapshot")),
     responses((status = 200, content_type = "text/event-stream",
-        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null}. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: re-read the list and reconnect.")))]
+        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each has an `id: <epoch>.<sequence>`; each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null, slot, published_at_ms}. The snapshot's events carry the id of the last live event they include. A reconnect whose Last-Event-ID cannot resume (another epoch, older than `cache.replay_bytes` of events, garbage) first gets a `reset` event ({reason}) and then the snapshot. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: reconnect with its Last-Event-ID."),
+        (status = 429, body = ErrorBody, description = "rate limited: `server.max_streams_per_ip` streams open from this address, or `server.max_streams` in all (Retry-After)"),
+        (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy_stream(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
+    let ticket = state
+        .streams
+        .admit(req.peer_addr().map(|a| a.ip()))
+        .map_err(|cap| {
+            crate::metrics::stream_refused(cap.label());
+            ApiError::RateLimited {
+                retry_after_secs: STREAM_RETRY_AFTER_SECS,
+            }
+        })?;
+    let last_event_id = req
+        .headers()
+        .get("Last-Event-ID")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let socket = bound_feed_socket(&req);
-    let stream = state.cache.send(Subscribe { socket }).await??;
+    let stream = state
+        .cache
+        .send(Subscribe {
+            socket,
+            last_event_id,
+        })
+        .await??;
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"))
-        .streaming(stream))
+        .streaming(stream.holding(ticket)))
 }
+
+/// A refused stream is told to try again after this long (a stream's place
+/// frees when one closes, which a client cannot see).
+const STREAM_RETRY_AFTER_SECS: u64 = 5;

@@ -1,0 +1,244 @@
+//! Conditional GET and long polls (decisions §11) on the six routes served
+//! from rendered bodies: each answer carries its strong ETag and
+//! `Cache-Control: no-cache`; an `If-None-Match` that lists the tag gets 304
+//! with no body; with `wait_ms` as well, the request is held until the answer
+//! changes (200) or the wait ends (304). A held request holds no worker: it
+//! awaits the rendered answers' change signal, re-checking at least every
+//! second (oracle staleness moves with the clock), and at most
+//! `server.max_held_polls` are held (past that they are answered at once).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, IF_NONE_MATCH,
+};
+
+use super::query::Query;
+use super::state::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::feed::rendered::Body;
+
+/// The longest a poll may ask to be held.
+pub const MAX_WAIT_MS: u64 = 30_000;
+/// A held poll re-checks its answer at least this often.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// What a GET asks beyond the answer: the tags it holds, how long it may wait.
+pub struct Conditional<'a> {
+    if_none_match: Option<&'a [u8]>,
+    wait: Duration,
+}
+
+impl<'a> Conditional<'a> {
+    /// `wait_ms` (0 to 30000, else 400 `invalid`) and `If-None-Match`.
+    pub fn of(headers: &'a HeaderMap, query: Query<'_>) -> ApiResult<Conditional<'a>> {
+        let wait_ms = match query.get("wait_ms") {
+            None => 0,
+            Some(v) => {
+                if v.is_empty() || v.len() > 5 || !v.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(ApiError::Invalid);
+                }
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|ms| *ms <= MAX_WAIT_MS)
+                    .ok_or(ApiError::Invalid)?
+            }
+        };
+        Ok(Conditional {
+            if_none_match: headers.get(IF_NONE_MATCH).map(HeaderValue::as_bytes),
+            wait: Duration::from_millis(wait_ms),
+        })
+    }
+
+    /// The client holds this body already.
+    pub fn holds(&self, body: &Body) -> bool {
+        self.if_none_match.is_some_and(|tags| body.matches(tags))
+    }
+
+    /// It would be held: it holds the body and may wait.
+    pub fn would_wait(&self, body: &Body) -> bool {
+        !self.wait.is_zero() && self.holds(body)
+    }
+
+    /// 200 with the body, or 304 when the client holds it.
+    pub fn respond(&self, body: &Body) -> HttpResponse {
+        if self.holds(body) {
+            not_modified(body)
+        } else {
+            ok(body)
+        }
+    }
+}
+
+/// A 200 with a rendered body, its tag, and `no-cache` (revalidate each time).
+pub fn ok(body: &Body) -> HttpResponse {
+    // Static and shared header values: nothing parsed or copied per answer.
+    let mut response = HttpResponse::Ok();
+    response
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("application/json")))
+        .insert_header((CACHE_CONTROL, HeaderValue::from_static("no-cache")));
+    if let Ok(tag) = HeaderValue::from_maybe_shared(body.etag.clone()) {
+        response.insert_header((ETAG, tag));
+    }
+    response.body(body.bytes.clone())
+}
+
+/// A 304: the tag, `no-cache`, and no body.
+pub fn not_modified(body: &Body) -> HttpResponse {
+    let mut response = HttpResponse::build(StatusCode::NOT_MODIFIED);
+    response.insert_header((CACHE_CONTROL, HeaderValue::from_static("no-cache")));
+    if let Ok(tag) = HeaderValue::from_maybe_shared(body.etag.clone()) {
+        response.insert_header((ETAG, tag));
+    }
+    response.finish()
+}
+
+/// Answers with the current body (from `current`), holding a request that
+/// already has it for up to its wait, until the body changes.
+pub async fn answer<F, Fut>(
+    state: &AppState,
+    cond: Conditional<'_>,
+    current: F,
+) -> ApiResult<HttpResponse>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ApiResult<Body>>,
+{
+    // Subscribed before the first read: a change in between is not missed.
+    let mut changes = state.rendered.changes();
+    let body = current().await?;
+    if !cond.would_wait(&body) {
+        return Ok(cond.respond(&body));
+    }
+    let Some(_held) = state.held_polls.hold() else {
+        crate::metrics::long_poll_refused();
+        return Ok(not_modified(&body));
+    };
+    let deadline = tokio::time::Instant::now() + cond.wait;
+    loop {
+        let recheck = (tokio::time::Instant::now() + RECHECK).min(deadline);
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    // No more change signals (the service is stopping): wait out.
+                    tokio::time::sleep_until(deadline).await;
+                }
+            }
+            () = tokio::time::sleep_until(recheck) => {}
+        }
+        let body = current().await?;
+        if !cond.holds(&body) {
+            return Ok(ok(&body));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(not_modified(&body));
+        }
+    }
+}
+
+/// The count of held polls, capped.
+pub struct HeldPolls {
+    held: AtomicUsize,
+    max: usize,
+}
+
+/// One held poll; dropped when it is answered.
+pub struct Held<'a>(&'a AtomicUsize);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl HeldPolls {
+    pub fn new(max: usize) -> HeldPolls {
+        HeldPolls {
+            held: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// A place among the held polls, if one is free.
+    pub fn hold(&self) -> Option<Held<'_>> {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Held(&self.held))
+    }
+
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn cond<'a>(headers: &'a HeaderMap, query: &str) -> ApiResult<Conditional<'a>> {
+        Conditional::of(headers, Query(query))
+    }
+
+    #[test]
+    fn wait_ms_is_0_to_30000_or_invalid() {
+        let headers = HeaderMap::new();
+        for ok in ["", "wait_ms=0", "wait_ms=30000", "wait_ms=250"] {
+            assert!(cond(&headers, ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "wait_ms=30001",
+            "wait_ms=-1",
+            "wait_ms=1.5",
+            "wait_ms=x",
+            "wait_ms=+5",
+            "wait_ms=99999999999",
+        ] {
+            assert_eq!(cond(&headers, bad).err(), Some(ApiError::Invalid), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_held_tag_is_304_and_another_200() {
+        let body = Body::new(Bytes::from_static(b"{}"));
+        let mut headers = HeaderMap::new();
+        assert_eq!(cond(&headers, "").unwrap().respond(&body).status(), 200);
+        headers.insert(
+            IF_NONE_MATCH,
+            HeaderValue::from_maybe_shared(body.etag.clone()).unwrap(),
+        );
+        let held = cond(&headers, "wait_ms=10").unwrap();
+        let response = held.respond(&body);
+        assert_eq!(response.status(), 304);
+        assert_eq!(
+            response.headers().get(ETAG).unwrap().as_bytes(),
+            &body.etag[..]
+        );
+        assert!(held.would_wait(&body));
+        let other = Body::new(Bytes::from_static(b"[]"));
+        assert_eq!(held.respond(&other).status(), 200);
+        assert!(!held.would_wait(&other));
+        headers.insert(IF_NONE_MATCH, HeaderValue::from_static("garbage"));
+        assert_eq!(
+            cond(&headers, "").unwrap().respond(&body).status(),
+            200,
+            "garbage does not match"
+        );
+    }
+
+    #[test]
+    fn held_polls_are_capped() {
+        let polls = HeldPolls::new(2);
+        let a = polls.hold().unwrap();
+        let _b = polls.hold().unwrap();
+        assert!(polls.hold().is_none(), "past the cap");
+        drop(a);
+        assert!(polls.hold().is_some());
+    }
+}

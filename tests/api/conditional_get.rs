@@ -1,0 +1,295 @@
+//! Conditional GET and long polls on the six rendered routes (decisions §11):
+//! strong ETags that two replicas of one database agree on, 304 with no body,
+//! held polls woken by a change or timing out, and the cap on held polls.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use reqwest::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
+use serde_json::Value;
+
+use crate::common::*;
+use crate::health_feed::{Market, USD, market};
+
+/// Another replica of the service on the same database and chain: the real
+/// binary, in its own process (its own cache, loaded from the database).
+struct Replica {
+    base: String,
+    process: std::process::Child,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+async fn second_replica(m: &Market) -> Replica {
+    let port = free_port();
+    let process = std::process::Command::new(env!("CARGO_BIN_EXE_lendex"))
+        .arg("serve")
+        .env("DATABASE_URL", &m.t.app.db.url)
+        .env("RPC_URL", &m.t.chain.url)
+        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+        .env("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0")
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let replica = Replica {
+        base: format!("http://127.0.0.1:{port}"),
+        process,
+    };
+    let http = reqwest::Client::new();
+    let up = eventually(Duration::from_secs(20), async || {
+        let health = http
+            .get(format!("{}/api/health", replica.base))
+            .send()
+            .await;
+        health.is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    assert!(up, "replica B started");
+    replica
+}
+
+/// The six routes, for a market with `owner` under water.
+fn routes(owner: &str) -> Vec<String> {
+    vec![
+        "/api/positions/unhealthy?limit=50".into(),
+        "/api/liquidations?limit=50".into(),
+        "/api/positions/at-risk?below=1900000000000000000".into(),
+        format!("/api/positions/{owner}"),
+        format!("/api/positions/{owner}/detail"),
+        "/api/pools".into(),
+    ]
+}
+
+struct Got {
+    status: StatusCode,
+    etag: Option<String>,
+    cache_control: Option<String>,
+    body: String,
+}
+
+async fn get(http: &reqwest::Client, url: &str, tag: Option<&str>) -> Got {
+    let mut req = http.get(url);
+    if let Some(tag) = tag {
+        req = req.header(IF_NONE_MATCH, tag);
+    }
+    let res = req.send().await.unwrap();
+    let header = |name| {
+        res.headers()
+            .get(name)
+            .map(|v: &reqwest::header::HeaderValue| v.to_str().unwrap().to_string())
+    };
+    Got {
+        status: res.status(),
+        etag: header(ETAG),
+        cache_control: header(CACHE_CONTROL),
+        body: res.text().await.unwrap(),
+    }
+}
+
+#[actix_rt::test]
+async fn every_route_answers_304_for_its_tag_and_replicas_agree() {
+    let mut m = market(|_| {}).await;
+    let owner = m.account(500_000_000, 40_000_000_000).await; // 0.5: under water
+    m.account(1_000_000_000, 42_000_000_000).await; // 0.95
+    m.account(2_000_000_000, 60_000_000_000).await; // 1.33: at risk
+    let replica = second_replica(&m).await;
+    let b = replica.base.clone();
+    let http = reqwest::Client::new();
+    let a = m.t.app.base.clone();
+    for route in routes(&owner) {
+        let first = get(&http, &format!("{a}{route}"), None).await;
+        assert_eq!(first.status, 200, "{route}: {}", first.body);
+        let tag = first.etag.clone().expect("an ETag");
+        assert!(
+            tag.len() == 34 && tag.starts_with('"') && tag.ends_with('"'),
+            "{route}: strong, quoted: {tag}"
+        );
+        assert_eq!(first.cache_control.as_deref(), Some("no-cache"), "{route}");
+        serde_json::from_str::<Value>(&first.body).expect("JSON");
+
+        let again = get(&http, &format!("{a}{route}"), Some(&tag)).await;
+        assert_eq!(again.status, 304, "{route}");
+        assert_eq!(again.body, "", "{route}: no body");
+        assert_eq!(again.etag.as_deref(), Some(tag.as_str()), "{route}");
+        assert_eq!(again.cache_control.as_deref(), Some("no-cache"), "{route}");
+
+        // The other replica: the same bytes, so the same tag (it loads from the
+        // database on its own; wait until it has).
+        let agreed = eventually(Duration::from_secs(10), async || {
+            get(&http, &format!("{b}{route}"), Some(&tag)).await.status == 304
+        })
+        .await;
+        assert!(
+            agreed,
+            "{route}: replica B holds the same answer under the same tag"
+        );
+        let other = get(&http, &format!("{b}{route}"), None).await;
+        assert_eq!(other.body, first.body, "{route}");
+        assert_eq!(other.etag, first.etag, "{route}");
+
+        for garbage in ["garbage", "\"0123\"", "W/", ",,,"] {
+            let res = get(&http, &format!("{a}{route}"), Some(garbage)).await;
+            assert_eq!(res.status, 200, "{route}: {garbage} does not match");
+        }
+        let listed = format!("\"nope\", W/{tag}");
+        assert_eq!(
+            get(&http, &format!("{a}{route}"), Some(&listed))
+                .await
+                .status,
+            304
+        );
+        assert_eq!(
+            get(&http, &format!("{a}{route}"), Some("*")).await.status,
+            304
+        );
+    }
+
+    // A change: every answer about it gets a new tag, on both replicas.
+    let before: Vec<String> = {
+        let mut tags = Vec::new();
+        for route in routes(&owner) {
+            tags.push(get(&http, &format!("{a}{route}"), None).await.etag.unwrap());
+        }
+        tags
+    };
+    m.set_sol_price(22 * USD).await;
+    for (route, tag) in routes(&owner).iter().zip(&before) {
+        let now = get(&http, &format!("{a}{route}"), Some(tag)).await;
+        assert_eq!(
+            now.status, 200,
+            "{route}: changed on the replica that wrote"
+        );
+        assert_ne!(now.etag.as_ref(), Some(tag), "{route}");
+        let seen = eventually(Duration::from_secs(10), async || {
+            let there = get(&http, &format!("{b}{route}"), Some(tag)).await;
+            there.status == 200 && there.etag == now.etag
+        })
+        .await;
+        assert!(seen, "{route}: replica B moved to the same new tag");
+    }
+}
+
+#[actix_rt::test]
+async fn wait_ms_is_checked() {
+    let m = market(|_| {}).await;
+    let owner = m.account(500_000_000, 40_000_000_000).await;
+    for route in routes(&owner) {
+        let sep = if route.contains('?') { '&' } else { '?' };
+        for bad in ["abc", "30001", "-1", "1.5", "%2B5", "99999999999999999999"] {
+            let (status, body) = m.t.app.get(&format!("{route}{sep}wait_ms={bad}")).await;
+            assert_eq!(
+                (status, body),
+                (400, error("invalid")),
+                "{route} wait_ms={bad}"
+            );
+        }
+        // An empty value is no value, as for every parameter.
+        for ok in ["30000", "0", ""] {
+            let (status, _) = m.t.app.get(&format!("{route}{sep}wait_ms={ok}")).await;
+            assert_eq!(
+                status, 200,
+                "{route} wait_ms={ok}: no If-None-Match, answered at once"
+            );
+        }
+    }
+}
+
+/// A held poll of `route` with `tag`: its status, tag and how long it took.
+async fn long_poll(
+    url: String,
+    tag: String,
+    wait_ms: u64,
+) -> (StatusCode, Option<String>, Duration) {
+    let started = Instant::now();
+    let got = get(
+        &reqwest::Client::new(),
+        &format!("{url}&wait_ms={wait_ms}"),
+        Some(&tag),
+    )
+    .await;
+    (got.status, got.etag, started.elapsed())
+}
+
+#[actix_rt::test]
+async fn a_long_poll_is_held_until_a_change_wakes_it() {
+    let m = market(|_| {}).await;
+    m.account(500_000_000, 40_000_000_000).await;
+    let url = m.t.app.url("/api/positions/unhealthy?limit=50");
+    let tag = get(&reqwest::Client::new(), &url, None).await.etag.unwrap();
+    let poll = actix_rt::spawn(long_poll(url.clone(), tag.clone(), 20_000));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!poll.is_finished(), "held while nothing changes");
+    // A new owner under water changes the answer.
+    m.account(1_000_000_000, 45_000_000_000).await;
+    let (status, new_tag, took) = poll.await.unwrap();
+    assert_eq!(status, 200, "woken with the new answer");
+    assert_ne!(new_tag, Some(tag));
+    assert!(
+        took < Duration::from_secs(15),
+        "woken by the change, not the wait: {took:?}"
+    );
+    // The new tag is the current one.
+    let now = get(&reqwest::Client::new(), &url, None).await;
+    assert_eq!(now.etag, new_tag);
+}
+
+#[actix_rt::test]
+async fn a_long_poll_with_nothing_new_ends_in_304_after_its_wait() {
+    let m = market(|_| {}).await;
+    let owner = m.account(500_000_000, 40_000_000_000).await;
+    let url = m.t.app.url(&format!("/api/positions/{owner}?v=1"));
+    let tag = get(&reqwest::Client::new(), &url, None).await.etag.unwrap();
+    let (status, etag, took) = long_poll(url, tag.clone(), 800).await;
+    assert_eq!(status, 304);
+    assert_eq!(etag, Some(tag));
+    assert!(
+        took >= Duration::from_millis(800),
+        "held for its wait: {took:?}"
+    );
+    // A tag that no longer matches is answered at once, whatever the wait.
+    let url = m.t.app.url("/api/pools?v=1");
+    let (status, _, took) = long_poll(url, "\"stale\"".into(), 20_000).await;
+    assert_eq!(status, 200);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[actix_rt::test]
+async fn past_max_held_polls_a_poll_is_answered_at_once() {
+    let m = market(|c| c.server.max_held_polls = 1).await;
+    m.account(500_000_000, 40_000_000_000).await;
+    let url = m.t.app.url("/api/liquidations?limit=50");
+    let tag = get(&reqwest::Client::new(), &url, None).await.etag.unwrap();
+    let held = actix_rt::spawn(long_poll(url.clone(), tag.clone(), 3_000));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!held.is_finished());
+    let (status, _, took) = long_poll(url.clone(), tag.clone(), 3_000).await;
+    assert_eq!(status, 304, "answered as a plain conditional GET");
+    assert!(took < Duration::from_millis(2_500), "not held: {took:?}");
+    assert_eq!(held.await.unwrap().0, 304);
+    let metrics =
+        m.t.app
+            .http
+            .get(m.t.app.url("/metrics"))
+            .send()
+            .await
+            .unwrap();
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("lendex_long_polls_refused_total ") && !l.ends_with(" 0")),
+        "refusals counted"
+    );
+    // Once the first is answered, a poll is held again.
+    let again = actix_rt::spawn(long_poll(url, tag, 1_000));
+    let (status, _, took) = again.await.unwrap();
+    assert_eq!(status, 304);
+    assert!(took >= Duration::from_millis(1_000), "{took:?}");
+}
