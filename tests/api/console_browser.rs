@@ -2,8 +2,10 @@
 //! playwright-core (tests/console/console-test.mjs), with a test wallet
 //! injected through the Wallet Standard. Sign in, add an admin and see it
 //! listed, revoke it, see a rejected signature shown as an error, see an
-//! owner appear in the live view after a price change on the chain, draw a
-//! pool's liquidation curve and shock its price (1280 and 375 px).
+//! owner appear in the live view after a price change on the chain, see the
+//! live view resume after its connection drops (the browser's Last-Event-ID),
+//! draw a pool's liquidation curve and shock its price (1280 and 375 px). The
+//! page reaches the service through a link the test cuts.
 //! scripts/ensure-browser installs chromium and playwright-core.
 
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::health_feed::{USD, market};
+use crate::ws_proxy::WsProxy;
 
 fn chromium() -> PathBuf {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
@@ -38,10 +41,11 @@ async fn the_console_in_a_browser() {
     let shocked = m.account(1_000_000_000, 10_000_000_000).await;
     let secret = format!("{:?}", m.t.app.root.keypair_bytes().to_vec()).replace(' ', "");
     let shots = root.join("target/console-screenshots");
+    let link = WsProxy::start(&m.t.app.base).await;
 
     let mut child = tokio::process::Command::new("node")
         .arg(&script)
-        .env("LENDEX_URL", &m.t.app.base)
+        .env("LENDEX_URL", &link.url)
         .env("ROOT_SECRET", secret)
         .env("CHROMIUM", chromium())
         .env("SHOTS", &shots)
@@ -58,25 +62,35 @@ async fn the_console_in_a_browser() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut stderr = child.stderr.take().unwrap();
     let mut seen = Vec::new();
-    let ready = tokio::time::timeout(Duration::from_secs(90), async {
-        while let Ok(Some(line)) = stdout.next_line().await {
-            seen.push(line.clone());
-            if line == "READY_FOR_PRICE" {
-                return true;
+    for (cue, limit) in [("READY_FOR_PRICE", 90), ("READY_FOR_DROP", 30)] {
+        let ready = tokio::time::timeout(Duration::from_secs(limit), async {
+            while let Ok(Some(line)) = stdout.next_line().await {
+                seen.push(line.clone());
+                if line == cue {
+                    return true;
+                }
             }
+            false
+        })
+        .await
+        .unwrap_or(false);
+        if !ready {
+            let mut err = String::new();
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
+            panic!("the browser steps failed before {cue}: {seen:?}\n{err}");
         }
-        false
-    })
-    .await
-    .unwrap_or(false);
-    if !ready {
-        let mut err = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
-        panic!("the browser steps failed: {seen:?}\n{err}");
+        if cue == "READY_FOR_PRICE" {
+            // SOL at $30: debt 900 against 800 of collateral; the owner sinks.
+            m.set_sol_price(30 * USD).await;
+        } else {
+            // Cut off while SOL moves to $32: the owner sinks further unseen.
+            link.down();
+            m.set_sol_price(32 * USD).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            link.up();
+        }
+        stdin.write_all(b"go\n").await.unwrap();
     }
-    // SOL at $30: debt 900 against 800 of collateral; the owner sinks.
-    m.set_sol_price(30 * USD).await;
-    stdin.write_all(b"go\n").await.unwrap();
     let finished = tokio::time::timeout(Duration::from_secs(60), async {
         while let Ok(Some(line)) = stdout.next_line().await {
             seen.push(line);
@@ -97,9 +111,10 @@ async fn the_console_in_a_browser() {
         "03-admin-revoked",
         "04-rejected-signature",
         "05-live-feed",
-        "06-risk-curve",
-        "07-risk-shock",
-        "08-risk-375",
+        "06-feed-resumed",
+        "07-risk-curve",
+        "08-risk-shock",
+        "09-risk-375",
     ] {
         assert!(
             shots.join(format!("{shot}.png")).exists(),

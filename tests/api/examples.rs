@@ -1,12 +1,19 @@
 //! The client examples a dApp or bot developer copies (examples/typescript,
 //! examples/python), run against a service this test starts, so they cannot
-//! rot: the signed add-admin handshake and the liquidation feed.
+//! rot: the signed add-admin handshake, the liquidation feed (resuming after a
+//! drop with Last-Event-ID) and the conditional long poll of the quotes.
 //! scripts/ensure-examples installs their pinned dependencies.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
 
 use crate::common::*;
-use crate::health_feed::market;
+use crate::health_feed::{USD, market};
+use crate::ws_proxy::WsProxy;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -117,5 +124,153 @@ async fn feed_examples_print_candidates_with_quotes() {
             "{}: {stdout}",
             script.display()
         );
+    }
+}
+
+/// An example left running, its output read line by line.
+struct Running {
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl Running {
+    fn start(program: &Path, script: &Path, env: &[(&str, &str)], args: &[&str]) -> Running {
+        let mut child = tokio::process::Command::new(program)
+            .arg(script)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the example runs");
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        Running { child, stdout }
+    }
+
+    /// The next `n` lines it prints (within 20 s).
+    async fn lines(&mut self, n: usize) -> Vec<String> {
+        let mut lines = Vec::new();
+        while lines.len() < n {
+            match tokio::time::timeout(Duration::from_secs(20), self.stdout.next_line()).await {
+                Ok(Ok(Some(line))) => lines.push(line),
+                _ => break,
+            }
+        }
+        lines
+    }
+
+    /// Its exit status and what it wrote to stderr.
+    async fn finish(mut self) -> (bool, String) {
+        let mut stderr = String::new();
+        let out = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("the example ends")
+            .unwrap();
+        if let Some(mut err) = self.child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            let _ = err.read_to_string(&mut stderr).await;
+        }
+        (out.success(), stderr)
+    }
+}
+
+#[actix_rt::test]
+async fn feed_examples_resume_after_a_drop_with_nothing_lost_or_repeated() {
+    let mut m = market(|_| {}).await;
+    let mut owners = Vec::new();
+    for i in 0..3 {
+        owners.push(m.account(500_000_000 + i, 40_000_000_000).await);
+    }
+    owners.sort();
+    // Between the example and the service: a link the test cuts.
+    let link = WsProxy::start(&m.t.app.base).await;
+    let env = [("LENDEX_URL", link.url.as_str())];
+    let mut price = 20 * USD;
+    for (program, script) in runners("feed") {
+        // The snapshot (3), then 2 price moves made while it is cut off (6).
+        let mut example = Running::start(&program, &script, &env, &["9"]);
+        let snapshot = example.lines(3).await;
+        assert!(
+            snapshot.iter().all(|l| l.starts_with("candidate_start ")),
+            "{}: {snapshot:?}",
+            script.display()
+        );
+        link.down();
+        for _ in 0..2 {
+            price += USD / 10;
+            m.set_sol_price(price).await;
+        }
+        link.up();
+        let missed = example.lines(6).await;
+        let (ok, stderr) = example.finish().await;
+        assert!(ok, "{}: {stderr}", script.display());
+        assert!(
+            stderr.contains("reconnecting after "),
+            "{}: {stderr}",
+            script.display()
+        );
+        assert!(
+            !stderr.contains("reset"),
+            "{}: resumed, not reset: {stderr}",
+            script.display()
+        );
+        // Exactly the 6 updates it missed: each owner twice, the snapshot not again.
+        assert_eq!(missed.len(), 6, "{}: {missed:?}", script.display());
+        assert!(
+            missed.iter().all(|l| l.starts_with("candidate_update ")),
+            "{}: {missed:?}",
+            script.display()
+        );
+        let mut updated: Vec<String> = missed
+            .iter()
+            .map(|l| l.split(' ').nth(1).unwrap().to_string())
+            .collect();
+        updated.sort();
+        updated.dedup();
+        assert_eq!(updated, owners, "{}", script.display());
+    }
+}
+
+#[actix_rt::test]
+async fn poll_examples_are_woken_by_a_new_quote() {
+    let mut m = market(|_| {}).await;
+    m.account(500_000_000, 40_000_000_000).await;
+    let base = m.t.app.base.clone();
+    let env = [("LENDEX_URL", base.as_str())];
+    let mut price = 20 * USD;
+    for (program, script) in runners("poll") {
+        let mut example = Running::start(&program, &script, &env, &["2"]);
+        let first = example.lines(1).await;
+        assert!(
+            first
+                .first()
+                .is_some_and(|l| l.starts_with("1 quotes, etag \"")),
+            "{}: {first:?}",
+            script.display()
+        );
+        // It now holds a long poll (25 s): a new price answers it at once.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        price += USD;
+        m.set_sol_price(price).await;
+        let second = example.lines(1).await;
+        let (ok, stderr) = example.finish().await;
+        assert!(ok, "{}: {stderr}", script.display());
+        assert_eq!(
+            second.len(),
+            1,
+            "{}: woken before its wait ended",
+            script.display()
+        );
+        let tag = |l: &str| {
+            l.split("etag ")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_ne!(tag(&first[0]), tag(&second[0]), "{}", script.display());
     }
 }

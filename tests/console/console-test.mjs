@@ -5,7 +5,9 @@
 //   LENDEX_URL, ROOT_SECRET (JSON array of the super-admin's 64-byte key),
 //   CHROMIUM (executable), SHOTS (screenshot folder), OWNER (who will sink).
 // It prints READY_FOR_PRICE, waits for a line on stdin (the price change has
-// been made), and prints OK when every step passed.
+// been made), then READY_FOR_DROP, waits again (the harness cut the page's
+// connections, changed the price while the page was cut off, and let it
+// reconnect), and prints OK when every step passed.
 import { readFileSync, mkdirSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
@@ -89,6 +91,14 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(e.message));
+  // What each connection of the live feed resumed from (the browser adds the
+  // header itself: only the full header list shows it).
+  const feedResumes = [];
+  page.on("request", (r) => {
+    if (r.url().includes("/api/positions/unhealthy/stream")) {
+      feedResumes.push(r.allHeaders().then((h) => h["last-event-id"] ?? null));
+    }
+  });
   // Script errors fail the test; refused requests (the rejected signature's 401)
   // are the page's expected traffic, shown to the user as errors.
   page.on("console", (m) => {
@@ -96,6 +106,19 @@ try {
   });
   await page.addInitScript(naclSource);
   await page.addInitScript(`window.__base58 = ${base58.toString()};`);
+  // Every feed event the page receives, by name, in order.
+  await page.addInitScript(() => {
+    const Native = window.EventSource;
+    window.__feedEvents = [];
+    window.EventSource = class extends Native {
+      constructor(...args) {
+        super(...args);
+        for (const name of ["candidate_start", "candidate_update", "candidate_stop", "reset"]) {
+          super.addEventListener(name, () => window.__feedEvents.push(name));
+        }
+      }
+    };
+  });
   await page.addInitScript(testWallet, JSON.parse(env("ROOT_SECRET")));
   await page.goto(`${api}/console`);
   const wallet = base58(nacl.sign.keyPair().publicKey);
@@ -141,14 +164,38 @@ try {
   console.log("READY_FOR_PRICE");
   const lines = createInterface({ input: process.stdin });
   await new Promise((resolve) => lines.once("line", resolve));
+  const row = page.locator(`#feed tr[data-owner="${owner}"]`);
   await step("05-live-feed", page, async () => {
-    await page.locator(`#feed tr[data-owner="${owner}"]`).waitFor({ timeout: 15000 });
+    await row.waitFor({ timeout: 15000 });
     await page.locator("#feed-state", { hasText: "live" }).waitFor();
+  });
+
+  // The page loses its connection while the owner sinks further: the browser
+  // reconnects with the last event's id, and the feed resumes (the row is
+  // updated in place, not rebuilt from a snapshot after a reset).
+  const before = await row.locator("td.hf").textContent();
+  await row.evaluate((tr) => { tr.dataset.kept = "1"; });
+  const eventsBefore = await page.evaluate(() => window.__feedEvents.length);
+  console.log("READY_FOR_DROP");
+  await new Promise((resolve) => lines.once("line", resolve));
+  await step("06-feed-resumed", page, async () => {
+    await page.waitForFunction(([o, hf]) => {
+      const cell = document.querySelector(`#feed tr[data-owner="${o}"] td.hf`);
+      return cell && cell.textContent !== hf;
+    }, [owner, before], { timeout: 15000 });
+    if ((await row.getAttribute("data-kept")) !== "1") throw new Error("the feed was rebuilt, not resumed");
+    await page.locator("#feed-state", { hasText: "live" }).waitFor();
+    const sent = await Promise.all(feedResumes);
+    const resumed = sent.filter((id) => id);
+    if (!resumed.length || !/^[0-9]+\.[0-9]+$/.test(resumed[0])) throw new Error(`reconnects sent ${JSON.stringify(sent)}`);
+    // The missed update itself, with no reset and no snapshot.
+    const after = await page.evaluate((n) => window.__feedEvents.slice(n), eventsBefore);
+    if (after.join() !== "candidate_update") throw new Error(`events after the drop: ${after}`);
   });
 
   // The risk lens: SOL's curve from -50% to +100%, drawn with the server's values.
   const sol = env("SOL");
-  await step("06-risk-curve", page, async () => {
+  await step("07-risk-curve", page, async () => {
     await page.selectOption("#curve-form select", sol);
     await page.fill('#curve-form input[name="from"]', "-50");
     await page.fill('#curve-form input[name="to"]', "100");
@@ -164,7 +211,7 @@ try {
     }
   });
   // A shock of SOL by +200%: the second account goes under, and is listed.
-  await step("07-risk-shock", page, async () => {
+  await step("08-risk-shock", page, async () => {
     await page.selectOption("#shock-form select", sol);
     await page.fill('#shock-form input[name="percent"]', "200");
     await page.click('#shock-form button[type="submit"]');
@@ -172,7 +219,7 @@ try {
     const summary = await page.locator("#shock-summary").textContent();
     if (!summary.startsWith("1 newly under water")) throw new Error(`summary "${summary}"`);
   });
-  await step("08-risk-375", page, async () => {
+  await step("09-risk-375", page, async () => {
     await page.setViewportSize({ width: 375, height: 900 });
     await page.locator("#risk-section").scrollIntoViewIfNeeded();
     await page.locator("#curve-chart").waitFor();

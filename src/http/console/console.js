@@ -270,10 +270,20 @@ function openFeed() {
   source.addEventListener("candidate_start", update);
   source.addEventListener("candidate_update", update);
   source.addEventListener("candidate_stop", (event) => { feedRows.delete(JSON.parse(event.data).owner); schedule(); });
-  source.addEventListener("resync", () => { source.close(); openFeed(); });
-  // Every (re)connection starts with a snapshot of who is under water now.
-  source.onopen = () => { feedRows.clear(); schedule(); $("#feed-state").textContent = "live"; };
-  source.onerror = () => { $("#feed-state").textContent = "reconnecting"; };
+  // The browser reconnects on its own with the last event's id: the service
+  // replays what was missed, so the rows stay. Only when it cannot (it
+  // restarted, another replica answered, too much was missed) does `reset`
+  // come first, and the snapshot after it rebuilds the rows.
+  source.addEventListener("reset", () => { feedRows.clear(); schedule(); });
+  // Fell behind: the stream ends and the reconnect resumes (or resets).
+  source.addEventListener("resync", () => { $("#feed-state").textContent = "catching up"; });
+  source.onopen = () => { $("#feed-state").textContent = "live"; };
+  source.onerror = () => {
+    $("#feed-state").textContent = "reconnecting";
+    // Refused (429 past the stream caps, 503 while loading): the browser gives
+    // this source up, so start over (a snapshot) a little later.
+    if (source.readyState === EventSource.CLOSED) setTimeout(openFeed, 2000);
+  };
 }
 
 // ---- risk lens ---------------------------------------------------------------------
