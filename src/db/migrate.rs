@@ -30,6 +30,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0006_notify_origin",
         include_str!("../../sql/0006_notify_origin.sql"),
     ),
+    (
+        "0007_pool_notify_terms",
+        include_str!("../../sql/0007_pool_notify_terms.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

@@ -234,3 +234,55 @@ async fn candidates_on_the_stream_carry_their_quote() {
         json!({ "liquidations": [] })
     );
 }
+
+/// A pool's liquidation terms and oracle time written by someone else (another
+/// replica, an indexer, the operator) reach this replica's quotes: every pool
+/// column the engine reads announces its change, not only prices.
+#[actix_rt::test]
+async fn terms_and_oracle_time_written_elsewhere_reach_the_quotes() {
+    let m = market(|_| {}).await;
+    let owner = m.account(500_000_000, 40_000_000_000).await; // HF 0.5
+    let quote = async || {
+        let (status, body) = get(&m, "/api/liquidations").await;
+        assert_eq!(status, 200);
+        body["liquidations"][0].clone()
+    };
+    let before = quote().await;
+    assert_eq!(before["owner"], owner);
+    // Repay $400 of SOL; seize its value plus USDC's 5% bonus: 420 USDC.
+    assert_eq!(before["seize_amount"], "420000000");
+    assert_eq!(
+        before["oracle_stale"], true,
+        "the pools' oracle time is 2023"
+    );
+
+    let db = m.t.app.db.connect().await;
+    let usdc = m.usdc.to_string();
+    db.execute(
+        "UPDATE pools SET liquidation_bonus_wad = 100000000000000000 WHERE pool_address = $1",
+        &[&usdc],
+    )
+    .await
+    .unwrap();
+    let bonus_heard = eventually(Duration::from_secs(10), async || {
+        quote().await["seize_amount"] == "440000000"
+    })
+    .await;
+    assert!(
+        bonus_heard,
+        "a 10% bonus seizes 440 USDC: {}",
+        quote().await
+    );
+
+    db.execute(
+        "UPDATE pools SET last_update_ts = extract(epoch FROM now())::bigint",
+        &[],
+    )
+    .await
+    .unwrap();
+    let fresh = eventually(Duration::from_secs(10), async || {
+        quote().await["oracle_stale"] == false
+    })
+    .await;
+    assert!(fresh, "a fresh oracle time is heard: {}", quote().await);
+}
