@@ -7,7 +7,9 @@
 //! without rendering or copying anything, and every replica gives the same tag
 //! for the same bytes.
 //!
-//! Every change bumps a version that held long polls wait on (`changes`).
+//! Every change bumps a version that held polls wait on (`changes`): one for
+//! the polled answers, one for owner bodies and the pools list, so a change of
+//! one kind does not wake every poll of the other.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -78,15 +80,27 @@ struct Kept {
 /// The shared store.
 pub struct Rendered {
     kept: RwLock<Kept>,
-    /// Bumped by every change that can alter an answer.
-    version: watch::Sender<u64>,
+    /// Bumped by every change that can alter a polled answer.
+    polls_version: watch::Sender<u64>,
+    /// Bumped by every change that can alter an owner's body or the pools list.
+    bodies_version: watch::Sender<u64>,
+}
+
+/// Which answers a held poll waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changes {
+    /// Unhealthy, liquidations, at-risk.
+    Polls,
+    /// An owner's positions or detail, the pools list.
+    Bodies,
 }
 
 impl Default for Rendered {
     fn default() -> Self {
         Rendered {
             kept: RwLock::default(),
-            version: watch::Sender::new(0),
+            polls_version: watch::Sender::new(0),
+            bodies_version: watch::Sender::new(0),
         }
     }
 }
@@ -111,13 +125,20 @@ impl Rendered {
         self.kept.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn changed(&self) {
-        self.version.send_modify(|v| *v += 1);
+    fn changed(&self, of: Changes) {
+        match of {
+            Changes::Polls => &self.polls_version,
+            Changes::Bodies => &self.bodies_version,
+        }
+        .send_modify(|v| *v += 1);
     }
 
-    /// What held polls wait on: it changes with every change of an answer.
-    pub fn changes(&self) -> watch::Receiver<u64> {
-        self.version.subscribe()
+    /// What held polls wait on: it changes with every change of those answers.
+    pub fn changes(&self, of: Changes) -> watch::Receiver<u64> {
+        match of {
+            Changes::Polls => self.polls_version.subscribe(),
+            Changes::Bodies => self.bodies_version.subscribe(),
+        }
     }
 
     /// A rendered polled answer for this second, if one is there.
@@ -143,7 +164,7 @@ impl Rendered {
     /// Drops every polled answer (the feed changed).
     pub fn forget_answers(&self) {
         self.write().bodies.clear();
-        self.changed();
+        self.changed(Changes::Polls);
     }
 
     /// GET /api/pools as rendered in this second, if it was.
@@ -215,7 +236,7 @@ impl Rendered {
                 }
             }
         }
-        self.changed();
+        self.changed(Changes::Bodies);
     }
 }
 
@@ -261,7 +282,7 @@ mod tests {
     #[test]
     fn a_change_is_signalled_and_answers_kept_per_second() {
         let rendered = Rendered::default();
-        let changes = rendered.changes();
+        let changes = rendered.changes(Changes::Polls);
         let answer = Answer::AtRisk { below: 2, limit: 3 };
         let body = Body::new(Bytes::from_static(b"x"));
         rendered.keep_answer(answer, 10, body.clone());

@@ -19,7 +19,7 @@ use actix_web::http::header::{
 use super::query::Query;
 use super::state::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::Body;
+use crate::feed::rendered::{Body, Changes};
 
 /// The longest a poll may ask to be held.
 pub const MAX_WAIT_MS: u64 = 30_000;
@@ -58,9 +58,14 @@ impl<'a> Conditional<'a> {
         self.if_none_match.is_some_and(|tags| body.matches(tags))
     }
 
+    /// It asks to be held if it holds the answer (a tag and a wait).
+    pub fn may_wait(&self) -> bool {
+        !self.wait.is_zero() && self.if_none_match.is_some()
+    }
+
     /// It would be held: it holds the body and may wait.
     pub fn would_wait(&self, body: &Body) -> bool {
-        !self.wait.is_zero() && self.holds(body)
+        self.may_wait() && self.holds(body)
     }
 
     /// 200 with the body, or 304 when the client holds it.
@@ -100,6 +105,7 @@ pub fn not_modified(body: &Body) -> HttpResponse {
 /// already has it for up to its wait, until the body changes.
 pub async fn answer<F, Fut>(
     state: &AppState,
+    of: Changes,
     cond: Conditional<'_>,
     current: F,
 ) -> ApiResult<HttpResponse>
@@ -107,8 +113,11 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = ApiResult<Body>>,
 {
+    if !cond.may_wait() {
+        return Ok(cond.respond(&current().await?));
+    }
     // Subscribed before the first read: a change in between is not missed.
-    let mut changes = state.rendered.changes();
+    let mut changes = state.rendered.changes(of);
     let body = current().await?;
     if !cond.would_wait(&body) {
         return Ok(cond.respond(&body));

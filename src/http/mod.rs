@@ -14,6 +14,7 @@ pub mod query;
 pub mod rate_limit;
 pub mod server;
 pub mod signed;
+pub mod single_flight;
 pub mod socket;
 pub mod state;
 

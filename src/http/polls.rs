@@ -14,11 +14,12 @@
 use actix_http::body::BoxBody;
 use actix_http::{HttpMessage, Method, Request, Response};
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::conditional::{self, Conditional};
 use super::observe::Observed;
 use super::query::Query;
+use super::single_flight::{self, Key};
 use super::state::AppState;
 use crate::actors::health_cache::Render;
 use crate::domain::enums::parse_u128_decimal;
@@ -28,7 +29,7 @@ use crate::engine::WATCH_BELOW;
 use crate::engine::answers::Answer;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{SharedRendered, now_seconds};
+use crate::feed::rendered::{Changes, SharedRendered, now_seconds};
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
 pub const LIQUIDATIONS: &str = "/api/liquidations";
@@ -116,13 +117,22 @@ pub fn answer(rendered: &SharedRendered, req: &Request) -> Option<Response<BoxBo
 
 /// The App's side: the rendered answer (or the cache renders it now), under
 /// the request's conditions (`http::conditional`).
-pub async fn serve(state: &AppState, req: &HttpRequest, answer: Answer) -> ApiResult<HttpResponse> {
+pub async fn serve(
+    state: &web::Data<AppState>,
+    req: &HttpRequest,
+    answer: Answer,
+) -> ApiResult<HttpResponse> {
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(state, cond, || async move {
-        match state.rendered.answer(&answer, now_seconds()) {
-            Some(body) => Ok(body),
-            None => state.cache.send(Render(answer)).await?,
+    conditional::answer(state, Changes::Polls, cond, || async move {
+        if let Some(body) = state.rendered.answer(&answer, now_seconds()) {
+            return Ok(body);
         }
+        // Held polls woken together ask the cache once per worker.
+        let cache = state.cache.clone();
+        single_flight::once(Key::Poll(answer), move || async move {
+            cache.send(Render(answer)).await?
+        })
+        .await
     })
     .await
 }

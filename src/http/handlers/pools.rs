@@ -11,12 +11,13 @@ use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, now_seconds};
+use crate::feed::rendered::{Body, Changes, now_seconds};
 use crate::http::body::JsonBody;
 use crate::http::conditional::{self, Conditional};
 use crate::http::extract::PublicWrite;
 use crate::http::query::Query;
 use crate::http::signed::{Credentials, Need, authorize, credentials};
+use crate::http::single_flight::{self, Key};
 use crate::http::state::AppState;
 use crate::ingest::Registration;
 use crate::wire::error::ErrorBody;
@@ -114,16 +115,19 @@ const MAX_SIGNATURE_CHARS: usize = 128;
         (status = 400, body = ErrorBody, description = "invalid (wait_ms out of range)")))]
 pub async fn list_pools(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(&state, cond, || pools_body(&state)).await
+    conditional::answer(&state, Changes::Bodies, cond, || async {
+        match state.rendered.pools(now_seconds()) {
+            Some(body) => Ok(body),
+            // Held polls woken together read it once per worker.
+            None => single_flight::once(Key::Pools, || pools_body(state.clone())).await,
+        }
+    })
+    .await
 }
 
-/// The index as rendered in this second, or read and rendered now (held
-/// polls woken together read it once).
-async fn pools_body(state: &AppState) -> ApiResult<Body> {
+/// The index, read and rendered now, and kept for the rest of this second.
+async fn pools_body(state: web::Data<AppState>) -> ApiResult<Body> {
     let now = now_seconds();
-    if let Some(body) = state.rendered.pools(now) {
-        return Ok(body);
-    }
     let generation = state.rendered.owner_generation();
     let client = state.db.get().await?;
     let stmt = client.prepare_cached(queries::LIST_POOLS).await?;

@@ -18,13 +18,14 @@ use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, OwnerBody};
+use crate::feed::rendered::{Body, Changes, OwnerBody};
 use crate::http::body::JsonBody;
 use crate::http::conditional::{self, Conditional};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
 use crate::http::polls;
 use crate::http::query::Query;
+use crate::http::single_flight::{self, Key};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
 use crate::wire::error::ErrorBody;
@@ -67,27 +68,31 @@ pub async fn list_positions(
 /// the rendered body, or rendered now from the health cache's rows.
 async fn owner_answer(
     req: &HttpRequest,
-    state: &AppState,
+    state: &web::Data<AppState>,
     user: &str,
     kind: OwnerBody,
 ) -> ApiResult<HttpResponse> {
     let owner = parse_pubkey(user).map_err(|_| ApiError::Invalid)?;
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(state, cond, || async move {
+    conditional::answer(state, Changes::Bodies, cond, || async move {
         if let Some(body) = state.rendered.owner_body(&owner, kind) {
             return Ok(body);
         }
-        let held = owner_positions(state, owner).await?;
-        let generation = held.body_generation;
-        let bytes = match kind {
-            OwnerBody::Positions => positions_body(&owner, &held)?,
-            OwnerBody::Detail => detail_body(state, &owner, held).await?,
-        };
-        let body = Body::new(bytes);
-        state
-            .rendered
-            .keep_owner_body(owner, kind, generation, body.clone());
-        Ok(body)
+        let state = state.clone();
+        single_flight::once(Key::Owner(owner, kind), move || async move {
+            let held = owner_positions(&state, owner).await?;
+            let generation = held.body_generation;
+            let bytes = match kind {
+                OwnerBody::Positions => positions_body(&owner, &held)?,
+                OwnerBody::Detail => detail_body(&state, &owner, held).await?,
+            };
+            let body = Body::new(bytes);
+            state
+                .rendered
+                .keep_owner_body(owner, kind, generation, body.clone());
+            Ok(body)
+        })
+        .await
     })
     .await
 }
