@@ -6,16 +6,40 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Subscribes to /api/positions/unhealthy/stream and sends (arrival, event name)
-/// for every event; the snapshot sent on connect is drained before returning.
-pub async fn subscribe(api: &str) -> UnboundedReceiver<(Instant, String)> {
-    let res = reqwest::Client::new()
-        .get(format!("{api}/api/positions/unhealthy/stream"))
-        .send()
-        .await
-        .expect("stream");
+/// One event of the feed as it arrived.
+pub struct Event {
+    pub at: Instant,
+    pub name: String,
+    pub id: Option<String>,
+}
+
+impl Event {
+    /// The sequence of its `<epoch>.<sequence>` id.
+    pub fn seq(&self) -> Option<u64> {
+        self.id.as_deref()?.split_once('.')?.1.parse().ok()
+    }
+}
+
+/// Subscribes to /api/positions/unhealthy/stream and sends every event as it
+/// arrives; the snapshot sent on connect is drained before returning.
+pub async fn subscribe(api: &str) -> UnboundedReceiver<Event> {
+    let rx = connect(api, None).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut rx = rx;
+    while rx.try_recv().is_ok() {}
+    rx
+}
+
+/// Opens the feed (resuming after `last_event_id`, when given) and sends every
+/// event as its bytes arrive; the stream is closed when the receiver is dropped.
+pub async fn connect(api: &str, last_event_id: Option<&str>) -> UnboundedReceiver<Event> {
+    let mut req = reqwest::Client::new().get(format!("{api}/api/positions/unhealthy/stream"));
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id);
+    }
+    let res = req.send().await.expect("stream");
     let mut body = res.bytes_stream();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, String)>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     actix_rt::spawn(async move {
         // Frames end with a blank line; parse each chunk once (a 25k-event batch
         // arrives as hundreds of 64 KiB chunks, so no per-frame copying).
@@ -26,19 +50,23 @@ pub async fn subscribe(api: &str) -> UnboundedReceiver<(Instant, String)> {
             let mut start = 0;
             while let Some(end) = find(&pending[start..], b"\n\n") {
                 let frame = &pending[start..start + end];
-                if let Some(name) = frame
-                    .split(|&b| b == b'\n')
-                    .find_map(|l| l.strip_prefix(b"event: "))
-                {
-                    let _ = tx.send((at, String::from_utf8_lossy(name).into_owned()));
+                let field = |name: &[u8]| {
+                    frame
+                        .split(|&b| b == b'\n')
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                };
+                if let Some(name) = field(b"event: ") {
+                    let id = field(b"id: ");
+                    if tx.send(Event { at, name, id }).is_err() {
+                        return;
+                    }
                 }
                 start += end + 2;
             }
             pending.drain(..start);
         }
     });
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    while rx.try_recv().is_ok() {}
     rx
 }
 
@@ -51,17 +79,18 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// One round: the first and the last event after `started`, and how many came,
 /// where the round ends after `quiet` without an event.
 pub async fn round(
-    rx: &mut UnboundedReceiver<(Instant, String)>,
+    rx: &mut UnboundedReceiver<Event>,
     started: Instant,
     quiet: Duration,
 ) -> Option<(Duration, Duration, usize)> {
-    let (first, _) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+    let first = tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
-        .ok()??;
+        .ok()??
+        .at;
     let mut last = first;
     let mut events = 1;
-    while let Ok(Some((t, _))) = tokio::time::timeout(quiet, rx.recv()).await {
-        last = t;
+    while let Ok(Some(event)) = tokio::time::timeout(quiet, rx.recv()).await {
+        last = event.at;
         events += 1;
     }
     Some((first - started, last - started, events))

@@ -4,7 +4,8 @@
 //! - `sql-baseline`: serves the unhealthy feed computed by one SQL query per
 //!   request, on the same HTTP stack, as the fair baseline for the cache;
 //! - `price-latency`: times a pool price change until the SSE feed shows it;
-//! - `admin-calls`: complete signed admin calls (nonce, sign, add_admin) per second.
+//! - `admin-calls`: complete signed admin calls (nonce, sign, add_admin) per second;
+//! - `held-polls`, `resume`: long polls and feed resumes at scale (`wire`).
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use lendex::domain::pubkey::Pubkey;
 mod chain;
 mod feed;
 mod market;
+mod wire;
 use lendex::domain::wad::WAD;
 
 #[derive(Parser)]
@@ -91,6 +93,11 @@ enum Command {
         bind: String,
         #[arg(long)]
         body: std::path::PathBuf,
+        /// Hold each request (the baseline of a held long poll) until a GET of
+        /// /release answers them all, or this many milliseconds pass; 0: none.
+        /// GET /probe is always answered at once.
+        #[arg(long, default_value_t = 0)]
+        hold_ms: u64,
     },
     /// Complete signed admin calls as fast as `concurrency` clients can: issue a
     /// nonce, sign its message, add an admin (a fresh wallet each time). The
@@ -129,6 +136,36 @@ enum Command {
         #[arg(long, default_value_t = 30)]
         low_percent: i64,
     },
+    /// Hold `polls` long polls of /api/liquidations at once, change a price,
+    /// time every answer (and /api/health meanwhile, and the server's RSS).
+    HeldPolls {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, default_value_t = 10_000)]
+        polls: usize,
+        /// The server's process id (its RSS is read from /proc).
+        #[arg(long)]
+        server_pid: u32,
+        /// First the baseline: as many requests held by hello-world (`hello
+        /// --hold-ms`) at this URL, with its process id.
+        #[arg(long, requires = "hello_pid")]
+        hello_url: Option<String>,
+        #[arg(long)]
+        hello_pid: Option<u32>,
+        /// What answers them.
+        #[arg(long, value_enum, default_value = "price")]
+        change: wire::Change,
+    },
+    /// Reconnect with a Last-Event-ID after at least `missed` events, `rounds`
+    /// times; time until the last missed event arrives.
+    Resume {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, default_value_t = 1000)]
+        missed: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
     /// Flip pool 0's price `rounds` times by SQL and time until the feed shows it.
     PriceLatency {
         #[arg(long, default_value = "http://127.0.0.1:18080")]
@@ -162,7 +199,11 @@ async fn main() {
         Command::SqlBaseline { bind, stored } => {
             sql_baseline(&cli.database_url, &bind, stored).await
         }
-        Command::Hello { bind, body } => hello(&bind, &body).await,
+        Command::Hello {
+            bind,
+            body,
+            hold_ms,
+        } => hello(&bind, &body, hold_ms).await,
         Command::AdminCalls {
             api,
             concurrency,
@@ -188,6 +229,24 @@ async fn main() {
             rounds,
             low_percent,
         } => price_latency(&cli.database_url, &api, rounds, low_percent).await,
+        Command::HeldPolls {
+            api,
+            polls,
+            server_pid,
+            hello_url,
+            hello_pid,
+            change,
+        } => {
+            if let (Some(url), Some(pid)) = (hello_url, hello_pid) {
+                wire::baseline_holds(&url, polls, pid).await;
+            }
+            wire::held_polls(&cli.database_url, &api, polls, server_pid, change).await
+        }
+        Command::Resume {
+            api,
+            missed,
+            rounds,
+        } => wire::resume(&cli.database_url, &api, missed, rounds).await,
     }
 }
 
@@ -367,18 +426,45 @@ async fn sql_baseline(url: &str, bind: &str, stored: bool) {
     .unwrap();
 }
 
-async fn hello(bind: &str, body: &std::path::Path) {
+/// Releases the requests hello-world holds (every worker's).
+static RELEASE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// Requests hello-world holds now (GET /held-count).
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+async fn hello(bind: &str, body: &std::path::Path, hold_ms: u64) {
     let body = actix_web::web::Bytes::from(std::fs::read(body).expect("read the body file"));
     actix_web::HttpServer::new(move || {
         let body = body.clone();
-        actix_web::App::new().default_service(actix_web::web::to(move || {
-            let body = body.clone();
-            async move {
-                HttpResponse::Ok()
-                    .content_type("application/json")
-                    .body(body)
-            }
-        }))
+        actix_web::App::new().default_service(actix_web::web::to(
+            move |req: actix_web::HttpRequest| {
+                let body = body.clone();
+                async move {
+                    if hold_ms > 0 {
+                        use std::sync::atomic::Ordering::SeqCst;
+                        match req.path() {
+                            "/release" => RELEASE.notify_waiters(),
+                            "/probe" => {}
+                            "/held-count" => {
+                                return HttpResponse::Ok().body(HELD.load(SeqCst).to_string());
+                            }
+                            _ => {
+                                let wait = tokio::time::sleep(Duration::from_millis(hold_ms));
+                                let released = RELEASE.notified();
+                                HELD.fetch_add(1, SeqCst);
+                                tokio::select! {
+                                    () = released => {}
+                                    () = wait => {}
+                                }
+                                HELD.fetch_sub(1, SeqCst);
+                            }
+                        }
+                    }
+                    HttpResponse::Ok()
+                        .content_type("application/json")
+                        .body(body)
+                }
+            },
+        ))
     })
     .on_connect(|conn, _| {
         // The same socket option as Lendex's server.
