@@ -61,6 +61,16 @@ enum LocalCommand {
         /// Number of owners (each has 1 to 7 positions).
         #[arg(long, default_value_t = 600)]
         owners: usize,
+        /// Write the demo authority's keypair here (a Solana CLI keypair file),
+        /// to register the demo's unregistered pool with `lendex remote`.
+        #[arg(long)]
+        keypair_out: Option<std::path::PathBuf>,
+        /// Then keep the oracles alive: walk every pool's price, until stopped.
+        #[arg(long)]
+        walk: bool,
+        /// Only walk the prices of a demo market already seeded.
+        #[arg(long, conflicts_with = "walk")]
+        walk_only: bool,
     },
     /// Print the effective settings (defaults, file and environment merged) as TOML.
     Config,
@@ -106,8 +116,9 @@ enum RemoteCommand {
     },
     /// Revoke an admin (super_admin only): signed revoke_admin:<pubkey>.
     RevokeAdmin { pubkey: String },
-    /// Register a pool initialised on chain: its fields are read from the
-    /// configured RPC (RPC_URL) and its address checked as the mint's PDA.
+    /// Register a pool initialised on chain: the service reads its fields
+    /// from its chain (GET /api/pools/{address}/chain) and checks its address
+    /// is the mint's PDA.
     RegisterPool {
         pool_address: String,
         /// The transaction signature that initialised it.
@@ -116,7 +127,8 @@ enum RemoteCommand {
         #[arg(long)]
         symbol: Option<String>,
     },
-    /// Read the audit log (signed read_audit when the cluster asks for it).
+    /// Read the audit log as a table (signed read_audit when the cluster asks
+    /// for it).
     Audit {
         #[arg(long)]
         actor: Option<String>,
@@ -124,6 +136,9 @@ enum RemoteCommand {
         action: Option<String>,
         #[arg(long)]
         limit: Option<u32>,
+        /// Print the server's JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -154,10 +169,12 @@ impl From<RemoteCommand> for lendex::remote::Remote {
                 actor,
                 action,
                 limit,
+                json,
             } => Remote::Audit {
                 actor,
                 action,
                 limit,
+                json,
             },
         }
     }
@@ -210,12 +227,8 @@ fn remote(
     command: RemoteCommand,
 ) -> std::process::ExitCode {
     let url = url.unwrap_or_else(|| default_url(&config.server.bind));
-    let answer = actix_rt::System::new().block_on(lendex::remote::run(
-        config,
-        &url,
-        keypair,
-        command.into(),
-    ));
+    let answer =
+        actix_rt::System::new().block_on(lendex::remote::run(&url, keypair, command.into()));
     match answer {
         Ok(body) => {
             let _ = writeln!(std::io::stdout(), "{body}");
@@ -235,7 +248,22 @@ async fn run(command: LocalCommand, config: Config) -> CliResult {
         LocalCommand::Serve => Ok(lendex::app::serve(config).await?),
         LocalCommand::Migrate => lendex::ops::migrate(&config).await,
         LocalCommand::Config => lendex::ops::print_config(&config),
-        LocalCommand::Demo { api, owners } => lendex::demo::run(&config, &api, owners).await,
+        LocalCommand::Demo {
+            api,
+            owners,
+            keypair_out,
+            walk,
+            walk_only,
+        } => {
+            let options = lendex::demo::DemoOptions {
+                api: &api,
+                owners,
+                keypair_out: keypair_out.as_deref(),
+                seed: !walk_only,
+                walk: walk || walk_only,
+            };
+            lendex::demo::run(&config, options).await
+        }
         LocalCommand::Admin { command } => match command {
             AdminCommand::Add {
                 pubkey,

@@ -109,8 +109,8 @@ pub trait IndexWrite: WriteCommand {
 }
 
 /// POST /api/pools/init after every check: inserts the decoded pool (a repeat
-/// changes nothing) and always writes the init_pool audit entry. The pool as
-/// stored when this call created it.
+/// changes nothing) and always writes the init_pool audit entry, which says
+/// what happened: on a repeat, the symbol kept and the one not applied.
 pub struct RegisterPool {
     pub cluster: &'static str,
     pub pool_address: String,
@@ -122,10 +122,18 @@ pub struct RegisterPool {
     pub init_signature: String,
 }
 
+/// What a registration did: the pool as stored when this call created it, and
+/// the symbol in the index either way.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    pub created: Option<PoolState>,
+    pub symbol: Option<String>,
+}
+
 impl WriteCommand for RegisterPool {
-    type Output = Option<PoolState>;
+    type Output = Registered;
     const LANE: Lane = Lane::Admin;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Option<PoolState>>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Registered>> {
         Box::pin(async move {
             let state = PoolStateParams::new(
                 self.cluster,
@@ -160,14 +168,25 @@ impl WriteCommand for RegisterPool {
                 .await?
                 .as_ref()
                 .and_then(pool_state);
-            let details = json!({
+            let symbol = match &created {
+                Some(_) => self.symbol.clone(),
+                None => tx
+                    .query_opt(queries::POOL_SYMBOL, &[&self.cluster, &self.pool_address])
+                    .await?
+                    .and_then(|row| row.get::<_, Option<String>>(0)),
+            };
+            let mut details = json!({
                 "token_mint": identity.0,
-                "symbol": self.symbol,
+                "symbol": symbol,
                 "decimals": self.decimals,
                 "init_signature": self.init_signature,
                 "created": created.is_some(),
                 "slot": self.slot,
             });
+            if self.symbol.is_some() && self.symbol != symbol {
+                // Sent again with another symbol: recorded as not applied.
+                details["symbol_not_applied"] = json!(self.symbol);
+            }
             insert_audit(
                 tx,
                 &self.created_by,
@@ -176,14 +195,19 @@ impl WriteCommand for RegisterPool {
                 &details,
             )
             .await?;
-            Ok(created)
+            Ok(Registered { created, symbol })
         })
     }
 }
 
 impl IndexWrite for RegisterPool {
-    fn changes(output: &Option<PoolState>) -> Vec<Change> {
-        output.clone().map(Change::Pool).into_iter().collect()
+    fn changes(output: &Registered) -> Vec<Change> {
+        output
+            .created
+            .clone()
+            .map(Change::Pool)
+            .into_iter()
+            .collect()
     }
 }
 

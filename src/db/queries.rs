@@ -205,6 +205,8 @@ pub const HEALTH_COUNTS: &str = "SELECT
 
 /// A row when pool $2 is registered in cluster $1.
 pub const POOL_IS_REGISTERED: &str = "SELECT 1 FROM pools WHERE cluster = $1 AND pool_address = $2";
+/// A registered pool's stored symbol (a re-registration reports it).
+pub const POOL_SYMBOL: &str = "SELECT symbol FROM pools WHERE cluster = $1 AND pool_address = $2";
 
 pub const LIST_POOL_ADDRESSES: &str = "SELECT pool_address, token_mint FROM pools WHERE cluster = $1 ORDER BY created_at, pool_address";
 

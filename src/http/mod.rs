@@ -69,6 +69,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(read(resource("/api/admin/audit", GET), admin::audit))
         .service(read(resource("/api/pools", GET), pools::list_pools))
+        .service(read(
+            resource("/api/pools/{address}/chain", GET),
+            pools::pool_on_chain,
+        ))
         .service(resource("/api/pools/init", "POST").route(web::post().to(pools::init_pool)))
         .service(resource("/api/pools/sync", "POST").route(web::post().to(pools::sync_pool)))
         .service(

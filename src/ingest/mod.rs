@@ -15,7 +15,8 @@ mod notified;
 use crate::chain::rpc::{AccountRead, RawAccount};
 use crate::db::chain_writes::{RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition};
 use crate::domain::accounts::{
-    AccountCheck, check_pool, check_position, mint_decimals, pool_address, position_address,
+    AccountCheck, LendingPool, check_pool, check_position, mint_decimals, pool_address,
+    position_address,
 };
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
@@ -99,6 +100,17 @@ impl Ingest {
         position_address(&self.program, pool, owner).0
     }
 
+    /// A pool account as read from chain: a LendingPool of the program, at the
+    /// pool address of its own mint (else `invalid`; absent: not found). What a
+    /// registration of it must send (GET /api/pools/{address}/chain).
+    pub fn pool_on_chain(&self, pool: &Pubkey, read: &AccountRead) -> ApiResult<LendingPool> {
+        let decoded = check_pool(&self.program, read.parts())?;
+        if pool_address(&self.program, &decoded.token_mint).0 != *pool {
+            return Err(ApiError::Invalid);
+        }
+        Ok(decoded)
+    }
+
     /// POST /api/pools/init: the pool and its mint read from chain, checked
     /// against the body (decisions §5 and §6), into the registration's write.
     pub fn registration(
@@ -107,8 +119,8 @@ impl Ingest {
         pool_read: &AccountRead,
         mint_read: &AccountRead,
     ) -> ApiResult<RegisterPool> {
-        let pool = check_pool(&self.program, pool_read.parts())?;
-        if pool.token_mint != call.mint || pool_address(&self.program, &call.mint).0 != call.pool {
+        let pool = self.pool_on_chain(&call.pool, pool_read)?;
+        if pool.token_mint != call.mint {
             return Err(ApiError::Invalid);
         }
         // Only the pool's on-chain authority may list it.

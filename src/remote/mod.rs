@@ -6,6 +6,7 @@
 //! it asked for and the nonce it was given; a server answering another message
 //! (another action) is refused, so a hostile server cannot make it sign one.
 
+pub mod audit_table;
 pub mod keypair;
 
 use std::path::Path;
@@ -13,8 +14,6 @@ use std::path::Path;
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
 
-use crate::config::Config;
-use crate::domain::accounts::{check_pool, pool_address};
 use crate::domain::auth_message::{
     READ_AUDIT_ACTION, add_admin_action, canonical_message, init_pool_action, revoke_admin_action,
 };
@@ -54,6 +53,8 @@ pub enum Remote {
         actor: Option<String>,
         action: Option<String>,
         limit: Option<u32>,
+        /// The server's JSON instead of the table.
+        json: bool,
     },
 }
 
@@ -70,12 +71,7 @@ pub fn keygen(outfile: Option<&Path>) -> Result<(), String> {
 
 /// Runs `command` against the service at `url`, signed with the keypair at
 /// `keypair_path`; returns the server's JSON answer.
-pub async fn run(
-    config: &Config,
-    url: &str,
-    keypair_path: &Path,
-    command: Remote,
-) -> Result<String, Failure> {
+pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<String, Failure> {
     let client = Client {
         http: reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(30))
@@ -118,18 +114,34 @@ pub async fn run(
             init_signature,
             symbol,
         } => {
-            let fields = pool_fields(config, &pool_address).await?;
-            let signed = client.signed(&init_pool_action(&fields.token_mint)).await?;
+            // The service reads the pool account from its chain: no RPC here.
+            parse_pubkey(&pool_address).map_err(|e| format!("bad pool address: {e}"))?;
+            let read = client
+                .send(
+                    reqwest::Method::GET,
+                    &format!("/api/pools/{pool_address}/chain"),
+                    None,
+                    &[],
+                )
+                .await?;
+            let fields: Value = serde_json::from_str(&read)
+                .map_err(|_| format!("the pool read is not JSON: {read}"))?;
+            let field = |name: &str| fields[name].clone();
+            let mint = fields["token_mint"]
+                .as_str()
+                .ok_or_else(|| format!("the pool read has no token_mint: {read}"))?
+                .to_string();
+            let signed = client.signed(&init_pool_action(&mint)).await?;
             let body = signed.body(json!({
-                "pool_address": pool_address, "token_mint": fields.token_mint, "symbol": symbol,
-                "authority": fields.authority, "vault": fields.vault, "pool_bump": fields.bumps[0],
-                "authority_bump": fields.bumps[1], "vault_bump": fields.bumps[2],
-                "init_signature": init_signature,
+                "pool_address": pool_address, "token_mint": mint, "symbol": symbol,
+                "authority": field("authority"), "vault": field("vault"),
+                "pool_bump": field("pool_bump"), "authority_bump": field("authority_bump"),
+                "vault_bump": field("vault_bump"), "init_signature": init_signature,
             }));
-            if fields.authority != client.pubkey().to_string() {
+            if fields["authority"].as_str() != Some(client.pubkey().to_string().as_str()) {
                 eprintln!(
                     "note: the pool's on-chain authority is {}, not this keypair's {}",
-                    fields.authority,
+                    fields["authority"],
                     client.pubkey()
                 );
             }
@@ -141,6 +153,7 @@ pub async fn run(
             actor,
             action,
             limit,
+            json,
         } => {
             let mut query = Vec::new();
             query.extend(actor.map(|a| ("actor", a)));
@@ -149,7 +162,7 @@ pub async fn run(
             let path = format!("/api/admin/audit?{}", encode_query(&query));
             // Public on devnet and localnet; on mainnet the read is signed in
             // headers (decisions §4), which the server asks for with a 403.
-            match client.send(reqwest::Method::GET, &path, None, &[]).await {
+            let answer = match client.send(reqwest::Method::GET, &path, None, &[]).await {
                 Err(Failure::Answer(body)) if body.contains("\"forbidden\"") => {
                     let signed = client.signed(READ_AUDIT_ACTION).await?;
                     let headers = [
@@ -162,49 +175,14 @@ pub async fn run(
                         .await
                 }
                 other => other,
+            }?;
+            if json {
+                Ok(answer)
+            } else {
+                Ok(audit_table::render(&answer)?)
             }
         }
     }
-}
-
-/// The request fields of a pool registration, read from its account on chain.
-struct PoolFields {
-    token_mint: String,
-    authority: String,
-    vault: String,
-    bumps: [u8; 3],
-}
-
-async fn pool_fields(config: &Config, pool: &str) -> Result<PoolFields, String> {
-    let address = parse_pubkey(pool).map_err(|e| format!("bad pool address: {e}"))?;
-    let program = parse_pubkey(&config.chain.program_id)?;
-    let rpc = crate::chain::rpc::gated_client(&config.rpc);
-    let read = crate::chain::rpc::get_accounts(&rpc, &[address])
-        .await
-        .map_err(|e| format!("cannot read the pool from {}: {e}", config.rpc.url))?;
-    let account = read.first().and_then(|r| r.parts());
-    if account.is_none() {
-        return Err(format!("no account at {pool} on {}", config.rpc.url));
-    }
-    let decoded = check_pool(&program, account)
-        .map_err(|_| format!("{pool} is not a LendingPool of program {program}"))?;
-    let (expected, _) = pool_address(&program, &decoded.token_mint);
-    if expected != address {
-        return Err(format!(
-            "{pool} is not the pool address of mint {} (expected {expected})",
-            decoded.token_mint
-        ));
-    }
-    Ok(PoolFields {
-        token_mint: decoded.token_mint.to_string(),
-        authority: decoded.authority.to_string(),
-        vault: decoded.vault.to_string(),
-        bumps: [
-            decoded.pool_bump,
-            decoded.authority_bump,
-            decoded.vault_bump,
-        ],
-    })
 }
 
 struct Client {

@@ -111,6 +111,29 @@ pub struct InitPoolResponse {
     pub pool_address: String,
     /// False when the pool was already registered (nothing changed).
     pub created: bool,
+    /// The pool's symbol as stored: on a re-registration, the first one (a
+    /// symbol sent again is not applied).
+    pub symbol: Option<String>,
+}
+
+/// A pool account as read from chain, checked: what a registration of it
+/// sends (GET /api/pools/{address}/chain).
+#[derive(Serialize, ToSchema)]
+pub struct PoolOnChain {
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
+    pub token_mint: String,
+    /// The pool's on-chain authority: the one wallet that may register it.
+    #[schema(value_type = PubkeyText)]
+    pub authority: String,
+    #[schema(value_type = PubkeyText)]
+    pub vault: String,
+    pub pool_bump: u8,
+    pub authority_bump: u8,
+    pub vault_bump: u8,
+    /// Already in the index of this cluster.
+    pub registered: bool,
 }
 
 /// The body of POST /api/pools/sync; its `parse` (http::handlers::pools) reads it

@@ -19,7 +19,7 @@ async fn register_pool_stores_the_decoded_account_and_is_idempotent() {
         (status, &body),
         (
             200,
-            &json!({ "ok": true, "pool_address": address.to_string(), "created": true })
+            &json!({ "ok": true, "pool_address": address.to_string(), "created": true, "symbol": "TKN" })
         )
     );
 

@@ -129,11 +129,33 @@ async fn a_new_operator_becomes_admin_and_manages_the_allowlist() {
     let bad = remote(&app, &keyfile, &["add-admin", &newcomer, "root"]).await;
     assert!(!bad.ok && bad.stderr.contains("error"), "{}", bad.stderr);
 
-    // 5. The audit log shows both calls, by this operator.
-    let audit = remote(
+    // 5. The audit log shows both calls, by this operator: a table for people,
+    // the server's JSON with --json.
+    let table = remote(
         &app,
         &keyfile,
         &["audit", "--actor", &operator, "--limit", "10"],
+    )
+    .await;
+    assert!(table.ok, "{}", table.stderr);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("TIME") && lines[0].ends_with("DETAILS"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(" UTC  ")
+            && l.contains(&operator)
+            && l.contains("add_admin")
+            && l.contains("role=pool_admin")),
+        "{}",
+        table.stdout
+    );
+    let audit = remote(
+        &app,
+        &keyfile,
+        &["audit", "--actor", &operator, "--limit", "10", "--json"],
     )
     .await;
     assert!(audit.ok, "{}", audit.stderr);
@@ -169,7 +191,7 @@ async fn mainnet_audit_reads_are_signed_in_headers() {
     let read = remote(
         &app,
         &dir.join("admin.json"),
-        &["audit", "--action", "add_admin"],
+        &["audit", "--action", "add_admin", "--json"],
     )
     .await;
     assert!(read.ok, "{}", read.stderr);
@@ -190,14 +212,13 @@ async fn register_pool_fills_the_request_from_the_chain() {
     t.admin.save(&dir.join("admin.json"));
     let (address, pool) = t.create_pool(6, Some(100_000_000), Some(-8)).await;
     let keypair = dir.join("admin.json");
-    let args = |a: &str| -> Vec<String> {
-        ["remote", "--url", &t.app.base, "--keypair", keypair.to_str().unwrap(), "register-pool", a, "--init-signature", "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UaKdiSkoQ", "--symbol", "TKN"]
+    let args_with = |a: &str, symbol: &str| -> Vec<String> {
+        ["remote", "--url", &t.app.base, "--keypair", keypair.to_str().unwrap(), "register-pool", a, "--init-signature", "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UaKdiSkoQ", "--symbol", symbol]
             .iter().map(|s| s.to_string()).collect()
     };
-    let env = [
-        ("RPC_URL", t.chain.url.as_str()),
-        ("PROGRAM_ID", t.app.config.chain.program_id.as_str()),
-    ];
+    let args = |a: &str| args_with(a, "TKN");
+    // No RPC here: the service reads the pool from its own chain.
+    let env = [("RPC_URL", "http://127.0.0.1:9")];
     let run = |a: Vec<String>| async move {
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
         lendex(&refs, &env).await
@@ -213,10 +234,32 @@ async fn register_pool_fills_the_request_from_the_chain() {
     );
     assert_eq!(row["vault"], pool.vault.to_string());
 
+    // Again with another symbol: nothing changes, and both the answer and the
+    // audit entry say which symbol is in force.
+    let again = run(args_with(&address.to_string(), "NEW")).await;
+    assert!(again.ok, "{}", again.stderr);
+    assert_eq!(again.json()["created"], false);
+    assert_eq!(again.json()["symbol"], "TKN");
+    let (_, audit) = t.app.get("/api/admin/audit?action=init_pool&limit=1").await;
+    let details = &audit["entries"][0]["details"];
+    assert_eq!(
+        (
+            &details["created"],
+            &details["symbol"],
+            &details["symbol_not_applied"]
+        ),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!("TKN"),
+            &serde_json::json!("NEW")
+        ),
+        "{details}"
+    );
+
     // Not the mint's pool address (the mint itself), and no account at all.
     let mint = run(args(&pool.token_mint.to_string())).await;
     assert!(
-        !mint.ok && mint.stderr.contains("not a LendingPool"),
+        !mint.ok && mint.stderr.trim() == r#"{"error":"invalid"}"#,
         "{}",
         mint.stderr
     );
@@ -230,7 +273,7 @@ async fn register_pool_fills_the_request_from_the_chain() {
         .await;
     let moved = run(args(&elsewhere.to_string())).await;
     assert!(
-        !moved.ok && moved.stderr.contains("is not the pool address of mint"),
+        !moved.ok && moved.stderr.trim() == r#"{"error":"invalid"}"#,
         "{}",
         moved.stderr
     );
@@ -239,7 +282,7 @@ async fn register_pool_fills_the_request_from_the_chain() {
     ))
     .await;
     assert!(
-        !nothing.ok && nothing.stderr.contains("no account"),
+        !nothing.ok && nothing.stderr.trim() == r#"{"error":"pool account not found"}"#,
         "{}",
         nothing.stderr
     );

@@ -21,8 +21,10 @@ use crate::http::single_flight::{self, Key};
 use crate::http::state::AppState;
 use crate::ingest::Registration;
 use crate::wire::error::ErrorBody;
+use crate::wire::formats::PubkeyText;
 use crate::wire::pools::{
-    InitPoolRequest, InitPoolResponse, Pool, PoolsResponse, SyncPoolRequest, SyncPoolResponse,
+    InitPoolRequest, InitPoolResponse, Pool, PoolOnChain, PoolsResponse, SyncPoolRequest,
+    SyncPoolResponse,
 };
 
 /// A pool registration as the handler needs it: the credentials, and what
@@ -175,9 +177,8 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
     let register = state
         .ingest
         .registration(&registration, &reads[0], &reads[1])?;
-    let created = commit(&state.writer, &state.cache, register, Reaches::Awaited)
-        .await?
-        .is_some();
+    let registered = commit(&state.writer, &state.cache, register, Reaches::Awaited).await?;
+    let created = registered.created.is_some();
     if created {
         // Its positions are read now, not at the next reconciliation (if this
         // replica leads; another leader finds the pool at its next one).
@@ -187,6 +188,38 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         ok: true,
         pool_address: registration.pool.to_string(),
         created,
+        symbol: registered.symbol,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/pools/{address}/chain", tag = "pools",
+    params(("address" = PubkeyText, Path, description = "the pool account")),
+    responses((status = 200, body = PoolOnChain, description = "the pool account as read from chain, checked: what POST /api/pools/init sends for it"),
+        (status = 400, body = ErrorBody, description = "invalid (a malformed address, or not a LendingPool of the program at its mint's pool address)"),
+        (status = 404, body = ErrorBody, description = "pool account not found"),
+        (status = 429, body = ErrorBody, description = "rate limited (each call reads the chain)"),
+        (status = 502, body = ErrorBody, description = "rpc unavailable")))]
+pub async fn pool_on_chain(
+    _: PublicWrite,
+    state: web::Data<AppState>,
+    address: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let pool = parse_pubkey(&address).map_err(|_| ApiError::Invalid)?;
+    let reads = state
+        .chain
+        .send(ReadAccounts { keys: vec![pool] })
+        .await??;
+    let decoded = state.ingest.pool_on_chain(&pool, &reads[0])?;
+    let registered = is_registered(&state.db, state.cluster.as_str(), &pool).await?;
+    Ok(HttpResponse::Ok().json(PoolOnChain {
+        pool_address: pool.to_string(),
+        token_mint: decoded.token_mint.to_string(),
+        authority: decoded.authority.to_string(),
+        vault: decoded.vault.to_string(),
+        pool_bump: decoded.pool_bump,
+        authority_bump: decoded.authority_bump,
+        vault_bump: decoded.vault_bump,
+        registered,
     }))
 }
 

@@ -25,6 +25,7 @@ use crate::wire::error::ErrorBody;
         admin::audit,
         pools::list_pools,
         pools::init_pool,
+        pools::pool_on_chain,
         pools::sync_pool,
         positions::list_positions,
         positions::sync_position,
@@ -132,7 +133,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 21);
+        assert_eq!(operations, 22);
         let pubkey = &doc["components"]["schemas"]["Pubkey"];
         assert_eq!(pubkey["pattern"], crate::wire::formats::PUBKEY_PATTERN);
         let role = &doc["components"]["schemas"]["Role"]["enum"];
