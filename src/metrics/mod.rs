@@ -1,7 +1,9 @@
 //! Prometheus metrics (decisions §9): every name is defined here, once, with its
 //! help text, and recorded through the `metrics` facade; GET /metrics renders
 //! them with `metrics-exporter-prometheus`. The two HTTP series, recorded on
-//! every request, are counted and rendered by `http` instead.
+//! every request, are counted and rendered by `http` instead; the standard
+//! `process_*` series and `lendex_build_info` are read and rendered by
+//! `process`.
 //!
 //! Events are counted where they happen (an HTTP request, an RPC call, a writer
 //! batch, a re-score, a notification). State that actors already hold (cache
@@ -12,6 +14,7 @@
 //! process (the integration tests) share one set of series.
 
 pub mod http;
+pub mod process;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -76,6 +79,7 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = self.0.render();
         http::render(&mut out);
+        process::render(&mut out);
         out
     }
 }
@@ -96,6 +100,7 @@ pub fn install() -> Metrics {
             // Fails only when another recorder is installed; then that one records.
             let _ = metrics::set_global_recorder(recorder);
             describe();
+            zero();
             // The recorder keeps every histogram sample until it is drained;
             // without a scrape that is memory growing with traffic. A thread of
             // its own, as the exporter's own `install` does, whatever runtime runs.
@@ -230,6 +235,26 @@ fn describe() {
         Unit::Seconds,
         "From a chain account notification received (the leader) to the feed frames it caused published"
     );
+}
+
+/// Counters of rare events exist from the start, at 0: a dashboard's rate()
+/// of a series that appears only on the first refusal shows nothing until then.
+fn zero() {
+    for name in [
+        RPC_RATE_LIMITED,
+        LONG_POLLS_REFUSED,
+        LOG_DROPPED,
+        SYNC_NOTIFICATIONS,
+    ] {
+        counter!(name).absolute(0);
+    }
+    for cap in ["per_address", "total"] {
+        counter!(SSE_REFUSED, "cap" => cap).absolute(0);
+    }
+    counter!(SSE_RESUMES, "outcome" => "resumed").absolute(0);
+    for outcome in ["ok", "error"] {
+        counter!(SYNC_RECONCILES, "outcome" => outcome).absolute(0);
+    }
 }
 
 pub fn rpc_request(method: &str, outcome: &'static str, took: Duration) {

@@ -22,7 +22,14 @@ async fn scrape(app: &TestApp) -> HashMap<String, f64> {
     for line in text.lines().filter(|l| !l.is_empty()) {
         if let Some(comment) = line.strip_prefix("# ") {
             assert!(
-                comment.starts_with("HELP lendex_") || comment.starts_with("TYPE lendex_"),
+                [
+                    "HELP lendex_",
+                    "TYPE lendex_",
+                    "HELP process_",
+                    "TYPE process_"
+                ]
+                .iter()
+                .any(|p| comment.starts_with(p)),
                 "{line}"
             );
             continue;
@@ -30,7 +37,11 @@ async fn scrape(app: &TestApp) -> HashMap<String, f64> {
         let (key, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line}"));
         let name_end = key.find('{').unwrap_or(key.len());
         let name = &key[..name_end];
-        assert!(name.starts_with("lendex_"), "{line}");
+        // Ours, and the standard process series every client library exports.
+        assert!(
+            name.starts_with("lendex_") || name.starts_with("process_"),
+            "{line}"
+        );
         assert!(
             name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
             "{line}"
@@ -174,4 +185,95 @@ async fn chain_reads_and_the_stream_are_scraped() {
     assert_eq!(value(&after, "lendex_sync_stream_connected"), 1.0);
     assert!(value(&after, "lendex_rpc_gate_wait_seconds_count") > 0.0);
     assert!(value(&after, r#"lendex_sync_reconciles_total{outcome="ok"}"#) >= 1.0);
+}
+
+/// Every series the shipped Grafana dashboard (ops/grafana/lendex.json)
+/// queries exists in /metrics once the service has done its ordinary work:
+/// served requests, written, read the chain, streamed, heard a NOTIFY.
+#[actix_rt::test]
+async fn the_dashboard_queries_only_series_that_exist() {
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/grafana/lendex.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut queried = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap();
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if word.starts_with("lendex_") || word.starts_with("process_") {
+                    queried.insert(word.to_string());
+                }
+            }
+        }
+    }
+    assert!(queried.len() > 25, "{queried:?}");
+
+    // The ordinary work: a leader with its websocket, a stream subscriber, a
+    // price moved on chain (chain notification -> frame) and one written by
+    // someone else (NOTIFY -> frame), writes, reads.
+    let mut m = crate::health_feed::market(|c| c.sync.interval_seconds = 2).await;
+    let app = &m.t.app;
+    let leading = eventually(std::time::Duration::from_secs(15), async || {
+        let sync = app.get("/api/health").await.1["checks"]["sync"].clone();
+        sync["role"] == "leader" && sync["stream"]["connected"] == true
+    })
+    .await;
+    assert!(leading, "the replica leads with its websocket up");
+    let mut feed = app
+        .http
+        .get(app.url("/api/positions/unhealthy/stream"))
+        .send()
+        .await
+        .unwrap();
+    let owner = m.account(500_000_000, 40_000_000_000).await;
+    assert!(feed.chunk().await.unwrap().is_some());
+    m.sol_data.oracle_price = Some(25 * crate::health_feed::USD);
+    m.t.chain
+        .set(
+            &m.sol,
+            &m.t.program,
+            &lendex::domain::accounts::encode_pool(&m.sol_data),
+        )
+        .await;
+    let db = m.t.app.db.connect().await;
+    db.execute(
+        "UPDATE pools SET oracle_price = oracle_price + 1 WHERE pool_address = $1",
+        &[&m.usdc.to_string()],
+    )
+    .await
+    .unwrap();
+    let app = &m.t.app;
+    let _ = app.get(&format!("/api/positions/{owner}")).await;
+    let text = async || {
+        app.http
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let exists = |text: &str, name: &str| {
+        text.lines().any(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        })
+    };
+    let all_there = eventually(std::time::Duration::from_secs(20), async || {
+        let text = text().await;
+        queried.iter().all(|name| exists(&text, name))
+    })
+    .await;
+    let text = text().await;
+    let missing: Vec<&String> = queried.iter().filter(|n| !exists(&text, n)).collect();
+    assert!(
+        all_there,
+        "queried by the dashboard, not in /metrics: {missing:?}"
+    );
+    drop(feed);
 }
