@@ -29,10 +29,17 @@ impl Observed {
         let took = self.started.elapsed();
         crate::metrics::http::record(route, method.as_str(), status, took);
         if let Some((method, path)) = self.logged {
-            tracing::info!(
-                %method, %path, status,
-                latency_ms = took.as_secs_f64() * 1000.0, "request"
-            );
+            let latency_ms = took.as_secs_f64() * 1000.0;
+            if QUIET.contains(&route) && status < 400 {
+                tracing::debug!(%method, %path, status, latency_ms, "request");
+            } else {
+                tracing::info!(%method, %path, status, latency_ms, "request");
+            }
         }
     }
 }
+
+/// Routes machines poll (a start script waiting for health, a scraper): their
+/// answered requests are logged at DEBUG, so waiting fills no log. Failures
+/// stay at INFO.
+const QUIET: [&str; 2] = ["/api/health", "/metrics"];

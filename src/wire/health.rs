@@ -107,6 +107,8 @@ pub struct SyncCheck {
     /// False when the last complete refresh is older than 3 intervals + 30 s
     /// (on the leader; a follower does no background work).
     pub ok: bool,
+    /// The cluster this replica indexes: mainnet, devnet or localnet.
+    pub cluster: &'static str,
     pub enabled: bool,
     pub role: SyncRole,
     /// Lowest context slot of the last complete refresh (0 before the first).

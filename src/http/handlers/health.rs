@@ -126,6 +126,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             let last = status.last_complete.as_ref();
             SyncCheck {
                 ok: status.is_fresh(Utc::now()),
+                cluster: state.cluster.as_str(),
                 enabled: status.enabled,
                 role: if status.leader {
                     SyncRole::Leader
@@ -150,6 +151,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
         }
         _ => SyncCheck {
             ok: false,
+            cluster: state.cluster.as_str(),
             enabled: true,
             role: SyncRole::Follower,
             slot: 0,
