@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 
 API = os.environ.get("LENDEX_URL", "http://127.0.0.1:8080")
 WAD = Decimal(10) ** 18
@@ -27,8 +27,8 @@ RECONNECT_AFTER_SECONDS = 0.5
 
 
 def wad(text):
-    """A WAD decimal string as a decimal, exactly."""
-    return f"{(Decimal(text) / WAD):.4f}"
+    """A WAD decimal string to 4 places, cut (as the WAD math floors), never rounded up."""
+    return str((Decimal(text) / WAD).quantize(Decimal("0.0001"), rounding=ROUND_DOWN))
 
 
 def show(event, data):

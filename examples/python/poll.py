@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 
 API = os.environ.get("LENDEX_URL", "http://127.0.0.1:8080")
 WAD = Decimal(10) ** 18
@@ -44,8 +44,9 @@ def main():
         best = quotes[0] if quotes else None
         line = f"{len(quotes)} quotes, etag {etag}"
         if best:
-            profit = Decimal(best["profit_value_wad"]) / WAD
-            line += f", best {best['owner']} profit ${profit:.4f} at slot {best['slot']}"
+            # Cut to 4 places, as the WAD math floors (never rounded up).
+            profit = (Decimal(best["profit_value_wad"]) / WAD).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
+            line += f", best {best['owner']} profit ${profit} at slot {best['slot']}"
         print(line, flush=True)
 
 

@@ -113,14 +113,21 @@ async fn add_admin_examples_sign_the_handshake() {
 async fn feed_examples_print_candidates_with_quotes() {
     let m = market(|_| {}).await;
     let owner = m.account(500_000_000, 40_000_000_000).await; // 0.5: under water
+    let other = m.account(1_000_000_000, 45_000_000_000).await; // 0.8888...: under water
     let env = [("LENDEX_URL", m.t.app.base.as_str())];
     for (program, script) in runners("feed") {
-        let (ok, stdout, stderr) = run(&program, &script, &env, &["1"]).await;
+        let (ok, stdout, stderr) = run(&program, &script, &env, &["2"]).await;
         assert!(ok, "{}: {stderr}", script.display());
-        let line = stdout.lines().next().unwrap_or_default();
+        let lines: Vec<&str> = stdout.lines().collect();
         assert!(
-            line.starts_with(&format!("candidate_start {owner} hf 0.5000 repay "))
-                && line.contains("profit $"),
+            lines[0].starts_with(&format!("candidate_start {owner} hf 0.5000 repay "))
+                && lines[0].contains("profit $"),
+            "{}: {stdout}",
+            script.display()
+        );
+        // One rule in both languages: cut to 4 places, as the WAD math floors.
+        assert!(
+            lines[1].starts_with(&format!("candidate_start {other} hf 0.8888 repay ")),
             "{}: {stdout}",
             script.display()
         );
