@@ -278,6 +278,21 @@ impl Handler<Stats> for HealthCache {
     }
 }
 
+impl Handler<PoolStatus> for HealthCache {
+    type Result = ApiResult<Bytes>;
+
+    fn handle(&mut self, _: PoolStatus, _: &mut Self::Context) -> Self::Result {
+        if !self.ready {
+            return Err(not_loaded());
+        }
+        Ok(crate::engine::pool_status::pool_status_body(
+            &self.engine,
+            now_seconds(),
+            self.max_oracle_age,
+        ))
+    }
+}
+
 impl Handler<Risk> for HealthCache {
     type Result = ApiResult<Bytes>;
 

@@ -138,6 +138,11 @@ pub struct Subscribe {
 #[rtype(result = "()")]
 pub struct CloseStreams;
 
+/// Each pool's token and oracle (GET /api/pools/status), rendered.
+#[derive(Message)]
+#[rtype(result = "ApiResult<Bytes>")]
+pub struct PoolStatus;
+
 /// Counts for logs, health and benchmarks.
 #[derive(Message)]
 #[rtype(result = "CacheStats")]

@@ -19,8 +19,8 @@ mod publish;
 pub use actor::HealthCache;
 pub use messages::{
     Apply, AwaitListening, Borrows, BorrowsChanged, CacheStats, CloseStreams, FlushWrites,
-    KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, Render, Risk, RiskQuery, Stats,
-    Subscribe,
+    KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, PoolStatus, Render, Risk, RiskQuery,
+    Stats, Subscribe,
 };
 
 use actix::Addr;

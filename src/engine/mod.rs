@@ -20,6 +20,7 @@ pub mod events;
 mod filing;
 pub mod frame;
 pub mod parallel;
+pub mod pool_status;
 pub mod quotes;
 mod rescore;
 pub mod risk;
@@ -252,6 +253,11 @@ impl Engine {
                 .collect();
             self.set_owner(key, kept);
         }
+    }
+
+    /// Every pool held, in no order.
+    pub fn pools(&self) -> impl Iterator<Item = &PoolEntry> {
+        self.pools.values()
     }
 
     pub fn pool(&self, address: &Pubkey) -> Option<&PoolEntry> {

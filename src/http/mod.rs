@@ -69,6 +69,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(read(resource("/api/admin/audit", GET), admin::audit))
         .service(read(resource("/api/pools", GET), pools::list_pools))
+        .service(read(resource("/api/pools/status", GET), pools::pool_status))
         .service(read(
             resource("/api/pools/{address}/chain", GET),
             pools::pool_on_chain,

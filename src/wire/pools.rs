@@ -153,3 +153,33 @@ pub struct SyncPoolResponse {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
 }
+
+/// One pool's token and oracle, as the health engine holds them (GET
+/// /api/pools/status): what a front end needs to show amounts and to trust a
+/// price.
+#[derive(Serialize, ToSchema)]
+pub struct PoolStatus {
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    pub symbol: Option<String>,
+    /// Token decimals: base units / 10^decimals is the token amount.
+    pub decimals: u8,
+    /// i64 as a decimal string; null until the oracle is set.
+    #[schema(value_type = Option<I64Text>)]
+    pub oracle_price: Option<String>,
+    pub oracle_expo: Option<i32>,
+    /// The pool's on-chain last update (Unix seconds).
+    pub oracle_updated_at: i64,
+    /// Seconds since then, at this answer.
+    pub oracle_age_seconds: i64,
+    /// Older than `health.max_oracle_age_seconds` (quotes are flagged).
+    pub oracle_stale: bool,
+    /// The context slot of the chain read the pool's row holds.
+    pub slot: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PoolStatusResponse {
+    pub max_oracle_age_seconds: i64,
+    pub pools: Vec<PoolStatus>,
+}

@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::chain_sync::Reconcile;
-use crate::actors::health_cache::{Reaches, commit};
+use crate::actors::health_cache::{PoolStatus, Reaches, commit};
 use crate::db::queries;
 use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
@@ -15,6 +15,7 @@ use crate::feed::rendered::{Body, Changes, now_seconds};
 use crate::http::body::JsonBody;
 use crate::http::conditional::{self, Conditional};
 use crate::http::extract::PublicWrite;
+use crate::http::polls;
 use crate::http::query::Query;
 use crate::http::signed::{Credentials, Need, authorize, credentials};
 use crate::http::single_flight::{self, Key};
@@ -23,8 +24,8 @@ use crate::ingest::Registration;
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::PubkeyText;
 use crate::wire::pools::{
-    InitPoolRequest, InitPoolResponse, Pool, PoolOnChain, PoolsResponse, SyncPoolRequest,
-    SyncPoolResponse,
+    InitPoolRequest, InitPoolResponse, Pool, PoolOnChain, PoolStatusResponse, PoolsResponse,
+    SyncPoolRequest, SyncPoolResponse,
 };
 
 /// A pool registration as the handler needs it: the credentials, and what
@@ -190,6 +191,13 @@ pub async fn init_pool(state: web::Data<AppState>, body: JsonBody) -> ApiResult<
         created,
         symbol: registered.symbol,
     }))
+}
+
+#[utoipa::path(get, path = "/api/pools/status", tag = "pools",
+    responses((status = 200, body = PoolStatusResponse, description = "each pool's token (symbol, decimals) and oracle (price, on-chain update time, age, stale) as the health factors use them, by symbol"),
+        (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
+pub async fn pool_status(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
+    Ok(polls::json_bytes(state.cache.send(PoolStatus).await??))
 }
 
 #[utoipa::path(get, path = "/api/pools/{address}/chain", tag = "pools",

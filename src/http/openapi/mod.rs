@@ -26,6 +26,7 @@ use crate::wire::error::ErrorBody;
         pools::list_pools,
         pools::init_pool,
         pools::pool_on_chain,
+        pools::pool_status,
         pools::sync_pool,
         positions::list_positions,
         positions::sync_position,
@@ -133,7 +134,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 22);
+        assert_eq!(operations, 23);
         let pubkey = &doc["components"]["schemas"]["Pubkey"];
         assert_eq!(pubkey["pattern"], crate::wire::formats::PUBKEY_PATTERN);
         let role = &doc["components"]["schemas"]["Role"]["enum"];
