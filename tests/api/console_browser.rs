@@ -1,11 +1,15 @@
-//! The admin console in a real browser (issue 12): Debian's chromium driven by
-//! playwright-core (tests/console/console-test.mjs), with a test wallet
-//! injected through the Wallet Standard. Sign in, add an admin and see it
-//! listed, revoke it, see a rejected signature shown as an error, see an
-//! owner appear in the live view after a price change on the chain, see the
-//! live view resume after its connection drops (the browser's Last-Event-ID),
-//! draw a pool's liquidation curve and shock its price (1280 and 375 px). The
-//! page reaches the service through a link the test cuts.
+//! The admin console in a real browser (issues 12 and 23): Debian's chromium
+//! driven by playwright-core (tests/console/console-test.mjs), with two test
+//! wallets injected through the Wallet Standard (the super-admin and a pool
+//! admin). Signed out, a refused sign-in, a pool admin's narrower page, sign
+//! out; checks before any signature, one wallet prompt at a time, the audit's
+//! details and filters, a revoke confirmed (and one cancelled), a rejected
+//! signature, a pool registered from two fields; an owner appearing in the
+//! live view after a price change on the chain (token amounts, oracle badge,
+//! explorer link), the live view resuming after its connection drops (the
+//! browser's Last-Event-ID), the risk lens, nothing clipped at 1280 px, the
+//! keyboard. Each step is checked and shot at 1280 and at 375 px. The page
+//! reaches the service through a link the test cuts.
 //! scripts/ensure-browser installs chromium and playwright-core.
 
 use std::path::PathBuf;
@@ -14,6 +18,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use lendex::domain::accounts::{encode_mint, encode_pool};
+
+use crate::chain_support::{key, pool_account, token_program};
 use crate::health_feed::{USD, market};
 use crate::ws_proxy::WsProxy;
 
@@ -40,13 +47,28 @@ async fn the_console_in_a_browser() {
     // Healthy after that too (10 SOL), until the risk lens shocks SOL +200%.
     let shocked = m.account(1_000_000_000, 10_000_000_000).await;
     let secret = format!("{:?}", m.t.app.root.keypair_bytes().to_vec()).replace(' ', "");
+    let pool_admin = format!("{:?}", m.t.admin.keypair_bytes().to_vec()).replace(' ', "");
+    // A pool on chain whose authority is the super-admin: registered from the page.
+    let mint = lendex::domain::pubkey::Pubkey::new_unique();
+    m.t.chain
+        .set(&mint, &token_program(), &encode_mint(6, 1_000_000))
+        .await;
+    let root_key = key(&m.t.app.root.pubkey());
+    let (unregistered, pool) = pool_account(&m.t.program, &root_key, &mint, Some(USD), Some(-8));
+    m.t.chain
+        .set(&unregistered, &m.t.program, &encode_pool(&pool))
+        .await;
     let shots = root.join("target/console-screenshots");
+    // Only this run's screenshots count.
+    let _ = std::fs::remove_dir_all(&shots);
     let link = WsProxy::start(&m.t.app.base).await;
 
     let mut child = tokio::process::Command::new("node")
         .arg(&script)
         .env("LENDEX_URL", &link.url)
         .env("ROOT_SECRET", secret)
+        .env("POOL_ADMIN_SECRET", pool_admin)
+        .env("UNREGISTERED", unregistered.to_string())
         .env("CHROMIUM", chromium())
         .env("SHOTS", &shots)
         .env("OWNER", &owner)
@@ -106,19 +128,30 @@ async fn the_console_in_a_browser() {
         "{seen:?}\n{err}"
     );
     for shot in [
-        "01-signed-in",
-        "02-admin-added",
-        "03-admin-revoked",
-        "04-rejected-signature",
-        "05-live-feed",
-        "06-feed-resumed",
-        "07-risk-curve",
-        "08-risk-shock",
-        "09-risk-375",
+        "01-signed-out",
+        "02-failed-sign-in",
+        "03-pool-admin",
+        "04-signed-out-again",
+        "05-signed-in",
+        "06-checked-before-signing",
+        "07-one-prompt-at-a-time",
+        "08-audit",
+        "09-revoke-confirmed",
+        "10-rejected-signature",
+        "11-pool-registered",
+        "12-live-feed",
+        "13-feed-resumed",
+        "14-risk-curve",
+        "15-risk-shock",
+        "16-nothing-clipped-at-1280",
+        "16b-feed-cards-at-375",
+        "17-keyboard",
     ] {
-        assert!(
-            shots.join(format!("{shot}.png")).exists(),
-            "{shot} screenshot"
-        );
+        for width in ["", "-375"] {
+            assert!(
+                shots.join(format!("{shot}{width}.png")).exists(),
+                "{shot}{width} screenshot"
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! The admin console (decisions §9, issue 12): three static files compiled into
-//! the binary, so it works offline and needs no CDN. It talks to the same signed
-//! endpoints as any client; nothing here is privileged.
+//! The admin console (decisions §9, issues 12 and 23): static files compiled
+//! into the binary, so it works offline and needs no CDN. It talks to the same
+//! signed endpoints as any client; nothing here is privileged.
 
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
@@ -8,8 +8,14 @@ use actix_web::{HttpResponse, web};
 use crate::error::ApiError;
 
 const INDEX: &str = include_str!("../console/index.html");
-const SCRIPT: &str = include_str!("../console/console.js");
 const STYLE: &str = include_str!("../console/console.css");
+/// The scripts, by name: helpers and sign-in; admin sections; feed; risk lens.
+const SCRIPTS: [(&str, &str); 4] = [
+    ("console.js", include_str!("../console/console.js")),
+    ("admin.js", include_str!("../console/admin.js")),
+    ("feed.js", include_str!("../console/feed.js")),
+    ("risk.js", include_str!("../console/risk.js")),
+];
 
 /// Only this origin's scripts, styles and connections, and never in a frame (a
 /// framed console could be used to trick an admin into signing).
@@ -31,9 +37,12 @@ pub async fn page() -> HttpResponse {
 }
 
 pub async fn file(name: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    match name.as_str() {
-        "console.js" => Ok(asset("text/javascript; charset=utf-8", SCRIPT)),
-        "console.css" => Ok(asset("text/css; charset=utf-8", STYLE)),
-        _ => Err(ApiError::NotFound),
+    if name.as_str() == "console.css" {
+        return Ok(asset("text/css; charset=utf-8", STYLE));
     }
+    SCRIPTS
+        .iter()
+        .find(|(file, _)| *file == name.as_str())
+        .map(|(_, script)| asset("text/javascript; charset=utf-8", script))
+        .ok_or(ApiError::NotFound)
 }
