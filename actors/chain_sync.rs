@@ -364,9 +364,13 @@ impl Refresher {
         // 2. Positions of each live pool: a full scan, then upsert and prune.
         // The pools' scans and writes overlap (the RPC gate still admits the
         // scans at max_rps), so a reconcile takes about requests / max_rps, not
-        // the sum of every scan and write.
+        // the sum of every scan and write. The writes go to the writer one pool
+        // at a time: queued together they would wait in its lane, or share one
+        // transaction, past their time share.
+        let one_write = tokio::sync::Mutex::new(());
         let scans = live.into_iter().map(|key| {
             let (chain, writer, cache) = (chain.clone(), writer.clone(), cache.clone());
+            let one_write = &one_write;
             async move {
                 tracing::debug!(pool = %key, "scanning positions");
                 let scan = ScanPoolPositions {
@@ -377,8 +381,10 @@ impl Refresher {
                 let (slot, accounts) = chain.send(scan).await??;
                 let scanned = Instant::now();
                 let refresh = ingest.reconcile(&key, slot, accounts);
+                let writing = one_write.lock().await;
                 let reconciled =
                     commit(&writer, &cache, refresh, Reaches::Queued { heard: None }).await?;
+                drop(writing);
                 // Where a reconcile's time goes (since it started): the scan's
                 // answer, then its rows committed.
                 tracing::debug!(

@@ -1,6 +1,7 @@
 //! One writer lane: an actor with its own queue and its own connection. While
 //! one batch commits, new writes queue up; the next batch takes the whole queue
-//! (up to MAX_BATCH) in one transaction (group commit). A caller's reply is sent
+//! (up to MAX_BATCH writes and MAX_BATCH_ROWS rows) in one transaction (group
+//! commit). A caller's reply is sent
 //! only after COMMIT returned, so a 2xx always means the row is durable.
 //!
 //! Time is bounded: a stalled database answers 503 `database unavailable`
@@ -24,6 +25,10 @@ use crate::error::{ApiError, ApiResult};
 
 /// Most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
+/// Most rows (`WriteCommand::rows`) in one transaction, unless one write alone
+/// has more. Seven 10,000-row pool reconciles queued together made a batch that
+/// overran its time share every time it was tried, so the index never filled.
+const MAX_BATCH_ROWS: usize = 10_000;
 
 /// Ask a lane to apply `C` and answer with its output once committed.
 pub struct Write<C: WriteCommand>(pub C);
@@ -60,7 +65,24 @@ pub struct LaneStats {
 
 struct Queued {
     write: Box<dyn QueuedWrite>,
+    rows: usize,
     since: Instant,
+}
+
+/// How many writes from the front of the queue (their row counts in order) the
+/// next batch takes: at least one, at most `max_writes`, and no more rows
+/// than `max_rows` unless the first write alone has more.
+fn batch_len(rows: impl IntoIterator<Item = usize>, max_writes: usize, max_rows: usize) -> usize {
+    let mut total = 0usize;
+    let mut taken = 0;
+    for r in rows.into_iter().take(max_writes) {
+        if taken > 0 && total.saturating_add(r) > max_rows {
+            break;
+        }
+        total = total.saturating_add(r);
+        taken += 1;
+    }
+    taken
 }
 
 pub struct LaneWriter {
@@ -111,7 +133,7 @@ impl LaneWriter {
             }
             return;
         }
-        let take = self.queue.len().min(MAX_BATCH);
+        let take = batch_len(self.queue.iter().map(|q| q.rows), MAX_BATCH, MAX_BATCH_ROWS);
         let mut batch = Vec::with_capacity(take);
         for queued in self.queue.drain(..take) {
             if queued.since.elapsed() > self.max_wait {
@@ -186,12 +208,14 @@ impl<C: WriteCommand> Handler<Write<C>> for LaneWriter {
 
     fn handle(&mut self, msg: Write<C>, ctx: &mut Self::Context) -> Self::Result {
         let (reply, answer) = oneshot::channel();
+        let rows = msg.0.rows();
         self.queue.push(Queued {
             write: Box::new(Pending {
                 cmd: msg.0,
                 result: None,
                 reply: Some(reply),
             }),
+            rows,
             since: Instant::now(),
         });
         self.start_flush(ctx);
@@ -220,5 +244,25 @@ impl Handler<GetLaneStats> for LaneWriter {
             queued: self.queue.len(),
             ..self.stats.clone()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batch_len;
+
+    #[test]
+    fn a_batch_stops_before_the_row_cap_but_always_takes_one() {
+        // Small writes: the count cap.
+        assert_eq!(batch_len([1; 600], 512, 10_000), 512);
+        assert_eq!(batch_len([1; 3], 512, 10_000), 3);
+        // Heavy writes go one at a time; a single one over the cap still goes.
+        assert_eq!(batch_len([10_000, 10_000, 10_000], 512, 10_000), 1);
+        assert_eq!(batch_len([25_000, 1], 512, 10_000), 1);
+        // Small writes ride along up to the cap, and no further.
+        assert_eq!(batch_len([9_000, 500, 500, 1], 512, 10_000), 3);
+        assert_eq!(batch_len([1, 1, 10_000], 512, 10_000), 2);
+        assert_eq!(batch_len(Vec::<usize>::new(), 512, 10_000), 0);
+        assert_eq!(batch_len([usize::MAX, usize::MAX], 512, 10_000), 1);
     }
 }

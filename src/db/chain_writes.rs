@@ -391,6 +391,9 @@ pub struct Reconciled {
 impl WriteCommand for RefreshPoolPositions {
     type Output = Reconciled;
     const LANE: Lane = Lane::Index;
+    fn rows(&self) -> usize {
+        self.positions.len().max(1)
+    }
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Reconciled>> {
         Box::pin(async move {
             let n = self.positions.len();
@@ -501,6 +504,9 @@ pub struct SetHealthFactors {
 impl WriteCommand for SetHealthFactors {
     type Output = u64;
     const LANE: Lane = Lane::Index;
+    fn rows(&self) -> usize {
+        self.owners.len().max(1)
+    }
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u64>> {
         Box::pin(async move {
             Ok(tx

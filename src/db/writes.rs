@@ -57,6 +57,14 @@ pub trait WriteCommand: Send + Sync + 'static {
     /// then uses it for consecutive writes of this command in a batch.
     const MULTI_ROW: bool = false;
 
+    /// About how many rows it writes: a lane puts no more than
+    /// `db_writer`'s row cap in one transaction, so heavy writes queued together
+    /// (a reconcile's pools, a health-factor write-back) do not add up to a
+    /// batch that cannot finish inside its time share.
+    fn rows(&self) -> usize {
+        1
+    }
+
     /// Several of this command, outputs in order, as if applied one after the
     /// other. An error aborts the transaction: the writer then applies them one
     /// by one, each in its own savepoint.

@@ -309,3 +309,37 @@ async fn batched_admin_adds_apply_in_arrival_order() {
         ]
     );
 }
+
+/// Heavy writes queued together commit one per transaction: seven pools'
+/// 10,000-row reconciles once shared a batch that overran its time share on
+/// every try, and the index never filled. Light writes still group.
+#[actix_rt::test]
+async fn heavy_writes_queued_together_are_not_one_batch() {
+    use lendex::actors::db_writer::{Writers, write};
+    use lendex::db::chain_writes::SetHealthFactors;
+    let app = spawn_app().await;
+    let mut cfg = lendex::config::Config::defaults().database;
+    cfg.url = app.db.url.clone();
+    let writers = Writers::start(&cfg, "heavy-writes-test").unwrap();
+    let heavy = |n: usize| SetHealthFactors {
+        cluster: "localnet",
+        owners: (0..n).map(|i| format!("owner{i}")).collect(),
+        health_factors: vec!["1000000000000000000".to_string(); n],
+    };
+    // Sent at once: the first starts a batch, the others queue behind it.
+    let done = join_all((0..3).map(|_| write(&writers, heavy(10_000)))).await;
+    assert!(done.iter().all(Result::is_ok), "{done:?}");
+    let index = |stats: Vec<lendex::actors::db_writer::LaneStats>| {
+        stats
+            .into_iter()
+            .find(|s| s.lane == lendex::db::writes::Lane::Index)
+            .unwrap()
+    };
+    let stats = index(writers.stats().await);
+    assert_eq!((stats.batches, stats.largest_batch), (3, 1));
+    // Light ones queued behind one still share the next batch.
+    let done = join_all((0..20).map(|_| write(&writers, heavy(10)))).await;
+    assert!(done.iter().all(Result::is_ok));
+    let stats = index(writers.stats().await);
+    assert!(stats.largest_batch >= 2, "{stats:?}");
+}
