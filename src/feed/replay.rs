@@ -14,24 +14,48 @@ use bytes::Bytes;
 
 use crate::engine::frame::EventId;
 
-/// Frames of consecutive events: event `first + i` is
-/// `frames[ends[i - 1]..ends[i]]` (from 0 for the first).
+/// Frames of consecutive events. `ends` holds each event's end in `frames`;
+/// the first `dropped` of them were forgotten, and event `first + i` is the
+/// one ending at `ends[dropped + i]`. Forgetting moves `dropped` on, so a trim
+/// costs a search, not a pass over every kept event.
 struct Part {
     first: u64,
     frames: Bytes,
     ends: Vec<usize>,
+    dropped: usize,
 }
 
 impl Part {
     fn last(&self) -> u64 {
-        self.first + self.ends.len() as u64 - 1
+        self.first + (self.ends.len() - self.dropped) as u64 - 1
+    }
+
+    /// Where the event at index `i` of `ends` starts.
+    fn start_of(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.ends[i - 1] }
+    }
+
+    /// Bytes of the events still kept.
+    fn kept(&self) -> usize {
+        self.frames.len() - self.start_of(self.dropped)
     }
 
     /// The frames of the events after `seq` (which is at or after `first - 1`).
     fn after(&self, seq: u64) -> Bytes {
         let skip = (seq + 1 - self.first) as usize;
-        let start = if skip == 0 { 0 } else { self.ends[skip - 1] };
-        self.frames.slice(start..)
+        self.frames.slice(self.start_of(self.dropped + skip)..)
+    }
+
+    /// Forgets the fewest oldest events that free at least `bytes` (which must
+    /// be fewer than it keeps); returns the bytes freed and the last event
+    /// forgotten.
+    fn forget(&mut self, bytes: usize) -> (usize, u64) {
+        let from = self.start_of(self.dropped);
+        let k = self.ends[self.dropped..].partition_point(|&end| end - from < bytes) + 1;
+        let freed = self.ends[self.dropped + k - 1] - from;
+        self.dropped += k;
+        self.first += k as u64;
+        (freed, self.first - 1)
     }
 }
 
@@ -131,6 +155,7 @@ impl Replay {
             first: self.last + 1,
             frames,
             ends,
+            dropped: 0,
         };
         self.last = part.last();
         self.kept += part.frames.len();
@@ -138,26 +163,26 @@ impl Replay {
         self.trim();
     }
 
-    /// Forgets the oldest events until at most `max_bytes` are kept; an event
-    /// at a time, so a batch larger than the window keeps its newest events.
+    /// Forgets the oldest events until at most `max_bytes` are kept; by event,
+    /// so a batch larger than the window keeps its newest events.
     fn trim(&mut self) {
         while self.kept > self.max_bytes {
+            let excess = self.kept - self.max_bytes;
             let Some(front) = self.parts.front_mut() else {
                 break;
             };
-            let size = front.ends[0];
-            self.kept -= size;
-            self.floor = front.first;
-            if front.ends.len() == 1 {
+            if front.kept() <= excess {
+                self.kept -= front.kept();
+                self.floor = front.last();
                 self.parts.pop_front();
                 continue;
             }
-            front.frames = front.frames.slice(size..);
-            front.ends.remove(0);
-            for end in &mut front.ends {
-                *end -= size;
+            let (freed, last_forgotten) = front.forget(excess);
+            self.kept -= freed;
+            self.floor = last_forgotten;
+            if front.kept() == 0 {
+                self.parts.pop_front();
             }
-            front.first += 1;
         }
     }
 
@@ -318,6 +343,10 @@ mod tests {
                 next += n;
             }
             let last = next - 1;
+            // What is kept is exactly the events after the floor, within the window.
+            let after_floor: usize = (replay.floor + 1..=last).map(|s| frame(s).len()).sum();
+            prop_assert_eq!(replay.kept_bytes(), after_floor);
+            prop_assert!(replay.kept_bytes() <= size * window);
             let missed: usize = (seen + 1..=last).map(|s| frame(s).len()).sum();
             match replay.since(&format!("7.{seen}")) {
                 Ok(parts) => {
