@@ -32,10 +32,6 @@ use crate::feed::subscriber::Subscriber;
 
 /// How long health factors from price moves are gathered before one bulk UPDATE.
 const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
-/// The same for a move that re-scored more owners than one write-back chunk:
-/// its UPDATE waits until the answers held for that move have gone out, rather
-/// than take the cores from them (10,000 held polls answer in about 0.75 s).
-const LARGE_WRITE_BACK_EVERY: Duration = Duration::from_secs(1);
 /// Owners written per statement.
 const WRITE_BACK_CHUNK: usize = 10_000;
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
@@ -362,12 +358,7 @@ impl HealthCache {
             return;
         }
         self.write_scheduled = true;
-        let wait = if self.engine.dirty_count() > WRITE_BACK_CHUNK {
-            LARGE_WRITE_BACK_EVERY
-        } else {
-            WRITE_BACK_EVERY
-        };
-        ctx.run_later(wait, |act, ctx| {
+        ctx.run_later(WRITE_BACK_EVERY, |act, ctx| {
             act.write_scheduled = false;
             let write = act.write_back(ctx);
             ctx.spawn(write.into_actor(act));

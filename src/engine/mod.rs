@@ -457,11 +457,6 @@ impl Engine {
         !self.dirty.is_empty()
     }
 
-    /// How many owners' health factors wait to be written.
-    pub fn dirty_count(&self) -> usize {
-        self.dirty.len()
-    }
-
     /// The outcome of writing what `take_dirty` gave: stored, or to be written again.
     /// Keeps the invariant: `dirty` holds exactly the owners whose value differs
     /// from what is stored, also when values moved while the write was in flight
