@@ -9,52 +9,7 @@ use reqwest::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use serde_json::Value;
 
 use crate::common::*;
-use crate::health_feed::{Market, USD, market};
-
-/// Another replica of the service on the same database and chain: the real
-/// binary, in its own process (its own cache, loaded from the database).
-struct Replica {
-    base: String,
-    process: std::process::Child,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-async fn second_replica(m: &Market) -> Replica {
-    let port = free_port();
-    let process = std::process::Command::new(env!("CARGO_BIN_EXE_lendex"))
-        .arg("serve")
-        .env("DATABASE_URL", &m.t.app.db.url)
-        .env("RPC_URL", &m.t.chain.url)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-        .env("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0")
-        .env_remove("SUPER_ADMIN_PUBKEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let replica = Replica {
-        base: format!("http://127.0.0.1:{port}"),
-        process,
-    };
-    let http = reqwest::Client::new();
-    let up = eventually(Duration::from_secs(20), async || {
-        let health = http
-            .get(format!("{}/api/health", replica.base))
-            .send()
-            .await;
-        health.is_ok_and(|r| r.status() == 200)
-    })
-    .await;
-    assert!(up, "replica B started");
-    replica
-}
+use crate::health_feed::{USD, market, second_replica};
 
 /// The six routes, for a market with `owner` under water.
 fn routes(owner: &str) -> Vec<String> {
