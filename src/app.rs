@@ -22,7 +22,7 @@ use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, StartError};
 use crate::feed::gate::StreamGate;
 use crate::http;
-use crate::http::conditional::HeldPolls;
+use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
 use crate::ingest::Ingest;

@@ -3,18 +3,21 @@
 //! `LiquidationQuote` strings costs a dozen allocations and an escaping pass per
 //! frame. Every value here is base58 or decimal (nothing to escape).
 //!
-//! The wire types stay the definition: `feed::sse_frame` serializes them with
-//! serde, and the tests below require this writer to produce the same bytes.
+//! The wire types stay the definition: `sse_frame` serializes them with serde,
+//! and the tests below require this writer to produce the same bytes.
 
 use std::io::Write as _;
 
+use bytes::Bytes;
+
 use super::events::FeedEvent;
-use super::unhealthy::sse_frame;
 use super::view::OwnerView;
 use super::{Engine, PoolEntry};
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::wad::Big;
+use crate::wire::liquidations::LiquidationQuote;
+use crate::wire::positions::{Candidate, UnhealthyRow};
 
 /// A candidate event's SSE id (decisions §11): `<epoch>.<sequence>`, the epoch
 /// fixed for the life of the process, the sequence one more per live event.
@@ -51,6 +54,31 @@ impl EventId {
 pub struct Stamp {
     pub id: EventId,
     pub published_at_ms: i64,
+}
+
+/// One SSE frame: its `id:`, `event: <name>` and the candidate as JSON.
+pub fn sse_frame(
+    event: &str,
+    owner: &Pubkey,
+    hf: u128,
+    rows: &[UnhealthyRow],
+    liquidation: Option<&LiquidationQuote>,
+    slot: u64,
+    stamp: Stamp,
+) -> Bytes {
+    let data = serde_json::to_string(&Candidate {
+        owner: owner.to_string(),
+        account_health_factor_wad: hf.to_string(),
+        positions: rows,
+        liquidation,
+        slot,
+        published_at_ms: stamp.published_at_ms,
+    })
+    .expect("plain strings serialize");
+    Bytes::from(format!(
+        "id: {}\nevent: {event}\ndata: {data}\n\n",
+        stamp.id
+    ))
 }
 
 /// Appends the frame of one feed event; false when there is nothing to say

@@ -8,10 +8,10 @@ use super::Engine;
 use super::view::OwnerView;
 use crate::domain::liquidation::Quote;
 use crate::domain::pubkey::Pubkey;
+use crate::wire::liquidations::NearestLiquidation;
 use crate::wire::liquidations::{
     AtRiskAccount, AtRiskResponse, LiquidationQuote, LiquidationsResponse,
 };
-use crate::wire::risk::NearestLiquidation;
 
 /// The wire form of an owner's quote.
 pub fn quote_wire(

@@ -7,33 +7,7 @@ use super::Engine;
 use super::frame::{Stamp, write_candidate};
 use super::view::OwnerView;
 use crate::domain::pubkey::Pubkey;
-use crate::wire::liquidations::LiquidationQuote;
-use crate::wire::positions::{Candidate, UnhealthyResponse, UnhealthyRow};
-
-/// One SSE frame: its `id:`, `event: <name>` and the candidate as JSON.
-pub fn sse_frame(
-    event: &str,
-    owner: &Pubkey,
-    hf: u128,
-    rows: &[UnhealthyRow],
-    liquidation: Option<&LiquidationQuote>,
-    slot: u64,
-    stamp: Stamp,
-) -> Bytes {
-    let data = serde_json::to_string(&Candidate {
-        owner: owner.to_string(),
-        account_health_factor_wad: hf.to_string(),
-        positions: rows,
-        liquidation,
-        slot,
-        published_at_ms: stamp.published_at_ms,
-    })
-    .expect("plain strings serialize");
-    Bytes::from(format!(
-        "id: {}\nevent: {event}\ndata: {data}\n\n",
-        stamp.id
-    ))
-}
+use crate::wire::positions::{UnhealthyResponse, UnhealthyRow};
 
 /// The frame of a candidate_start or candidate_update, from the wire types (the
 /// reference `frame::write_candidate` is tested against).
@@ -46,6 +20,7 @@ pub fn candidate_frame(
     now: i64,
     max_oracle_age: i64,
 ) -> Option<Bytes> {
+    use super::frame::sse_frame;
     let view = engine.peek(owner)?;
     let rows = rows_of(&view, None, now, max_oracle_age);
     let quote = view

@@ -7,7 +7,6 @@
 //! second (oracle staleness moves with the clock), and at most
 //! `server.max_held_polls` are held (past that they are answered at once).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix_web::HttpResponse;
@@ -148,44 +147,6 @@ where
     }
 }
 
-/// The count of held polls, capped.
-pub struct HeldPolls {
-    held: AtomicUsize,
-    max: usize,
-}
-
-/// One held poll; dropped when it is answered.
-pub struct Held<'a>(&'a AtomicUsize);
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl HeldPolls {
-    pub fn new(max: usize) -> HeldPolls {
-        HeldPolls {
-            held: AtomicUsize::new(0),
-            max,
-        }
-    }
-
-    /// A place among the held polls, if one is free.
-    pub fn hold(&self) -> Option<Held<'_>> {
-        self.held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Held(&self.held))
-    }
-
-    pub fn held(&self) -> usize {
-        self.held.load(Ordering::Acquire)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,15 +200,5 @@ mod tests {
             200,
             "garbage does not match"
         );
-    }
-
-    #[test]
-    fn held_polls_are_capped() {
-        let polls = HeldPolls::new(2);
-        let a = polls.hold().unwrap();
-        let _b = polls.hold().unwrap();
-        assert!(polls.hold().is_none(), "past the cap");
-        drop(a);
-        assert!(polls.hold().is_some());
     }
 }

@@ -6,6 +6,7 @@ pub mod body;
 pub mod conditional;
 pub mod extract;
 pub mod handlers;
+pub mod held_polls;
 pub mod json_errors;
 pub mod observe;
 pub mod openapi;

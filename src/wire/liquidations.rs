@@ -3,8 +3,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::formats::{PubkeyText, U64Text, WadText};
-use super::risk::NearestLiquidation;
+use super::formats::{DecimalText, DirectionName, PubkeyText, U64Text, WadText};
+use crate::domain::risk::Direction;
 
 /// One quote: the owner's most profitable (debt pool, collateral pool) pair.
 /// u64/u128 values are decimal strings; values are in WAD USD.
@@ -51,6 +51,19 @@ pub struct LiquidationQuote {
 #[derive(Serialize, ToSchema)]
 pub struct LiquidationsResponse {
     pub liquidations: Vec<LiquidationQuote>,
+}
+
+/// An at-risk owner's liquidation price nearest its pool's current price.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NearestLiquidation {
+    #[schema(value_type = PubkeyText)]
+    pub pool: String,
+    #[schema(value_type = DecimalText)]
+    pub price: String,
+    pub expo: i32,
+    #[schema(value_type = DirectionName)]
+    pub direction: Direction,
+    pub distance_bps: i64,
 }
 
 /// An owner close to liquidation: 1 WAD <= health factor < `below`.

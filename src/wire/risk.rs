@@ -99,16 +99,3 @@ pub struct LiquidationPriceWire {
     /// floor((price - current) x 10000 / current): negative is a fall.
     pub distance_bps: i64,
 }
-
-/// An at-risk owner's liquidation price nearest its pool's current price.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct NearestLiquidation {
-    #[schema(value_type = PubkeyText)]
-    pub pool: String,
-    #[schema(value_type = DecimalText)]
-    pub price: String,
-    pub expo: i32,
-    #[schema(value_type = DirectionName)]
-    pub direction: Direction,
-    pub distance_bps: i64,
-}
