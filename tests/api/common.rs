@@ -163,6 +163,17 @@ impl TestApp {
         format!("{}{}", self.base, path)
     }
 
+    /// The text of GET /metrics.
+    pub async fn metrics_text(&self) -> String {
+        let res = self
+            .http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("scrape");
+        res.text().await.expect("metrics text")
+    }
+
     pub async fn get(&self, path: &str) -> (u16, Value) {
         let res = self.http.get(self.url(path)).send().await.expect("request");
         decode(res).await

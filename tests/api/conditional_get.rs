@@ -229,14 +229,7 @@ async fn past_max_held_polls_a_poll_is_answered_at_once() {
     assert_eq!(status, 304, "answered as a plain conditional GET");
     assert!(took < Duration::from_millis(2_500), "not held: {took:?}");
     assert_eq!(held.await.unwrap().0, 304);
-    let metrics =
-        m.t.app
-            .http
-            .get(m.t.app.url("/metrics"))
-            .send()
-            .await
-            .unwrap();
-    let text = metrics.text().await.unwrap();
+    let text = m.t.app.metrics_text().await;
     assert!(
         text.lines()
             .any(|l| l.starts_with("lendex_long_polls_refused_total ") && !l.ends_with(" 0")),

@@ -264,14 +264,7 @@ async fn open_streams_are_capped_per_address_and_in_total() {
     .await;
     assert!(freed);
 
-    let text =
-        m.t.app
-            .http
-            .get(m.t.app.url("/metrics"))
-            .send()
-            .await
-            .unwrap();
-    let text = text.text().await.unwrap();
+    let text = m.t.app.metrics_text().await;
     for cap in ["per_address", "total"] {
         let line = format!("lendex_sse_refused_total{{cap=\"{cap}\"}} ");
         assert!(

@@ -248,16 +248,7 @@ async fn the_dashboard_queries_only_series_that_exist() {
     .unwrap();
     let app = &m.t.app;
     let _ = app.get(&format!("/api/positions/{owner}")).await;
-    let text = async || {
-        app.http
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
+    let text = async || app.metrics_text().await;
     let exists = |text: &str, name: &str| {
         text.lines().any(|l| {
             l.strip_prefix(name)
