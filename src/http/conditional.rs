@@ -15,6 +15,10 @@ use actix_web::http::header::{
     CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, IF_NONE_MATCH,
 };
 
+use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type};
+
 use super::query::Query;
 use super::state::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -24,6 +28,40 @@ use crate::feed::rendered::{Body, Changes};
 pub const MAX_WAIT_MS: u64 = 30_000;
 /// A held poll re-checks its answer at least this often.
 const RECHECK: Duration = Duration::from_secs(1);
+
+/// The OpenAPI parameters of a conditional GET and long poll, shared by the six
+/// routes of decisions §11 (`params(..., LongPoll)` in their `utoipa::path`).
+pub struct LongPoll;
+
+impl utoipa::IntoParams for LongPoll {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let wait_ms = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+            .minimum(Some(0))
+            .maximum(Some(MAX_WAIT_MS));
+        let tags =
+            ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null]));
+        vec![
+            ParameterBuilder::new()
+                .name("wait_ms")
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(format!(
+                    "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to {MAX_WAIT_MS}"
+                )))
+                .schema(Some(wait_ms))
+                .build(),
+            ParameterBuilder::new()
+                .name("If-None-Match")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some("ETags held (or *): a match is answered 304 with no body"))
+                .schema(Some(tags))
+                .build(),
+        ]
+    }
+}
 
 /// What a GET asks beyond the answer: the tags it holds, how long it may wait.
 pub struct Conditional<'a> {

@@ -13,7 +13,7 @@ use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
 use crate::feed::rendered::{Body, Changes, now_seconds};
 use crate::http::body::JsonBody;
-use crate::http::conditional::{self, Conditional};
+use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::PublicWrite;
 use crate::http::polls;
 use crate::http::query::Query;
@@ -111,8 +111,7 @@ const MAX_SYMBOL_CHARS: usize = 32;
 const MAX_SIGNATURE_CHARS: usize = 128;
 
 #[utoipa::path(get, path = "/api/pools", tag = "pools",
-    params(("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
-           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+    params(LongPoll),
     responses((status = 200, body = PoolsResponse, description = "registered pools of the cluster", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
         (status = 400, body = ErrorBody, description = "invalid (wait_ms out of range)")))]

@@ -20,7 +20,7 @@ use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
 use crate::feed::rendered::{Body, Changes, OwnerBody};
 use crate::http::body::JsonBody;
-use crate::http::conditional::{self, Conditional};
+use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
 use crate::http::polls;
@@ -51,8 +51,7 @@ impl SyncPositionRequest {
 
 #[utoipa::path(get, path = "/api/positions/{user}", tag = "positions",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
-           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+           LongPoll),
     responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
@@ -167,8 +166,7 @@ pub async fn sync_position(
 #[utoipa::path(get, path = "/api/positions/unhealthy", tag = "positions",
     params(("pool" = Option<PubkeyText>, Query, description = "keep only debt rows in this pool"),
            ("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
-           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
-           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+           LongPoll),
     responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
         (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range)"),
@@ -184,8 +182,7 @@ pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           ("wait_ms" = Option<u32>, Query, maximum = 30000, description = "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to 30000"),
-           ("If-None-Match" = Option<String>, Header, description = "ETags held (or *): a match is answered 304 with no body")),
+           LongPoll),
     responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
