@@ -286,3 +286,47 @@ async fn terms_and_oracle_time_written_elsewhere_reach_the_quotes() {
     .await;
     assert!(fresh, "a fresh oracle time is heard: {}", quote().await);
 }
+
+/// GET /api/pools/status: every pool the engine prices, its token and oracle,
+/// and the quotes' own staleness rule, which follows a new oracle time.
+#[actix_rt::test]
+async fn pool_status_shows_each_pools_oracle_age_by_the_quotes_rule() {
+    let m = market(|_| {}).await;
+    let status = async || {
+        let (status, body) = get(&m, "/api/pools/status").await;
+        assert_eq!(status, 200);
+        body
+    };
+    let body = status().await;
+    assert!(body["max_oracle_age_seconds"].as_i64().unwrap() > 0);
+    let pools = body["pools"].as_array().unwrap();
+    let mut addresses: Vec<&str> = pools
+        .iter()
+        .map(|p| p["pool_address"].as_str().unwrap())
+        .collect();
+    addresses.sort();
+    let mut want = vec![m.usdc.to_string(), m.sol.to_string()];
+    want.sort();
+    assert_eq!(addresses, want);
+    for pool in pools {
+        assert_eq!(pool["oracle_stale"], true, "the pools' oracle time is 2023");
+        assert!(pool["oracle_age_seconds"].as_i64().unwrap() > 86_400);
+        assert!(pool["oracle_price"].is_string(), "{pool}");
+    }
+
+    let db = m.t.app.db.connect().await;
+    db.execute(
+        "UPDATE pools SET last_update_ts = extract(epoch FROM now())::bigint",
+        &[],
+    )
+    .await
+    .unwrap();
+    let fresh =
+        eventually(Duration::from_secs(10), async || {
+            status().await["pools"].as_array().unwrap().iter().all(|p| {
+                p["oracle_stale"] == false && p["oracle_age_seconds"].as_i64().unwrap() < 60
+            })
+        })
+        .await;
+    assert!(fresh, "a fresh oracle time is heard: {}", status().await);
+}
