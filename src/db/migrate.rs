@@ -34,6 +34,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0007_pool_notify_terms",
         include_str!("../../sql/0007_pool_notify_terms.sql"),
     ),
+    (
+        "0008_position_notify_columns",
+        include_str!("../../sql/0008_position_notify_columns.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.
