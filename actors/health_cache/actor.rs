@@ -16,10 +16,10 @@ use deadpool_postgres::Pool;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
-use super::messages::{Borrows, Heard, WrittenBack};
-use crate::actors::db_writer::{Writers, write};
+use super::messages::{Borrows, Heard};
+use super::write_back::{Pace, WriteBack};
+use crate::actors::db_writer::Writers;
 use crate::config::Config;
-use crate::db::chain_writes::SetHealthFactors;
 use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
 use crate::db::listen::listen_forever;
 use crate::domain::pubkey::Pubkey;
@@ -30,10 +30,6 @@ use crate::feed::rendered::{Body, OwnerBody, SharedRendered, now_seconds};
 use crate::feed::replay::{Replay, new_epoch};
 use crate::feed::subscriber::Subscriber;
 
-/// How long health factors from price moves are gathered before one bulk UPDATE.
-const WRITE_BACK_EVERY: Duration = Duration::from_millis(50);
-/// Owners written per statement.
-const WRITE_BACK_CHUNK: usize = 10_000;
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Wallets whose recent borrows are kept in memory.
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
@@ -82,7 +78,7 @@ impl Pending {
 
 pub struct HealthCache {
     db: Pool,
-    writer: Writers,
+    pub(super) writer: Writers,
     database_url: String,
     /// This replica's name in the NOTIFY of its own writes (see `db::listen`).
     origin: String,
@@ -103,7 +99,8 @@ pub struct HealthCache {
     /// Batches of changed rows read from the database (this replica's own
     /// writes are applied without one).
     pub(super) reads: u64,
-    write_scheduled: bool,
+    /// The write-back in flight, if any (`write_back.rs`).
+    pub(super) writing: WriteBack,
     pub(super) subscribers: Vec<Subscriber>,
     pub(super) dropped_subscribers: u64,
     /// Unread bytes one subscriber may hold beyond its snapshot before it is dropped.
@@ -145,7 +142,7 @@ impl HealthCache {
             pending: Pending::default(),
             fetching: false,
             reads: 0,
-            write_scheduled: false,
+            writing: WriteBack::default(),
             subscribers: Vec::new(),
             dropped_subscribers: 0,
             subscriber_max_lag: config.cache.subscriber_max_lag_bytes,
@@ -335,7 +332,7 @@ impl HealthCache {
         write_through: bool,
     ) {
         if write_through && result.is_ok() && self.engine.has_dirty() {
-            let write = self.write_back(ctx);
+            let write = self.write_back(ctx, Pace::Urgent);
             ctx.spawn(
                 async move {
                     write.await;
@@ -350,73 +347,6 @@ impl HealthCache {
         self.schedule_write_back(ctx);
         for w in waiters {
             let _ = w.send(result.clone());
-        }
-    }
-
-    fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
-        if self.write_scheduled || !self.engine.has_dirty() {
-            return;
-        }
-        self.write_scheduled = true;
-        ctx.run_later(WRITE_BACK_EVERY, |act, ctx| {
-            act.write_scheduled = false;
-            let write = act.write_back(ctx);
-            ctx.spawn(write.into_actor(act));
-        });
-    }
-
-    /// Sends every pending health factor to the database writer; the future
-    /// resolves once they are committed (or queued again after a failure).
-    pub(super) fn write_back(
-        &mut self,
-        ctx: &mut Context<Self>,
-    ) -> impl Future<Output = ()> + 'static {
-        let batch = self.engine.take_dirty();
-        let me = ctx.address();
-        let writer = self.writer.clone();
-        let cluster = self.cluster;
-        async move {
-            // In chunks: a first start (every owner to write) or a move of a pool
-            // held by everyone never builds one huge statement or transaction.
-            let entries: Vec<(Pubkey, u128)> = batch.into_iter().collect();
-            // Text encoding of 25k keys costs milliseconds: not on the actor's thread,
-            // where the next price move is being applied.
-            let encoded = tokio::task::spawn_blocking(move || {
-                entries
-                    .chunks(WRITE_BACK_CHUNK)
-                    .map(|chunk| {
-                        let (owners, health_factors): (Vec<String>, Vec<String>) = chunk
-                            .iter()
-                            .map(|(owner, hf)| (owner.to_string(), hf.to_string()))
-                            .unzip();
-                        (chunk.to_vec(), owners, health_factors)
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .await
-            .unwrap_or_else(|e| {
-                // Only a panic or a runtime shutting down gets here; the values
-                // stay unstored and the next reload writes them.
-                tracing::error!(error = %e, "health factor write-back not encoded");
-                Vec::new()
-            });
-            for (chunk, owners, health_factors) in encoded {
-                let command = SetHealthFactors {
-                    cluster,
-                    owners,
-                    health_factors,
-                };
-                let ok = write(&writer, command).await.is_ok();
-                let batch = chunk.into_iter().collect();
-                let _ = me.send(WrittenBack { batch, ok }).await;
-            }
-        }
-    }
-
-    pub(super) fn after_write_back(&mut self, ctx: &mut Context<Self>, ok: bool) {
-        if !ok {
-            tracing::warn!("health factor write-back failed; will retry");
-            self.schedule_write_back(ctx);
         }
     }
 

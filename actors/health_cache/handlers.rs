@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 
 use super::actor::{HealthCache, earliest, not_loaded};
 use super::messages::*;
+use super::write_back::Pace;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
@@ -136,7 +137,7 @@ impl Handler<FlushWrites> for HealthCache {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: FlushWrites, ctx: &mut Self::Context) -> Self::Result {
-        Box::pin(self.write_back(ctx))
+        Box::pin(self.write_back(ctx, Pace::Urgent))
     }
 }
 

@@ -53,7 +53,7 @@ pub struct AwaitListening;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct WrittenBack {
-    pub batch: std::collections::HashMap<Pubkey, u128, foldhash::fast::RandomState>,
+    pub batch: crate::engine::FastMap<Pubkey, u128>,
     pub ok: bool,
 }
 

@@ -6,7 +6,8 @@
 //! - `handlers`: how each message is answered;
 //! - `actor`: the pipeline: changed rows read (`db::engine_rows`) one batch at
 //!   a time, applied to the engine, published, written back. Changes arrive
-//!   from the LISTEN connection (`db::listen`) and from this replica's writes.
+//!   from the LISTEN connection (`db::listen`) and from this replica's writes;
+//! - `write_back`: the health factors stored, in paced chunks.
 //!
 //! `positions.health_factor_wad` is written only from here (the write-back of
 //! `SetHealthFactors`); a sync answers only once its owner's value is committed.
@@ -15,6 +16,7 @@ mod actor;
 mod handlers;
 mod messages;
 mod publish;
+mod write_back;
 
 pub use actor::HealthCache;
 pub use messages::{

@@ -48,7 +48,7 @@ use crate::domain::wad::{PositionAmounts, WAD, account_health_factor};
 pub const WATCH_BELOW: u128 = 2 * WAD;
 
 type Hasher = foldhash::fast::RandomState;
-type FastMap<K, V> = HashMap<K, V, Hasher>;
+pub type FastMap<K, V> = HashMap<K, V, Hasher>;
 type FastSet<K> = HashSet<K, Hasher>;
 
 /// A pool's dense id inside the engine: members are tracked per id, not per key.
@@ -455,6 +455,11 @@ impl Engine {
 
     pub fn has_dirty(&self) -> bool {
         !self.dirty.is_empty()
+    }
+
+    /// How many owners' health factors are to be written.
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.len()
     }
 
     /// The outcome of writing what `take_dirty` gave: stored, or to be written again.

@@ -26,5 +26,6 @@ mod remote_cli;
 mod risk_api;
 mod stopping;
 mod transactions_api;
+mod write_back;
 mod writer_lanes;
 mod ws_proxy;
