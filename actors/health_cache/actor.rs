@@ -78,7 +78,7 @@ impl Pending {
 
 pub struct HealthCache {
     db: Pool,
-    pub(super) writer: Writers,
+    writer: Writers,
     database_url: String,
     /// This replica's name in the NOTIFY of its own writes (see `db::listen`).
     origin: String,
@@ -347,6 +347,42 @@ impl HealthCache {
         self.schedule_write_back(ctx);
         for w in waiters {
             let _ = w.send(result.clone());
+        }
+    }
+
+    /// Starts a background write-back of the health factors the engine
+    /// changed, when `write_back.rs` says (one at a time; it looks again
+    /// when it ends).
+    pub(super) fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
+        let Some(wait) = self.writing.schedule(self.engine.dirty_count()) else {
+            return;
+        };
+        ctx.run_later(wait, |act, ctx| {
+            let write = act.write_back(ctx, Pace::Background);
+            ctx.spawn(write.into_actor(act).map(|(), act, ctx| {
+                act.writing.ended();
+                act.schedule_write_back(ctx);
+            }));
+        });
+    }
+
+    /// Takes every pending health factor to be written (`write_back.rs`);
+    /// the future resolves once all are committed or given back.
+    pub(super) fn write_back(
+        &mut self,
+        ctx: &mut Context<Self>,
+        pace: Pace,
+    ) -> impl Future<Output = ()> + 'static {
+        let taken = self.engine.take_dirty();
+        let me = ctx.address().recipient();
+        self.writing
+            .write(taken, pace, me, self.writer.clone(), self.cluster)
+    }
+
+    pub(super) fn after_write_back(&mut self, ctx: &mut Context<Self>, ok: bool) {
+        if !ok {
+            tracing::warn!("health factor write-back failed; will retry");
+            self.schedule_write_back(ctx);
         }
     }
 

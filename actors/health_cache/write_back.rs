@@ -25,9 +25,8 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
-use super::actor::HealthCache;
 use super::messages::WrittenBack;
-use crate::actors::db_writer::write;
+use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::SetHealthFactors;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::FastMap;
@@ -63,42 +62,36 @@ pub(super) struct WriteBack {
     urgent: Arc<AtomicUsize>,
 }
 
-impl HealthCache {
-    /// Starts a background write-back after `EVERY`, unless one is scheduled
-    /// or running (it schedules the next when it ends) or nothing is dirty.
-    pub(super) fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
-        if self.writing.busy || !self.engine.has_dirty() {
-            return;
+impl WriteBack {
+    /// How long to gather before a background write-back of `dirty` owners
+    /// starts, or None when one is already scheduled or running (it looks
+    /// again when it ends). Marks one as scheduled.
+    pub(super) fn schedule(&mut self, dirty: usize) -> Option<Duration> {
+        if self.busy || dirty == 0 {
+            return None;
         }
-        self.writing.busy = true;
-        let wait = if self.engine.dirty_count() > CHUNK {
-            HEAD_START
-        } else {
-            EVERY
-        };
-        ctx.run_later(wait, |act, ctx| {
-            let write = act.write_back(ctx, Pace::Background);
-            ctx.spawn(write.into_actor(act).map(|(), act, ctx| {
-                act.writing.busy = false;
-                act.schedule_write_back(ctx);
-            }));
-        });
+        self.busy = true;
+        Some(if dirty > CHUNK { HEAD_START } else { EVERY })
     }
 
-    /// Takes every pending health factor and sends it to the database writer;
-    /// the future resolves once all are committed, or given back as still to
-    /// be written after a failure (`WrittenBack`).
-    pub(super) fn write_back(
-        &mut self,
-        ctx: &mut Context<Self>,
+    /// The scheduled background write-back has ended.
+    pub(super) fn ended(&mut self) {
+        self.busy = false;
+    }
+
+    /// Writes `taken` through `writer`, telling `me` the outcome of each chunk
+    /// (`WrittenBack`: stored, or still to be written after a failure); the
+    /// future resolves when every chunk has been answered.
+    pub(super) fn write(
+        &self,
+        taken: Taken,
         pace: Pace,
+        me: Recipient<WrittenBack>,
+        writer: Writers,
+        cluster: &'static str,
     ) -> impl Future<Output = ()> + 'static {
-        let taken = self.engine.take_dirty();
-        let me = ctx.address();
-        let writer = self.writer.clone();
-        let cluster = self.cluster;
-        let turn = self.writing.turn.clone();
-        let urgent = self.writing.urgent.clone();
+        let turn = self.turn.clone();
+        let urgent = self.urgent.clone();
         let hurry = (pace == Pace::Urgent).then(|| Hurry::new(urgent.clone()));
         async move {
             let _turn = turn.lock().await;
@@ -135,16 +128,9 @@ impl HealthCache {
             drop(hurry);
         }
     }
-
-    pub(super) fn after_write_back(&mut self, ctx: &mut Context<Self>, ok: bool) {
-        if !ok {
-            tracing::warn!("health factor write-back failed; will retry");
-            self.schedule_write_back(ctx);
-        }
-    }
 }
 
-type Taken = FastMap<Pubkey, u128>;
+pub(super) type Taken = FastMap<Pubkey, u128>;
 
 /// The taken values in chunks of `CHUNK` owners, each with its statement.
 fn encode(cluster: &'static str, taken: Taken) -> Vec<(Taken, SetHealthFactors)> {
@@ -190,9 +176,7 @@ mod tests {
     #[test]
     fn chunks_hold_every_owner_once_and_at_most_chunk_each() {
         for n in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 7] {
-            let taken: Taken = (0..n)
-                .map(|i| (Pubkey::new_unique(), i as u128))
-                .collect();
+            let taken: Taken = (0..n).map(|i| (Pubkey::new_unique(), i as u128)).collect();
             let chunks = encode("localnet", taken.clone());
             assert_eq!(chunks.len(), n.div_ceil(CHUNK));
             let mut seen = Taken::default();

@@ -279,3 +279,31 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// $1 at the oracle's exponent -8.
+pub const ORACLE_DOLLAR: i64 = 100_000_000;
+
+/// A localnet pool at `price` (exponent -8, 6 decimals, liquidation threshold
+/// 0.8, indexes at 1), written by SQL as an indexer would. Returns its address.
+pub async fn insert_pool(db: &tokio_postgres::Client, price: i64) -> String {
+    use lendex::domain::pubkey::Pubkey;
+    let (pool, mint) = (
+        Pubkey::new_unique().to_string(),
+        Pubkey::new_unique().to_string(),
+    );
+    db.execute(
+        "INSERT INTO pools (cluster, pool_address, token_mint, authority, vault, pool_bump, authority_bump,
+            vault_bump, decimals, paused, total_deposits, total_borrows, accumulated_fees, total_deposit_shares,
+            deposit_index_wad, borrow_index_wad, last_update_ts, ltv_wad, liquidation_threshold_wad,
+            liquidation_bonus_wad, protocol_liq_fee_wad, reserve_factor_wad, close_factor_wad, base_rate_wad,
+            optimal_util_wad, slope1_wad, slope2_wad, flash_fee_bps, created_by, init_signature, slot,
+            oracle_price, oracle_expo)
+         VALUES ('localnet', $1, $2, $2, $2, 255, 255, 255, 6, false, 0, 0, 0, 0, 1000000000000000000,
+            1000000000000000000, 0, 0, 800000000000000000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'test', 'test', 1,
+            $3, -8)",
+        &[&pool, &mint, &price],
+    )
+    .await
+    .unwrap();
+    pool
+}

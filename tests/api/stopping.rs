@@ -113,25 +113,7 @@ async fn a_subscriber_that_reads_nothing_does_not_hold_up_the_stop() {
         .output()
         .unwrap();
     assert!(migrated.status.success());
-    let (pool, mint) = (
-        Pubkey::new_unique().to_string(),
-        Pubkey::new_unique().to_string(),
-    );
-    client
-        .execute(
-            "INSERT INTO pools (cluster, pool_address, token_mint, authority, vault, pool_bump, authority_bump,
-                vault_bump, decimals, paused, total_deposits, total_borrows, accumulated_fees, total_deposit_shares,
-                deposit_index_wad, borrow_index_wad, last_update_ts, ltv_wad, liquidation_threshold_wad,
-                liquidation_bonus_wad, protocol_liq_fee_wad, reserve_factor_wad, close_factor_wad, base_rate_wad,
-                optimal_util_wad, slope1_wad, slope2_wad, flash_fee_bps, created_by, init_signature, slot,
-                oracle_price, oracle_expo)
-             VALUES ('localnet', $1, $2, $2, $2, 255, 255, 255, 6, false, 0, 0, 0, 0, 1000000000000000000,
-                1000000000000000000, 0, 0, 800000000000000000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'test', 'test', 1,
-                100000000, -8)",
-            &[&pool, &mint],
-        )
-        .await
-        .unwrap();
+    let pool = insert_pool(&client, ORACLE_DOLLAR).await;
     let keys =
         |n: usize| -> Vec<String> { (0..n).map(|_| Pubkey::new_unique().to_string()).collect() };
     let (owners, positions) = (keys(5_000), keys(5_000));
