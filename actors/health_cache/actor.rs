@@ -99,7 +99,7 @@ pub struct HealthCache {
     /// Batches of changed rows read from the database (this replica's own
     /// writes are applied without one).
     pub(super) reads: u64,
-    /// The write-back in flight, if any (`write_back.rs`).
+    /// When, in what order and at what pace health factors are written back.
     pub(super) writing: WriteBack,
     pub(super) subscribers: Vec<Subscriber>,
     pub(super) dropped_subscribers: u64,

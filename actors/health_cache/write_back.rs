@@ -94,6 +94,8 @@ impl WriteBack {
         let urgent = self.urgent.clone();
         let hurry = (pace == Pace::Urgent).then(|| Hurry::new(urgent.clone()));
         async move {
+            // Counted until this write ends, however it ends.
+            let _hurry = hurry;
             let _turn = turn.lock().await;
             // Text encoding of 25k keys costs milliseconds: not on the actor's
             // thread, where the next price move is being applied.
@@ -113,9 +115,8 @@ impl WriteBack {
                 if !ok {
                     // The database is in trouble: the rest stays dirty for the
                     // next write-back rather than failing chunk after chunk.
-                    for (batch, _) in chunks {
-                        let _ = me.send(WrittenBack { batch, ok: false }).await;
-                    }
+                    let batch: Taken = chunks.flat_map(|(batch, _)| batch).collect();
+                    let _ = me.send(WrittenBack { batch, ok: false }).await;
                     break;
                 }
                 if pace == Pace::Background
@@ -125,7 +126,6 @@ impl WriteBack {
                     tokio::time::sleep(started.elapsed() * REST).await;
                 }
             }
-            drop(hurry);
         }
     }
 }

@@ -50,14 +50,13 @@ async fn assert_every_row_comes_to_store(db: &tokio_postgres::Client, value: &st
     );
 }
 
-#[actix_rt::test]
-async fn a_move_of_every_owner_is_stored_in_chunks_on_every_row() {
-    let app = spawn_app().await;
-    let db = app.db.connect().await;
-    let collateral = insert_pool(&db, ORACLE_DOLLAR).await;
-    let debt = insert_pool(&db, ORACLE_DOLLAR).await;
-    // Each owner: 1,000 tokens deposited in one pool, 500 borrowed in the
-    // other: health factor 1,000 x 0.8 / 500 = 1.6.
+/// 2,500 owners written by SQL, each with 1,000 tokens deposited in one pool
+/// and 500 borrowed from another (health factor 1,000 x 0.8 / 500 = 1.6),
+/// waited for until every row stores 1.6. Returns the collateral pool and
+/// the owners.
+async fn seed(db: &tokio_postgres::Client) -> (String, Vec<String>) {
+    let collateral = insert_pool(db, ORACLE_DOLLAR).await;
+    let debt = insert_pool(db, ORACLE_DOLLAR).await;
     let owners = unique_keys(OWNERS);
     for (pool, shares, principal) in [
         (&collateral, 1_000_000_000i64, 0i64),
@@ -73,24 +72,64 @@ async fn a_move_of_every_owner_is_stored_in_chunks_on_every_row() {
         .await
         .unwrap();
     }
-    assert_every_row_comes_to_store(&db, "1600000000000000000").await;
+    assert_every_row_comes_to_store(db, "1600000000000000000").await;
+    (collateral, owners)
+}
 
-    // The collateral halves: every owner is under water at 0.8.
+/// Halves the collateral's price: every owner sinks to 0.8.
+async fn halve(db: &tokio_postgres::Client, collateral: &str) {
     db.execute(
         "UPDATE pools SET oracle_price = $2 WHERE pool_address = $1",
         &[&collateral, &(ORACLE_DOLLAR / 2)],
     )
     .await
     .unwrap();
-    let after = "800000000000000000";
-    assert_every_row_comes_to_store(&db, after).await;
+}
+
+const AFTER: &str = "800000000000000000";
+
+#[actix_rt::test]
+async fn a_move_of_every_owner_is_stored_in_chunks_on_every_row() {
+    let app = spawn_app().await;
+    let db = app.db.connect().await;
+    let (collateral, owners) = seed(&db).await;
+
+    halve(&db, &collateral).await;
+    assert_every_row_comes_to_store(&db, AFTER).await;
     let (status, body) = app.get(&format!("/api/positions/{}", owners[7])).await;
     assert_eq!(status, 200);
-    assert_eq!(body["positions"][0]["health_factor_wad"], after);
+    assert_eq!(body["positions"][0]["health_factor_wad"], AFTER);
     // 2,500 owners are three chunks of at most 1,000: at least three commits.
     let (_, transactions) = stored(&db).await;
     assert!(
         transactions >= 3,
         "the move was stored in {transactions} transaction(s)"
     );
+}
+
+/// Chunks that fail (the table locked past the writer's lock timeout) are
+/// given back and written by a later write-back: none is lost.
+#[actix_rt::test]
+async fn chunks_that_fail_are_written_later() {
+    let app = spawn_app_with(|c| c.database.write_timeout_ms = 1_000).await;
+    let db = app.db.connect().await;
+    let (collateral, _) = seed(&db).await;
+    // Reads go on; every UPDATE of positions waits, then fails.
+    let mut locker = app.db.connect().await;
+    let lock = locker.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE positions IN EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    halve(&db, &collateral).await;
+    let (status, body) = app.get("/api/health").await;
+    assert_eq!(status, 200, "{body}");
+    // Past the first write-back (1 s head start) and its failure.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        stored(&db).await.0,
+        ["1600000000000000000"],
+        "nothing written while locked"
+    );
+    lock.rollback().await.unwrap();
+    assert_every_row_comes_to_store(&db, AFTER).await;
 }
