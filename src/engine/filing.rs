@@ -36,6 +36,7 @@ impl Engine {
             hf: u128::MAX,
             stored_hf: None,
             quote: None,
+            recorded: self.unpark(&key),
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -56,6 +57,9 @@ impl Engine {
         let owner = &mut self.owners[id as usize];
         let positions = std::mem::take(&mut owner.positions);
         let (key, hf) = (owner.key, owner.hf);
+        if let Some(baseline) = owner.recorded.take() {
+            self.park_baseline(key, baseline);
+        }
         for p in &positions {
             if let Some(pool) = self.pools.get_mut(&p.pool) {
                 pool.members.remove(&id);

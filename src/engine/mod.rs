@@ -19,6 +19,7 @@ mod changes;
 pub mod events;
 mod filing;
 pub mod frame;
+pub mod history;
 pub mod parallel;
 pub mod pool_status;
 pub mod quotes;
@@ -38,6 +39,8 @@ use filing::{Standing, standing};
 pub use state::{Held, PoolEntry, PoolState, PositionState};
 use view::{OwnerView, quote_inputs};
 
+use crate::domain::history::Cause;
+use crate::domain::history::rule::Baseline;
 use crate::domain::liquidation::{Quote, best_quote};
 use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::pool_apys;
@@ -64,6 +67,8 @@ struct Owner {
     stored_hf: Option<u128>,
     /// The best liquidation quote, while under water (None when no pair qualifies).
     quote: Option<Box<Quote>>,
+    /// Its last recorded history point, while history is recorded.
+    recorded: Option<Baseline>,
 }
 
 pub struct Engine {
@@ -94,6 +99,8 @@ pub struct Engine {
     was_unhealthy: Option<FastMap<Pubkey, u64>>,
     /// Bumped by any change that can alter an unhealthy answer.
     version: u64,
+    /// History's recorder, while this engine records (the leader).
+    history: Option<Box<history::Recorder>>,
 }
 
 impl Engine {
@@ -115,6 +122,7 @@ impl Engine {
             record_events: false,
             was_unhealthy: None,
             version: 0,
+            history: None,
         }
     }
 
@@ -131,7 +139,18 @@ impl Engine {
         } else {
             FastMap::default()
         };
+        // History's baselines outlive the reload: owners come back to them.
+        let resident: Vec<Slot> = self.index.values().copied().collect();
+        for id in resident {
+            if let Some(b) = self.owners[id as usize].recorded.take() {
+                let key = self.owners[id as usize].key;
+                self.park_baseline(key, b);
+            }
+        }
+        let history = self.history.take();
         *self = Engine::new(self.max_owners);
+        self.history = history;
+        self.history_loading(true);
         self.record_events = record;
         self.events = events;
         self.was_unhealthy = Some(was_unhealthy);
@@ -143,6 +162,7 @@ impl Engine {
     /// by one. An owner under water before and after is updated (not started
     /// twice); one under water before and not now is stopped.
     pub fn end_reload(&mut self) {
+        self.history_loading(false);
         let Some(was) = self.was_unhealthy.take() else {
             return;
         };
@@ -197,6 +217,7 @@ impl Engine {
         let (supply_apy, borrow_apy) =
             pool_apys(&state.rates, state.total_borrows, state.total_deposits);
         self.version += 1;
+        self.note_oracle(&state);
         let id = match self.pool_ids.get(&state.address) {
             Some(id) => *id,
             None => {
@@ -220,6 +241,12 @@ impl Engine {
         let entry = self.pools.get_mut(&id).expect("ids map to pools");
         let repriced = entry.state.pricing != state.pricing;
         let new_terms = entry.state.terms != state.terms;
+        let (old, new) = (&entry.state.pricing, &state.pricing);
+        let cause = if (old.oracle_price, old.oracle_expo) != (new.oracle_price, new.oracle_expo) {
+            Cause::Price
+        } else {
+            Cause::Terms
+        };
         entry.state = state;
         entry.supply_apy = supply_apy;
         entry.borrow_apy = borrow_apy;
@@ -229,7 +256,7 @@ impl Engine {
             }
             return false;
         }
-        self.rescore_pool(id);
+        self.rescore_pool(id, cause);
         // Read after the re-score: a member that turned healthy may have evicted
         // another that has not been re-scored yet.
         self.pools[&id].has_evicted_members
@@ -294,8 +321,11 @@ impl Engine {
         if held.is_empty() {
             if let Some(id) = existing {
                 let hf = self.owners[id as usize].hf;
+                let last = self.owners[id as usize].recorded;
                 let slot = self.view_of(id).slot().max(removed_at);
                 self.release(id);
+                let (cause, _) = self.owner_change(true);
+                self.note_gone(key, last, slot, cause);
                 if hf < WAD {
                     self.version += 1;
                     self.emit(FeedEvent::Gone(key, slot));
@@ -328,6 +358,8 @@ impl Engine {
             .is_none_or(|(_, rows)| *rows != snapshot(&held));
         self.owners[id as usize].positions = held;
         self.refile(id, hf, old.map(|(h, _)| h), rows_changed, quote);
+        let (cause, changed) = self.owner_change(rows_changed);
+        self.note_owner(id, cause, changed, None);
     }
 
     /// Records what the database holds for an owner just loaded, so an unchanged
@@ -518,5 +550,7 @@ fn snapshot(positions: &[Held]) -> Vec<(Pubkey, PositionAmounts)> {
     rows
 }
 
+#[cfg(test)]
+mod history_tests;
 #[cfg(test)]
 pub(crate) mod tests;

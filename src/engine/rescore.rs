@@ -10,20 +10,25 @@ impl Engine {
     /// Re-scores every resident member of a repriced pool. An owner that stays
     /// healthy, or stays in the watch band, is updated in place, without touching
     /// the LRU order or the ranking (the common case of a price move).
-    pub(super) fn rescore_pool(&mut self, id: PoolId) {
+    pub(super) fn rescore_pool(&mut self, id: PoolId, cause: Cause) {
         // In slot order: owners and their positions were allocated in load order,
         // so this walks memory forwards instead of in the set's hash order (the
         // re-score is bound by cache misses, not arithmetic).
         let mut members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
         members.sort_unstable();
-        let (pools, owners) = (&self.pools, &self.owners);
+        let (pools, owners, this) = (&self.pools, &self.owners, &*self);
+        // History's sums are taken here too, on every core, for the owners
+        // whose new value will be recorded.
         let scored = par_map(&members, |&member| {
-            let positions = &owners[member as usize].positions;
-            let hf = score(pools, positions);
-            (hf, quote_of(pools, positions, hf))
+            let owner = &owners[member as usize];
+            let hf = score(pools, &owner.positions);
+            let sums = this
+                .history_qualifies(owner, hf)
+                .then(|| history::sums_of(pools, &owner.positions));
+            (hf, quote_of(pools, &owner.positions, hf), sums)
         });
         self.dirty.reserve(members.len());
-        for (member, (hf, quote)) in members.into_iter().zip(scored) {
+        for (member, (hf, quote, sums)) in members.into_iter().zip(scored) {
             let key = self.owners[member as usize].key;
             if self.index.get(&key) != Some(&member) {
                 continue; // evicted during this loop: re-loaded by the caller
@@ -47,10 +52,16 @@ impl Engine {
                 } else {
                     self.dirty.remove(&owner.key);
                 }
+                if sums.is_some() {
+                    self.note_owner(member, cause, false, sums);
+                }
                 continue;
             }
             let old = owner.hf;
             self.refile(member, hf, Some(old), false, quote);
+            if sums.is_some() {
+                self.note_owner(member, cause, false, sums);
+            }
         }
         // Owners that left the watch band upwards are evictable again.
         self.enforce_cap(None);

@@ -12,14 +12,14 @@ use crate::domain::liquidation::LiquidationTerms;
 use crate::domain::rates::RateModel;
 use crate::domain::wad::PoolPricing;
 
-const POOLS: usize = 4;
-const OWNERS: u8 = 12;
+pub(super) const POOLS: usize = 4;
+pub(super) const OWNERS: u8 = 12;
 
-fn pool_key(i: usize) -> Pubkey {
+pub(super) fn pool_key(i: usize) -> Pubkey {
     Pubkey::new_from_array([200 + i as u8; 32])
 }
 
-fn owner_key(i: u8) -> Pubkey {
+pub(super) fn owner_key(i: u8) -> Pubkey {
     let mut k = [0u8; 32];
     k[0] = i;
     Pubkey::new_from_array(k)
@@ -32,7 +32,7 @@ fn position_key(owner: u8, pool: usize) -> Pubkey {
     Pubkey::new_from_array(k)
 }
 
-fn pool_state(i: usize, price: Option<i64>) -> PoolState {
+pub(super) fn pool_state(i: usize, price: Option<i64>) -> PoolState {
     PoolState {
         address: pool_key(i),
         symbol: Some(format!("T{i}")),
@@ -81,7 +81,7 @@ fn position(owner: u8, pool: usize, deposit: u64, borrow: u64, t: i64) -> Positi
 }
 
 #[derive(Debug, Clone)]
-enum Op {
+pub(super) enum Op {
     /// An owner's whole set of positions: (pool, deposit, borrow); empty removes.
     SetOwner(u8, Vec<(usize, u64, u64)>),
     /// A pool's new price (None: no oracle).
@@ -96,7 +96,7 @@ enum Op {
     Reload,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+pub(super) fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (0..OWNERS, proptest::collection::vec((0..POOLS, 0u64..2_000, 0u64..2_000), 0..4))
             .prop_map(|(o, ps)| Op::SetOwner(o, ps)),
@@ -116,13 +116,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The model: the same facts, scored from scratch.
-struct Model {
-    pools: Vec<PoolState>,
-    owners: BTreeMap<Pubkey, Vec<PositionState>>,
+pub(super) struct Model {
+    pub(super) pools: Vec<PoolState>,
+    pub(super) owners: BTreeMap<Pubkey, Vec<PositionState>>,
 }
 
 impl Model {
-    fn hf(&self, positions: &[PositionState]) -> u128 {
+    pub(super) fn hf(&self, positions: &[PositionState]) -> u128 {
         let inputs: Vec<(&PoolPricing, &PositionAmounts)> = positions
             .iter()
             .map(|p| {
@@ -158,7 +158,7 @@ impl Model {
 
 /// Applies one op to both; a pool that lost members to eviction gets its owners
 /// re-loaded from the model, as the actor re-loads them from the database.
-fn apply(engine: &mut Engine, model: &mut Model, op: &Op, t: i64) {
+pub(super) fn apply(engine: &mut Engine, model: &mut Model, op: &Op, t: i64) {
     match op {
         Op::SetOwner(o, ps) => {
             let mut by_pool: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
@@ -296,7 +296,7 @@ fn check(engine: &mut Engine, model: &Model, max_owners: usize) {
     }
 }
 
-fn fresh(max_owners: usize) -> (Engine, Model) {
+pub(super) fn fresh(max_owners: usize) -> (Engine, Model) {
     let mut engine = Engine::new(max_owners);
     let pools: Vec<PoolState> = (0..POOLS).map(|i| pool_state(i, Some(1_000_000))).collect();
     for p in &pools {

@@ -1,0 +1,473 @@
+//! What the engine records of history (decisions §12) while it leads: the
+//! engine is the one that computes health factors, so it is the one that
+//! judges which of them qualify (`domain::history::rule`), against each
+//! owner's last recorded point (its baseline). Records are kept until the
+//! actor takes them (`take_history`), stamps their time and queues them for
+//! the database; the engine itself never waits on anything.
+//!
+//! The baseline of a resident owner is on the owner; an owner the engine no
+//! longer holds (evicted, or left with no position) has it parked here, so
+//! coming back is judged against the same point.
+
+use ruint::aliases::U256;
+
+use super::state::PoolState;
+use super::{Engine, FastMap, Held, Owner, PoolEntry, PoolId, Slot};
+use crate::domain::history::liquidated::{Liquidation, LiquidationWatch, PositionChange};
+use crate::domain::history::rule::{Baseline, point_events, qualifies};
+use crate::domain::history::{Cause, EventKind};
+use crate::domain::pubkey::Pubkey;
+use crate::domain::risk::{Sums, position_values};
+use crate::domain::wad::{
+    Big, NO_DEBT_HEALTH_FACTOR, PositionAmounts, WAD, borrow_debt, deposit_tokens, value_wad,
+};
+
+/// One health point of an owner (its time is stamped when taken).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointRecord {
+    pub owner: Pubkey,
+    /// The §11 provenance slot of the value.
+    pub slot: u64,
+    pub health_factor: u128,
+    pub collateral: U256,
+    pub debt: U256,
+    pub cause: Cause,
+}
+
+/// One event of an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    pub kind: EventKind,
+    pub owner: Pubkey,
+    pub slot: u64,
+    pub health_factor_before: u128,
+    pub health_factor_after: u128,
+    /// (debt pool, repaid, collateral pool, seized) of a `liquidated`.
+    pub liquidation: Option<(Pubkey, u128, Pubkey, u128)>,
+    /// The pools the owner held (the events' pool filter).
+    pub pools: Vec<Pubkey>,
+}
+
+/// A change of a pool's oracle price, confidence or exponent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriceRecord {
+    pub pool: Pubkey,
+    pub slot: u64,
+    pub price: Option<i64>,
+    pub conf: Option<u64>,
+    pub expo: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Point(PointRecord),
+    Event(EventRecord),
+    Price(PriceRecord),
+}
+
+/// A pool's oracle as a price row holds it.
+pub type Oracle = (Option<i64>, Option<u64>, Option<i32>);
+
+fn oracle_of(state: &PoolState) -> Oracle {
+    (
+        state.pricing.oracle_price,
+        state.terms.oracle_conf,
+        state.pricing.oracle_expo,
+    )
+}
+
+/// The recorder's state, present while the engine records.
+#[derive(Default)]
+pub(super) struct Recorder {
+    records: Vec<Record>,
+    /// Baselines of owners not resident now.
+    parked: FastMap<Pubkey, Baseline>,
+    /// Each pool's last recorded oracle.
+    oracles: FastMap<Pubkey, Oracle>,
+    liquidations: LiquidationWatch,
+    /// Position changes now come from a reload (cause `load`).
+    loading: bool,
+}
+
+/// What a past baseline holds, as read back from the database.
+pub struct Baselines {
+    pub owners: Vec<(Pubkey, Baseline)>,
+    pub oracles: Vec<(Pubkey, Oracle)>,
+}
+
+/// An owner's sums at current prices: C, Cw and D over its priced pools.
+pub(super) fn sums_of(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> Sums {
+    let mut sums = Sums::default();
+    for p in positions {
+        if let Some(pool) = pools.get(&p.pool) {
+            let pricing = &pool.state.pricing;
+            let price = pricing
+                .price()
+                .map(|(price, _)| u128::from(price.unsigned_abs()));
+            let expo = pricing.oracle_expo.unwrap_or(0);
+            sums.add(position_values(pricing, &p.amounts, price, expo));
+        }
+    }
+    sums
+}
+
+fn narrow(value: Big) -> U256 {
+    value.saturating_to()
+}
+
+impl Engine {
+    /// Whether history is being recorded.
+    pub fn is_recording_history(&self) -> bool {
+        self.history.is_some()
+    }
+
+    /// Starts recording against `past` (the last recorded point of every
+    /// owner and the last price of every pool): what differs now is recorded
+    /// at once with cause `load`, so a leader that takes over loses no
+    /// crossing and records none twice.
+    pub fn start_history(&mut self, past: Baselines) {
+        let mut recorder = Recorder {
+            oracles: past.oracles.into_iter().collect(),
+            ..Recorder::default()
+        };
+        for (owner, baseline) in past.owners {
+            match self.index.get(&owner) {
+                Some(id) => self.owners[*id as usize].recorded = Some(baseline),
+                None => {
+                    recorder.parked.insert(owner, baseline);
+                }
+            }
+        }
+        self.history = Some(Box::new(recorder));
+        let mut pools: Vec<PoolState> = self.pools.values().map(|p| p.state.clone()).collect();
+        pools.sort_by_key(|p| p.address);
+        for pool in &pools {
+            self.note_oracle(pool);
+        }
+        let mut resident: Vec<Slot> = self.index.values().copied().collect();
+        resident.sort_unstable();
+        for id in resident {
+            self.note_owner(id, Cause::Load, false, None);
+        }
+        // Owners held before and none now closed every position meanwhile
+        // (when nothing was evicted, absent means no position).
+        if self.evictions == 0 {
+            let recorder = self.history.as_mut().expect("just set");
+            let mut gone: Vec<(Pubkey, Baseline)> = recorder
+                .parked
+                .iter()
+                .filter(|(_, b)| b.health_factor != NO_DEBT_HEALTH_FACTOR)
+                .map(|(k, b)| (*k, *b))
+                .collect();
+            gone.sort_unstable_by_key(|(k, _)| *k);
+            for (owner, last) in gone {
+                self.note_gone(owner, Some(last), 0, Cause::Load);
+            }
+        }
+    }
+
+    /// Stops recording (this replica no longer leads): baselines and
+    /// unrecorded records are forgotten; a later start reads them back.
+    pub fn stop_history(&mut self) {
+        if self.history.take().is_some() {
+            for owner in &mut self.owners {
+                owner.recorded = None;
+            }
+        }
+    }
+
+    /// What was recorded since the last call, in the order it happened.
+    pub fn take_history(&mut self) -> Vec<Record> {
+        self.history
+            .as_mut()
+            .map(|h| std::mem::take(&mut h.records))
+            .unwrap_or_default()
+    }
+
+    /// Marks what the following position changes are: a reload's (cause
+    /// `load`) or live ones.
+    pub(super) fn history_loading(&mut self, loading: bool) {
+        if let Some(h) = self.history.as_mut() {
+            h.loading = loading;
+        }
+    }
+
+    /// Why an owner's value moved with its positions, and whether they count
+    /// as changed for the rule: a reload's re-reading changes nothing.
+    pub(super) fn owner_change(&self, rows_changed: bool) -> (Cause, bool) {
+        match &self.history {
+            Some(h) if !h.loading && rows_changed => (Cause::Position, true),
+            _ => (Cause::Load, false),
+        }
+    }
+
+    /// A new slot takes the baseline this owner had when it was last held.
+    pub(super) fn unpark(&mut self, key: &Pubkey) -> Option<Baseline> {
+        self.history.as_mut()?.parked.remove(key)
+    }
+
+    /// A released owner's baseline is kept for its return.
+    pub(super) fn park_baseline(&mut self, key: Pubkey, baseline: Baseline) {
+        if let Some(h) = self.history.as_mut() {
+            h.parked.insert(key, baseline);
+        }
+    }
+
+    /// A baseline to compare a new value with, and whether a value qualifies:
+    /// the re-score asks it on every core before any sums are taken.
+    pub(super) fn history_qualifies(&self, owner: &Owner, hf: u128) -> bool {
+        self.history.is_some() && qualifies(owner.recorded.map(|b| b.health_factor), hf, false)
+    }
+
+    /// Records owner `id`'s current value if it qualifies, with the events
+    /// it brings; `sums` when already taken.
+    pub(super) fn note_owner(
+        &mut self,
+        id: Slot,
+        cause: Cause,
+        positions_changed: bool,
+        sums: Option<Sums>,
+    ) {
+        let Some(history) = self.history.as_mut() else {
+            return;
+        };
+        let owner = &self.owners[id as usize];
+        let last = owner.recorded;
+        if !qualifies(last.map(|b| b.health_factor), owner.hf, positions_changed) {
+            return;
+        }
+        let sums = sums.unwrap_or_else(|| sums_of(&self.pools, &owner.positions));
+        let slot = owner
+            .positions
+            .iter()
+            .filter_map(|p| Some(p.slot.max(self.pools.get(&p.pool)?.state.slot)))
+            .max()
+            .unwrap_or(0);
+        let now = Baseline::of(
+            owner.hf,
+            sums.collateral == Big::ZERO,
+            sums.debt == Big::ZERO,
+        );
+        history.records.push(Record::Point(PointRecord {
+            owner: owner.key,
+            slot,
+            health_factor: owner.hf,
+            collateral: narrow(sums.collateral),
+            debt: narrow(sums.debt),
+            cause,
+        }));
+        let pools = || -> Vec<Pubkey> {
+            let mut pools: Vec<Pubkey> = owner
+                .positions
+                .iter()
+                .filter_map(|p| Some(self.pools.get(&p.pool)?.state.address))
+                .collect();
+            pools.sort_unstable();
+            pools.dedup();
+            pools
+        };
+        for kind in point_events(last, now) {
+            history.records.push(Record::Event(EventRecord {
+                kind,
+                owner: owner.key,
+                slot,
+                health_factor_before: last.map_or(now.health_factor, |l| l.health_factor),
+                health_factor_after: now.health_factor,
+                liquidation: None,
+                pools: pools(),
+            }));
+        }
+        self.owners[id as usize].recorded = Some(now);
+    }
+
+    /// An owner left with no position: its value is that of no debt, with
+    /// nothing held (recorded if it qualifies).
+    pub(super) fn note_gone(
+        &mut self,
+        key: Pubkey,
+        last: Option<Baseline>,
+        slot: u64,
+        cause: Cause,
+    ) {
+        let Some(history) = self.history.as_mut() else {
+            return;
+        };
+        let hf = NO_DEBT_HEALTH_FACTOR;
+        if !qualifies(last.map(|b| b.health_factor), hf, true) {
+            return;
+        }
+        let now = Baseline::of(hf, true, true);
+        history.records.push(Record::Point(PointRecord {
+            owner: key,
+            slot,
+            health_factor: hf,
+            collateral: U256::ZERO,
+            debt: U256::ZERO,
+            cause,
+        }));
+        for kind in point_events(last, now) {
+            history.records.push(Record::Event(EventRecord {
+                kind,
+                owner: key,
+                slot,
+                health_factor_before: last.map_or(hf, |l| l.health_factor),
+                health_factor_after: hf,
+                liquidation: None,
+                pools: Vec::new(),
+            }));
+        }
+        history.parked.insert(key, now);
+    }
+
+    /// Records a pool's oracle when it differs from the last one recorded (a
+    /// pool's first state counts as its first price row).
+    pub(super) fn note_oracle(&mut self, state: &PoolState) {
+        let Some(history) = self.history.as_mut() else {
+            return;
+        };
+        let oracle = oracle_of(state);
+        if history.oracles.get(&state.address) == Some(&oracle) {
+            return;
+        }
+        history.oracles.insert(state.address, oracle);
+        history.records.push(Record::Price(PriceRecord {
+            pool: state.address,
+            slot: state.slot,
+            price: oracle.0,
+            conf: oracle.1,
+            expo: oracle.2,
+        }));
+    }
+
+    /// An owner's positions before a change, as the liquidation inference
+    /// compares them (nothing while not recording).
+    pub(super) fn positions_before(
+        &self,
+        id: Option<Slot>,
+    ) -> Option<Vec<(Pubkey, PositionAmounts)>> {
+        self.history.as_ref()?;
+        Some(id.map_or_else(Vec::new, |id| {
+            self.owners[id as usize]
+                .positions
+                .iter()
+                .map(|p| (p.address, p.amounts))
+                .collect()
+        }))
+    }
+
+    /// After an owner's edits: a `liquidated` event if these changes complete one.
+    pub(super) fn note_liquidation(
+        &mut self,
+        key: Pubkey,
+        before_hf: u128,
+        before: &[(Pubkey, PositionAmounts)],
+        changed: &[super::PositionState],
+    ) {
+        if self.history.is_none() {
+            return;
+        }
+        let after_hf = self.health_factor(&key).unwrap_or(NO_DEBT_HEALTH_FACTOR);
+        let mut changes = Vec::new();
+        for state in changed {
+            let Some(old) = before
+                .iter()
+                .find(|(a, _)| *a == state.address)
+                .map(|(_, a)| a)
+            else {
+                continue;
+            };
+            let Some(pool) = self.pool(&state.pool) else {
+                continue;
+            };
+            changes.push(position_change(&pool.state, old, state));
+        }
+        let history = self.history.as_mut().expect("checked above");
+        let Some(Liquidation {
+            slot,
+            health_factor_before,
+            health_factor_after,
+            debt_pool,
+            repaid,
+            collateral_pool,
+            seized,
+        }) = history
+            .liquidations
+            .observe(key, before_hf, after_hf, &changes)
+        else {
+            return;
+        };
+        let mut pools = vec![debt_pool, collateral_pool];
+        pools.sort_unstable();
+        pools.dedup();
+        history.records.push(Record::Event(EventRecord {
+            kind: EventKind::Liquidated,
+            owner: key,
+            slot,
+            health_factor_before,
+            health_factor_after,
+            liquidation: Some((debt_pool, repaid, collateral_pool, seized)),
+            pools,
+        }));
+    }
+
+    /// The market as it stands (decisions §12): the §10 sums at current prices.
+    pub fn market_sample(&self) -> MarketSample {
+        let book = self
+            .shock(&[], 0)
+            .expect("a shock of no pool names no pool");
+        MarketSample {
+            owners: book.owners,
+            under_water: book.liquidatable_before,
+            at_risk: self.watched_below(AT_RISK_BELOW).len() as u64,
+            debt_under_water: narrow(book.debt_value_wad_liquidatable_after),
+            bad_debt: narrow(book.bad_debt_value_wad_after),
+        }
+    }
+}
+
+/// The top of the market's at-risk band: 1.1 WAD.
+pub const AT_RISK_BELOW: u128 = 11 * WAD / 10;
+
+/// The market's figures at one moment (its time is stamped by the caller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarketSample {
+    pub owners: u64,
+    pub under_water: u64,
+    pub at_risk: u64,
+    pub debt_under_water: U256,
+    pub bad_debt: U256,
+}
+
+/// One position's move as the liquidation inference reads it, valued at the
+/// pool's current price and indexes.
+fn position_change(
+    pool: &PoolState,
+    old: &PositionAmounts,
+    new: &super::PositionState,
+) -> PositionChange {
+    let pricing = &pool.pricing;
+    let debt = |a: &PositionAmounts| {
+        borrow_debt(
+            a.borrow_principal,
+            pricing.borrow_index_wad,
+            a.borrow_idx_snap,
+        )
+    };
+    let tokens = |a: &PositionAmounts| deposit_tokens(a.deposit_shares, pricing.deposit_index_wad);
+    let debt_drop = debt(old).saturating_sub(debt(&new.amounts));
+    let token_drop = tokens(old).saturating_sub(tokens(&new.amounts));
+    let value = |amount: Big| match pricing.price() {
+        Some((price, expo)) => value_wad(amount, price, expo, pricing.decimals),
+        None => Big::ZERO,
+    };
+    PositionChange {
+        slot: new.slot,
+        pool: pool.address,
+        lost_principal: new.amounts.borrow_principal < old.borrow_principal,
+        debt_drop: debt_drop.saturating_to(),
+        debt_drop_value: value(debt_drop),
+        lost_shares: new.amounts.deposit_shares < old.deposit_shares,
+        token_drop: token_drop.saturating_to(),
+        token_drop_value: value(token_drop),
+    }
+}

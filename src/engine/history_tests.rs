@@ -1,0 +1,305 @@
+//! History's recorder against a brute-force model: after every change, each
+//! owner's value recomputed from scratch is held against the model's own last
+//! recorded point with the rule; the engine must have recorded exactly the
+//! points (values, collateral, debt) and events the model records. Eviction
+//! and parked baselines, takeover and the liquidated inference have their
+//! own cases below.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use ruint::aliases::U256;
+
+use super::history::{Baselines, PointRecord, Record};
+use super::tests::{Model, Op, apply, fresh, op, owner_key, pool_key};
+use super::*;
+use crate::domain::history::rule::{Baseline, point_events, qualifies};
+use crate::domain::history::{Cause, EventKind};
+use crate::domain::risk::{Sums, position_values};
+use crate::domain::wad::{Big, PositionAmounts};
+
+/// The model's sums of an owner's positions: C, Cw, D.
+fn sums(model: &Model, positions: &[PositionState]) -> Sums {
+    let mut sums = Sums::default();
+    for p in positions {
+        let pool = model.pools.iter().find(|x| x.address == p.pool).unwrap();
+        let price = pool.pricing.price().map(|(p, _)| p as u128);
+        sums.add(position_values(
+            &pool.pricing,
+            &p.amounts,
+            price,
+            pool.pricing.oracle_expo.unwrap_or(0),
+        ));
+    }
+    sums
+}
+
+fn rows(positions: Option<&Vec<PositionState>>) -> BTreeSet<(Pubkey, u64, u64, u128)> {
+    let row = |p: &PositionState| -> (Pubkey, u64, u64, u128) {
+        let PositionAmounts {
+            deposit_shares,
+            borrow_principal,
+            borrow_idx_snap,
+        } = p.amounts;
+        (p.address, deposit_shares, borrow_principal, borrow_idx_snap)
+    };
+    positions
+        .map(|ps| ps.iter().map(row).collect())
+        .unwrap_or_default()
+}
+
+type Point = (Pubkey, u128, U256, U256);
+
+fn points_of(records: &[Record]) -> Vec<Point> {
+    let mut out: Vec<Point> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Point(p) => Some((p.owner, p.health_factor, p.collateral, p.debt)),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn events_of(records: &[Record]) -> Vec<(Pubkey, &'static str, u128, u128)> {
+    let mut out: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Event(e) if e.kind != EventKind::Liquidated => Some((
+                e.owner,
+                e.kind.as_str(),
+                e.health_factor_before,
+                e.health_factor_after,
+            )),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn no_past() -> Baselines {
+    Baselines {
+        owners: Vec::new(),
+        oracles: Vec::new(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn records_exactly_what_the_rule_picks(ops in proptest::collection::vec(op(), 1..60)) {
+        let (mut engine, mut model) = fresh(1_000);
+        engine.start_history(no_past());
+        let first = engine.take_history();
+        prop_assert_eq!(first.len(), POOLS_AND_NO_OWNER, "a price row per pool, no owner yet");
+        let mut last: BTreeMap<Pubkey, Baseline> = BTreeMap::new();
+        for (t, op) in ops.iter().enumerate() {
+            let before = model.owners.clone();
+            apply(&mut engine, &mut model, op, t as i64);
+            let records = engine.take_history();
+            let mut points = Vec::new();
+            let mut events = Vec::new();
+            let keys: BTreeSet<Pubkey> = before.keys().chain(model.owners.keys()).copied().collect();
+            for key in keys {
+                let after = model.owners.get(&key);
+                let changed = !matches!(op, Op::Reload) && rows(before.get(&key)) != rows(after);
+                let (hf, s) = match after {
+                    Some(ps) => (model.hf(ps), sums(&model, ps)),
+                    None => (u128::MAX, Sums::default()),
+                };
+                let was = last.get(&key).copied();
+                if !qualifies(was.map(|b| b.health_factor), hf, changed) {
+                    continue;
+                }
+                let now = Baseline::of(hf, s.collateral == Big::ZERO, s.debt == Big::ZERO);
+                for kind in point_events(was, now) {
+                    events.push((key, kind.as_str(), was.unwrap().health_factor, hf));
+                }
+                points.push((key, hf, s.collateral.saturating_to(), s.debt.saturating_to()));
+                last.insert(key, now);
+            }
+            points.sort();
+            events.sort();
+            prop_assert_eq!(points_of(&records), points, "op {} {:?}", t, op);
+            prop_assert_eq!(events_of(&records), events, "op {} {:?}", t, op);
+        }
+    }
+}
+
+/// Pools in `fresh`, each with a first price row.
+const POOLS_AND_NO_OWNER: usize = super::tests::POOLS;
+
+#[test]
+fn causes_name_what_moved() {
+    let (mut engine, mut model) = fresh(1_000);
+    engine.start_history(no_past());
+    engine.take_history();
+    // $10 of pool 0 (6 decimals) against 5 units of pool 2 (no decimals, index 1.1).
+    apply(
+        &mut engine,
+        &mut model,
+        &Op::SetOwner(1, vec![(0, 10_000_000, 0), (2, 0, 5)]),
+        1,
+    );
+    let cause = |records: Vec<Record>| -> Vec<Cause> {
+        records
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Point(PointRecord { cause, .. }) => Some(cause),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(cause(engine.take_history()), vec![Cause::Position]);
+    apply(&mut engine, &mut model, &Op::Price(0, Some(400_000)), 2);
+    let records = engine.take_history();
+    assert!(records.iter().any(
+        |r| matches!(r, Record::Price(p) if p.pool == pool_key(0) && p.price == Some(400_000))
+    ));
+    assert_eq!(cause(records), vec![Cause::Price]);
+    // Another pool field (the deposit index) is `terms`.
+    let mut state = model.pools[0].clone();
+    state.pricing.deposit_index_wad = 2 * WAD;
+    model.pools[0] = state.clone();
+    engine.upsert_pool(state);
+    let records = engine.take_history();
+    assert!(
+        records.iter().all(|r| !matches!(r, Record::Price(_))),
+        "no price moved"
+    );
+    assert_eq!(cause(records), vec![Cause::Terms]);
+    // A reload that finds nothing new records nothing.
+    apply(&mut engine, &mut model, &Op::Reload, 3);
+    assert_eq!(engine.take_history(), vec![]);
+}
+
+#[test]
+fn a_takeover_records_only_what_differs_from_the_last_points() {
+    let (mut engine, mut model) = fresh(1_000);
+    for (o, borrow) in [(1u8, 100u64), (2, 900), (3, 0)] {
+        apply(
+            &mut engine,
+            &mut model,
+            &Op::SetOwner(o, vec![(0, 1_000, borrow)]),
+            1,
+        );
+    }
+    // Not recording (a follower): nothing is kept.
+    assert_eq!(engine.take_history(), vec![]);
+    let now: BTreeMap<u8, u128> = [1u8, 2, 3]
+        .into_iter()
+        .map(|o| (o, engine.health_factor(&owner_key(o)).unwrap()))
+        .collect();
+    let hf = |o: u8| now[&o];
+    let past = Baselines {
+        owners: vec![
+            // Owner 1: as now; owner 2: recorded above water before it sank;
+            // owner 3 has no point; owner 9 closed everything meanwhile.
+            (owner_key(1), Baseline::of(hf(1), false, false)),
+            (owner_key(2), Baseline::of(2 * WAD, false, false)),
+            (owner_key(9), Baseline::of(3 * WAD, false, false)),
+        ],
+        oracles: model
+            .pools
+            .iter()
+            .map(|p| {
+                (
+                    p.address,
+                    (
+                        p.pricing.oracle_price,
+                        p.terms.oracle_conf,
+                        p.pricing.oracle_expo,
+                    ),
+                )
+            })
+            .collect(),
+    };
+    assert!(hf(2) < WAD);
+    engine.start_history(past);
+    let records = engine.take_history();
+    let points: Vec<(Pubkey, u128)> = points_of(&records)
+        .into_iter()
+        .map(|p| (p.0, p.1))
+        .collect();
+    let mut expected = vec![
+        (owner_key(2), hf(2)),
+        (owner_key(3), u128::MAX),
+        (owner_key(9), u128::MAX),
+    ];
+    expected.sort();
+    assert_eq!(points, expected);
+    assert_eq!(
+        events_of(&records),
+        vec![(owner_key(2), "under", 2 * WAD, hf(2))],
+        "the crossing the old leader did not record"
+    );
+    assert!(
+        records.iter().all(|r| !matches!(r, Record::Price(_))),
+        "prices as recorded"
+    );
+    // Stopping forgets; starting again from the same past records the same.
+    engine.stop_history();
+    assert_eq!(engine.take_history(), vec![]);
+}
+
+#[test]
+fn an_evicted_owner_comes_back_to_its_parked_baseline() {
+    let (mut engine, mut model) = fresh(1);
+    engine.start_history(no_past());
+    apply(
+        &mut engine,
+        &mut model,
+        &Op::SetOwner(1, vec![(0, 10_000, 10)]),
+        1,
+    );
+    apply(
+        &mut engine,
+        &mut model,
+        &Op::SetOwner(2, vec![(0, 10_000, 10)]),
+        2,
+    );
+    assert!(
+        !engine.holds(&owner_key(1)),
+        "evicted past one healthy owner"
+    );
+    engine.take_history();
+    // Re-loaded with the same positions: its value did not move, nothing to record.
+    engine.set_owner(owner_key(1), model.owners[&owner_key(1)].clone());
+    assert_eq!(points_of(&engine.take_history()), vec![]);
+}
+
+#[test]
+fn a_liquidation_is_inferred_from_one_slot_of_two_positions() {
+    let (mut engine, mut model) = fresh(1_000);
+    // Collateral in pool 1 (9 decimals), debt in pool 0 (6), under water.
+    for (pool, d, b) in [(1usize, 1_000u64, 0u64), (0, 0, 900)] {
+        apply(&mut engine, &mut model, &Op::Upsert(1, pool, d, b, 5), 1);
+    }
+    assert!(engine.health_factor(&owner_key(1)).unwrap() < WAD);
+    engine.start_history(no_past());
+    engine.take_history();
+    // Slot 9: the debt falls by 400, the collateral by 300, one batch each.
+    apply(&mut engine, &mut model, &Op::Upsert(1, 0, 0, 500, 9), 2);
+    apply(&mut engine, &mut model, &Op::Upsert(1, 1, 700, 0, 9), 3);
+    let records = engine.take_history();
+    let liquidated: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Event(e) if e.kind == EventKind::Liquidated => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(liquidated.len(), 1, "{records:?}");
+    let e = &liquidated[0];
+    let (debt_pool, repaid, collateral_pool, seized) = e.liquidation.unwrap();
+    assert_eq!((debt_pool, collateral_pool), (pool_key(0), pool_key(1)));
+    // Pool 0's borrow index is 1: 900 - 500.
+    assert_eq!(repaid, 400);
+    // Pool 1's deposit index is 1.02: 1020 - 714 tokens.
+    assert_eq!(seized, 306);
+    assert_eq!(e.slot, 9);
+    assert!(e.health_factor_before < WAD);
+}
