@@ -18,7 +18,7 @@ use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPo
 use crate::actors::chain_stream::{StreamDeps, StreamReport, stream_forever};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{HealthCache, Reaches, commit};
-use crate::actors::leader_lease::{LeaderChanged, hold_lease};
+use crate::actors::leader_lease::LeaderChanged;
 use crate::config::Config;
 use crate::db::queries;
 use crate::domain::pubkey::Pubkey;
@@ -99,8 +99,6 @@ struct Refresher {
 
 pub struct ChainSync {
     refresher: Refresher,
-    /// For the lease's own session.
-    database_url: String,
     ws_url: String,
     ws_silence: Duration,
     /// The websocket task while leading.
@@ -114,12 +112,11 @@ pub struct ChainSync {
 }
 
 impl ChainSync {
-    /// The settings it reads: database.url (the lease's session), rpc.ws_url,
+    /// The settings it reads: rpc.ws_url,
     /// rpc.url, rpc.ws_silence_ms, rpc.timeout_ms and sync.interval_seconds.
     pub fn new(deps: ChainDeps, config: &Config) -> ChainSync {
         let interval = Duration::from_secs(config.sync.interval_seconds);
         ChainSync {
-            database_url: config.database.url.clone(),
             ws_url: crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
             ws_silence: Duration::from_millis(config.rpc.ws_silence_ms.max(30)),
             stream: None,
@@ -149,7 +146,7 @@ impl ChainSync {
     }
 
     fn start_refresh(&mut self, ctx: &mut Context<Self>) {
-        if !self.status.leader {
+        if !self.status.leader || !self.status.enabled {
             return;
         }
         if self.running {
@@ -207,12 +204,7 @@ impl Actor for ChainSync {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if self.status.enabled {
-            // The first refresh starts when the lease is taken.
-            actix_rt::spawn(hold_lease(
-                self.database_url.clone(),
-                self.refresher.deps.ingest.cluster,
-                ctx.address().recipient(),
-            ));
+            // The first refresh starts when the lease is taken (`LeaderChanged`).
             ctx.run_interval(self.status.interval, |act, ctx| act.start_refresh(ctx));
         }
     }
@@ -223,6 +215,9 @@ impl Handler<LeaderChanged> for ChainSync {
 
     fn handle(&mut self, msg: LeaderChanged, ctx: &mut Self::Context) {
         self.status.leader = msg.0;
+        if !self.status.enabled {
+            return; // the lease is held for history alone
+        }
         // Whatever ingests stops now: never two ingesters. (Writes already
         // queued still commit; they are slot-guarded.)
         if let Some(stream) = self.stream.take() {

@@ -1,7 +1,8 @@
 //! One ingester per cluster: of all replicas on one database, the one holding a
 //! PostgreSQL session-level advisory lock, keyed by the cluster, does the
-//! background chain work; the others stay followers and learn changes through
-//! NOTIFY like any reader. On-demand syncs run on every replica.
+//! background chain work and records history; the others stay followers and
+//! learn changes through NOTIFY like any reader. On-demand syncs run on every
+//! replica. The lease is held whenever either kind of work is on.
 //!
 //! The lock lives on a connection of its own (application_name
 //! `lendex-lease`). A leader steps down the moment that session ends (the
@@ -38,8 +39,17 @@ pub fn lease_name(cluster: &str) -> String {
     format!("lendex-ingester/{cluster}")
 }
 
-/// Holds or waits for the lease forever, telling `to` of every change.
-pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipient<LeaderChanged>) {
+/// Holds or waits for the lease forever, telling each of `to` of every change.
+pub async fn hold_lease(
+    database_url: String,
+    cluster: &'static str,
+    to: Vec<Recipient<LeaderChanged>>,
+) {
+    let tell = |change: LeaderChanged| {
+        for recipient in &to {
+            recipient.do_send(change);
+        }
+    };
     let name = lease_name(cluster);
     let mut leader = false;
     loop {
@@ -70,7 +80,7 @@ pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipie
                         leader = holds;
                         let change = if holds { "taken" } else { "lost" };
                         tracing::info!(cluster, leader, "ingester lease {change}");
-                        to.do_send(LeaderChanged(leader));
+                        tell(LeaderChanged(leader));
                     }
                     // The session's end is noticed at once, not at the next check.
                     tokio::select! {
@@ -84,7 +94,7 @@ pub async fn hold_lease(database_url: String, cluster: &'static str, to: Recipie
         if leader {
             leader = false;
             tracing::warn!(cluster, "ingester lease lost with its database session");
-            to.do_send(LeaderChanged(false));
+            tell(LeaderChanged(false));
         }
         tokio::time::sleep(EVERY).await;
     }

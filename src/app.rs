@@ -13,8 +13,10 @@ use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::{ChainDeps, ChainSync};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{
-    AwaitListening, CloseStreams, FlushWrites, HealthCache, LoadAll,
+    AwaitListening, CloseStreams, FlushWrites, HealthCache, HistoryLink, LoadAll,
 };
+use crate::actors::history::{Flush, HistoryWriter};
+use crate::actors::leader_lease::hold_lease;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
 use crate::db;
@@ -34,6 +36,8 @@ pub struct Service {
     pub addrs: Vec<SocketAddr>,
     pub writer: Writers,
     pub cache: Addr<HealthCache>,
+    /// History's writer (None when history is off).
+    pub history: Option<Addr<HistoryWriter>>,
 }
 
 /// Starts everything inside the current actix system. The database may be down:
@@ -59,7 +63,16 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         program: parse_pubkey(&config.chain.program_id).map_err(StartError::Config)?,
         cluster: config.chain.cluster.as_str(),
     };
-    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, &config);
+    let history = config.history.enabled().then(|| {
+        HistoryWriter::new(pool.clone(), config.chain.cluster.as_str(), &config.history).start()
+    });
+    let link = history.clone().map(|writer| {
+        HistoryLink::new(
+            writer,
+            Duration::from_secs(config.history.market_interval_seconds),
+        )
+    });
+    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, &config, link);
     let rendered = cache.rendered();
     let cache = cache.start();
     let deps = ChainDeps {
@@ -70,6 +83,19 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         ingest,
     };
     let sync = ChainSync::new(deps, &config).start();
+    // One replica of the cluster ingests and records history: the lease's
+    // holder. Both are told when it is taken and lost.
+    if config.sync.interval_seconds > 0 || history.is_some() {
+        let mut told = vec![sync.clone().recipient()];
+        if history.is_some() {
+            told.push(cache.clone().recipient());
+        }
+        actix_rt::spawn(hold_lease(
+            config.database.url.clone(),
+            config.chain.cluster.as_str(),
+            told,
+        ));
+    }
 
     // Listen first, then load: a change committed in between is then announced.
     // Bounded: with the database down, start goes on and the reconnecting
@@ -101,6 +127,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         held_polls: HeldPolls::new(config.server.max_held_polls),
         streams: StreamGate::new(config.server.max_streams_per_ip, config.server.max_streams),
         metrics: crate::metrics::install(),
+        history: history.clone(),
         config: config.clone(),
     });
     forget_idle_clients(state.clone());
@@ -112,6 +139,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         addrs,
         writer,
         cache,
+        history,
     })
 }
 
@@ -131,13 +159,23 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         stopped.await;
     });
     let result = service.server.await.map_err(StartError::Serve);
-    // Queued writes: the cache's pending health factors, then everything the writer holds.
+    // Queued writes: the cache's pending health factors, then everything the
+    // writer holds, then the history waiting to be stored.
     let _ = service.cache.send(FlushWrites).await;
     service.writer.drain().await;
+    if let Some(history) = &service.history {
+        let stored = tokio::time::timeout(HISTORY_FLUSH_AT_STOP, history.send(Flush)).await;
+        if !matches!(stored, Ok(Ok(true))) {
+            tracing::warn!("history still queued at stop could not all be stored");
+        }
+    }
     tracing::info!("lendex stopped; all acknowledged writes are committed");
     crate::logging::flush(Duration::from_millis(500));
     result
 }
+
+/// How long a stop waits for queued history to be stored.
+const HISTORY_FLUSH_AT_STOP: Duration = Duration::from_secs(10);
 
 /// Resolves on SIGINT or SIGTERM.
 async fn stop_signal() {

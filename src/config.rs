@@ -28,6 +28,7 @@ pub struct Config {
     pub cache: CacheConfig,
     pub health: HealthConfig,
     pub metrics: MetricsConfig,
+    pub history: HistoryConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,6 +114,24 @@ pub struct MetricsConfig {
     pub public: bool,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryConfig {
+    /// Days of history kept (whole UTC days); 0 disables history.
+    pub retention_days: u32,
+    /// Seconds between two samples of the market.
+    pub market_interval_seconds: u64,
+    /// Records waiting to be stored at most; past it the oldest are dropped.
+    pub max_pending: usize,
+    /// Milliseconds between two flushes of what is waiting.
+    pub flush_interval_ms: u64,
+}
+
+impl HistoryConfig {
+    pub fn enabled(&self) -> bool {
+        self.retention_days > 0
+    }
+}
+
 /// The cluster the service indexes; rows carry it and reads filter on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -193,6 +212,19 @@ impl Config {
         }
         if self.auth.nonce_ttl_seconds == 0 {
             return Err("auth.nonce_ttl_seconds must be positive".into());
+        }
+        if self.history.enabled()
+            && (self.history.market_interval_seconds == 0 || self.history.max_pending == 0)
+        {
+            return Err(
+                "history.market_interval_seconds and history.max_pending must be positive".into(),
+            );
+        }
+        if self.history.flush_interval_ms == 0 || self.history.flush_interval_ms > 1000 {
+            return Err(
+                "history.flush_interval_ms must be 1 to 1000 (flushed at least once a second)"
+                    .into(),
+            );
         }
         if self.server.max_streams_per_ip == 0 || self.server.max_streams == 0 {
             return Err("server.max_streams_per_ip and server.max_streams must be positive".into());

@@ -119,12 +119,20 @@ pub struct HealthCache {
     pub(super) borrows: LruCache<Pubkey, Borrows>,
     /// Bumped by every such change: a load that started before is not kept.
     pub(super) borrow_generation: u64,
+    /// History's writer and this replica's part in it (None: history is off).
+    pub(super) history: Option<super::history::HistoryLink>,
 }
 
 impl HealthCache {
     /// Reads with `db`, writes health factors through `writer`; `origin` names
     /// this replica's writes (see `db::listen`); the rest comes from `config`.
-    pub fn new(db: Pool, writer: Writers, origin: String, config: &Config) -> Self {
+    pub fn new(
+        db: Pool,
+        writer: Writers,
+        origin: String,
+        config: &Config,
+        history: Option<super::history::HistoryLink>,
+    ) -> Self {
         HealthCache {
             db,
             writer,
@@ -152,6 +160,7 @@ impl HealthCache {
             streams_closed: false,
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
+            history,
         }
     }
 
@@ -178,6 +187,7 @@ impl HealthCache {
         if !self.pending.direct.is_empty() {
             let heard = self.pending.chain_heard.take();
             self.apply_direct();
+            self.record_history();
             if self.publish()
                 && let Some(heard) = heard
             {
@@ -310,6 +320,7 @@ impl HealthCache {
             tracing::warn!(error = %e, "cache could not read rows; reloading everything");
             self.pending.reload_all = true;
         }
+        self.record_history();
         if self.publish()
             && let Some(heard) = batch.notify_heard
         {
@@ -421,6 +432,7 @@ impl Actor for HealthCache {
                 me.connected()
             },
         ));
+        self.start_history_timers(ctx);
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
             act.subscribers.retain(|s| !s.is_closed());

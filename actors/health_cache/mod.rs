@@ -14,11 +14,13 @@
 
 mod actor;
 mod handlers;
+mod history;
 mod messages;
 mod publish;
 mod write_back;
 
 pub use actor::HealthCache;
+pub use history::HistoryLink;
 pub use messages::{
     Apply, AwaitListening, Borrows, BorrowsChanged, CacheStats, CloseStreams, FlushWrites,
     KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, PoolStatus, Render, Risk, RiskQuery,

@@ -38,6 +38,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0008_position_notify_columns",
         include_str!("../../sql/0008_position_notify_columns.sql"),
     ),
+    ("0009_history", include_str!("../../sql/0009_history.sql")),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

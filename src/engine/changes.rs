@@ -5,7 +5,6 @@
 //! over, so changes that arrive out of order cannot regress an owner.
 
 use super::*;
-use crate::domain::wad::NO_DEBT_HEALTH_FACTOR;
 
 /// One committed change.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,23 +103,13 @@ impl Engine {
                 .collect(),
             None => Vec::new(),
         };
-        // What the liquidation inference compares (only while history records).
-        let before = self.positions_before(resident);
-        let before_hf = resident.map_or(NO_DEBT_HEALTH_FACTOR, |id| self.owners[id as usize].hf);
-        let mut upserted = Vec::new();
         let mut rows_stored_elsewise = false;
         let mut removed_at = 0;
         for edit in edits {
             match edit {
                 Edit::Upsert(state, row_hf) => {
-                    if before.is_some() {
-                        upserted.push(state.clone());
-                    }
                     match positions.iter_mut().find(|p| p.address == state.address) {
-                        Some(held) if held.slot > state.slot => {
-                            upserted.pop();
-                            continue;
-                        }
+                        Some(held) if held.slot > state.slot => continue,
                         Some(held) => *held = state,
                         None => positions.push(state),
                     }
@@ -139,8 +128,5 @@ impl Engine {
             self.owners[id as usize].stored_hf = None;
         }
         self.replace_owner(key, positions, removed_at);
-        if let Some(before) = before {
-            self.note_liquidation(key, before_hf, &before, &upserted);
-        }
     }
 }

@@ -63,6 +63,15 @@ pub enum Record {
     Point(PointRecord),
     Event(EventRecord),
     Price(PriceRecord),
+    /// A sample of the market (taken by the caller, `market_sample`).
+    Market(MarketSample),
+}
+
+/// A record with the time it happened (microseconds since the Unix epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamped {
+    pub at_us: i64,
+    pub record: Record,
 }
 
 /// A pool's oracle as a price row holds it.
@@ -339,48 +348,32 @@ impl Engine {
         }));
     }
 
-    /// An owner's positions before a change, as the liquidation inference
-    /// compares them (nothing while not recording).
-    pub(super) fn positions_before(
-        &self,
-        id: Option<Slot>,
-    ) -> Option<Vec<(Pubkey, PositionAmounts)>> {
-        self.history.as_ref()?;
-        Some(id.map_or_else(Vec::new, |id| {
-            self.owners[id as usize]
-                .positions
-                .iter()
-                .map(|p| (p.address, p.amounts))
-                .collect()
-        }))
-    }
-
-    /// After an owner's edits: a `liquidated` event if these changes complete one.
+    /// After owner `id`'s positions changed from `before` (and its health
+    /// factor from `before_hf`): a `liquidated` event if the new states
+    /// complete one.
     pub(super) fn note_liquidation(
         &mut self,
-        key: Pubkey,
+        id: Slot,
         before_hf: u128,
         before: &[(Pubkey, PositionAmounts)],
-        changed: &[super::PositionState],
     ) {
-        if self.history.is_none() {
+        if self.history.is_none() || self.history.as_ref().is_some_and(|h| h.loading) {
             return;
         }
-        let after_hf = self.health_factor(&key).unwrap_or(NO_DEBT_HEALTH_FACTOR);
+        let owner = &self.owners[id as usize];
         let mut changes = Vec::new();
-        for state in changed {
-            let Some(old) = before
-                .iter()
-                .find(|(a, _)| *a == state.address)
-                .map(|(_, a)| a)
-            else {
+        for p in &owner.positions {
+            let Some((_, old)) = before.iter().find(|(a, _)| *a == p.address) else {
                 continue;
             };
-            let Some(pool) = self.pool(&state.pool) else {
+            let Some(pool) = self.pools.get(&p.pool) else {
                 continue;
             };
-            changes.push(position_change(&pool.state, old, state));
+            if *old != p.amounts {
+                changes.push(position_change(&pool.state, old, &p.amounts, p.slot));
+            }
         }
+        let (key, after_hf) = (owner.key, owner.hf);
         let history = self.history.as_mut().expect("checked above");
         let Some(Liquidation {
             slot,
@@ -443,7 +436,8 @@ pub struct MarketSample {
 fn position_change(
     pool: &PoolState,
     old: &PositionAmounts,
-    new: &super::PositionState,
+    new: &PositionAmounts,
+    slot: u64,
 ) -> PositionChange {
     let pricing = &pool.pricing;
     let debt = |a: &PositionAmounts| {
@@ -454,19 +448,19 @@ fn position_change(
         )
     };
     let tokens = |a: &PositionAmounts| deposit_tokens(a.deposit_shares, pricing.deposit_index_wad);
-    let debt_drop = debt(old).saturating_sub(debt(&new.amounts));
-    let token_drop = tokens(old).saturating_sub(tokens(&new.amounts));
+    let debt_drop = debt(old).saturating_sub(debt(new));
+    let token_drop = tokens(old).saturating_sub(tokens(new));
     let value = |amount: Big| match pricing.price() {
         Some((price, expo)) => value_wad(amount, price, expo, pricing.decimals),
         None => Big::ZERO,
     };
     PositionChange {
-        slot: new.slot,
+        slot,
         pool: pool.address,
-        lost_principal: new.amounts.borrow_principal < old.borrow_principal,
+        lost_principal: new.borrow_principal < old.borrow_principal,
         debt_drop: debt_drop.saturating_to(),
         debt_drop_value: value(debt_drop),
-        lost_shares: new.amounts.deposit_shares < old.deposit_shares,
+        lost_shares: new.deposit_shares < old.deposit_shares,
         token_drop: token_drop.saturating_to(),
         token_drop_value: value(token_drop),
     }

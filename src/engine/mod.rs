@@ -357,9 +357,12 @@ impl Engine {
             .as_ref()
             .is_none_or(|(_, rows)| *rows != snapshot(&held));
         self.owners[id as usize].positions = held;
-        self.refile(id, hf, old.map(|(h, _)| h), rows_changed, quote);
+        self.refile(id, hf, old.as_ref().map(|(h, _)| *h), rows_changed, quote);
         let (cause, changed) = self.owner_change(rows_changed);
         self.note_owner(id, cause, changed, None);
+        if rows_changed && let Some((before_hf, before)) = &old {
+            self.note_liquidation(id, *before_hf, before);
+        }
     }
 
     /// Records what the database holds for an owner just loaded, so an unchanged

@@ -116,6 +116,13 @@ pub fn now_seconds() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Microseconds since the Unix epoch (history's stamps).
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
 impl Rendered {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Kept> {
         self.kept.read().unwrap_or_else(|e| e.into_inner())

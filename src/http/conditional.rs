@@ -115,6 +115,15 @@ impl<'a> Conditional<'a> {
     }
 }
 
+/// A conditional GET that is never held (history): 200 with the body and its
+/// tag, or 304 when `If-None-Match` lists the tag.
+pub fn respond_once(headers: &HeaderMap, body: &Body) -> HttpResponse {
+    let holds = headers
+        .get(IF_NONE_MATCH)
+        .is_some_and(|tags| body.matches(tags.as_bytes()));
+    if holds { not_modified(body) } else { ok(body) }
+}
+
 /// A 200 with a rendered body, its tag, and `no-cache` (revalidate each time).
 pub fn ok(body: &Body) -> HttpResponse {
     // Static and shared header values: nothing parsed or copied per answer.

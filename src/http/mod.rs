@@ -7,6 +7,7 @@ pub mod conditional;
 pub mod extract;
 pub mod handlers;
 pub mod held_polls;
+pub mod history_params;
 pub mod json_errors;
 pub mod observe;
 pub mod openapi;
@@ -23,7 +24,8 @@ use actix_web::{HttpResponse, ResponseError, web};
 
 use crate::error::ApiError;
 use handlers::{
-    admin, auth, console, health, liquidations, metrics, pools, positions, risk, transactions,
+    admin, auth, console, health, history, liquidations, metrics, pools, positions, risk,
+    transactions,
 };
 
 /// Every route. A known path with an unknown method is 405 with the JSON error
@@ -55,6 +57,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             positions::detail,
         ))
         .service(read(
+            resource("/api/positions/{user}/history", GET),
+            history::owner_history,
+        ))
+        .service(read(
             resource("/api/positions/{user}", GET),
             positions::list_positions,
         ))
@@ -75,6 +81,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             resource("/api/pools/{address}/chain", GET),
             pools::pool_on_chain,
         ))
+        .service(read(
+            resource("/api/pools/{pool}/prices", GET),
+            history::prices,
+        ))
+        .service(read(resource("/api/history/events", GET), history::events))
+        .service(read(resource("/api/history/market", GET), history::market))
         .service(resource("/api/pools/init", "POST").route(web::post().to(pools::init_pool)))
         .service(resource("/api/pools/sync", "POST").route(web::post().to(pools::sync_pool)))
         .service(

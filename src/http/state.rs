@@ -39,4 +39,6 @@ pub struct AppState {
     pub streams: Arc<StreamGate>,
     /// Renders the Prometheus series (GET /metrics).
     pub metrics: crate::metrics::Metrics,
+    /// History's writer (None when history is off).
+    pub history: Option<Addr<crate::actors::history::HistoryWriter>>,
 }

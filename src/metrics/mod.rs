@@ -13,6 +13,7 @@
 //! The recorder is process-wide (the facade's design): two services in one
 //! process (the integration tests) share one set of series.
 
+pub mod history;
 pub mod http;
 pub mod process;
 
@@ -120,6 +121,7 @@ pub fn install() -> Metrics {
 }
 
 fn describe() {
+    history::describe();
     describe_counter!(
         LOG_DROPPED,
         "Log lines dropped: the log queue was full, or stderr could not be written (a reader gone)"
@@ -240,6 +242,7 @@ fn describe() {
 /// Counters of rare events exist from the start, at 0: a dashboard's rate()
 /// of a series that appears only on the first refusal shows nothing until then.
 fn zero() {
+    history::zero();
     for name in [
         RPC_RATE_LIMITED,
         LONG_POLLS_REFUSED,

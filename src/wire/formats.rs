@@ -118,9 +118,56 @@ text_schema!(
     text("Status of a logged transaction.").enum_values(Some(TX_STATUSES.iter().copied()))
 );
 
+text_schema!(
+    TimeText,
+    "Time",
+    text("RFC 3339 time in UTC with milliseconds, e.g. 2026-11-25T14:03:07.250Z.").format(Some(
+        utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::DateTime)
+    ))
+);
+text_schema!(
+    HistoryCauseName,
+    "HistoryCause",
+    text("Why a health point was recorded: the owner's positions changed, a pool's oracle price, another pool field, or a baseline or reload found a difference.")
+        .enum_values(Some(["position", "price", "terms", "load"]))
+);
+text_schema!(
+    HistoryEventKindName,
+    "HistoryEventKind",
+    text("What happened to an account.").enum_values(Some([
+        "under",
+        "recovered",
+        "liquidated",
+        "bad_debt"
+    ]))
+);
+text_schema!(
+    ResolutionName,
+    "HistoryResolution",
+    text("raw points, or buckets of one minute, five minutes, an hour or a day.")
+        .enum_values(Some(["raw", "1m", "5m", "1h", "1d"]))
+);
+
+/// A time as the API writes it: RFC 3339, UTC, milliseconds.
+pub fn time_text(at_us: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(at_us)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::domain::pubkey::is_pubkey;
+
+    #[test]
+    fn times_are_written_to_the_millisecond() {
+        assert_eq!(super::time_text(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            super::time_text(1_764_079_387_250_999),
+            "2025-11-25T14:03:07.250Z"
+        );
+    }
 
     /// Every valid pubkey matches the documented pattern (a superset check:
     /// the pattern cannot tell 32-byte from 31-byte base58).

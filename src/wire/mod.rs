@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod formats;
 pub mod health;
+pub mod history;
 pub mod liquidations;
 pub mod pools;
 pub mod positions;

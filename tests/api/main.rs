@@ -16,6 +16,7 @@ mod examples;
 mod feed_resume;
 mod hardening;
 mod health_feed;
+mod history;
 mod http_errors;
 mod leader;
 mod liquidations_api;

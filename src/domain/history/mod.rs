@@ -162,6 +162,13 @@ pub const fn bucket_start(at_us: i64, width_us: i64) -> i64 {
 /// Microseconds in a UTC day: history is partitioned by day.
 pub const DAY_US: i64 = 86_400_000_000;
 
+/// The first day kept when `retention_days` are: today and the days before it.
+pub fn keep_from(today: chrono::NaiveDate, retention_days: u32) -> chrono::NaiveDate {
+    today
+        .checked_sub_days(chrono::Days::new(u64::from(retention_days.max(1)) - 1))
+        .unwrap_or(today)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +187,17 @@ mod tests {
         }
         assert_eq!(Resolution::parse("2h"), None);
         assert_eq!(EventKind::parse("Under"), None);
+    }
+
+    #[test]
+    fn retention_keeps_today_and_the_days_before() {
+        let day = |d| chrono::NaiveDate::from_ymd_opt(2026, 11, d).unwrap();
+        assert_eq!(
+            keep_from(day(25), 31),
+            chrono::NaiveDate::from_ymd_opt(2026, 10, 26).unwrap()
+        );
+        assert_eq!(keep_from(day(25), 1), day(25));
+        assert_eq!(keep_from(day(25), 2), day(24));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use super::health::CHECK_DEADLINE;
 use crate::actors::chain_sync::GetSyncStatus;
 use crate::actors::health_cache::Stats as CacheStatsRequest;
+use crate::actors::history::GetHistoryStats;
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::metrics::{self, EngineGauges};
@@ -16,10 +17,20 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
     if !loopback && !state.config.metrics.public {
         return Err(ApiError::NotFound);
     }
-    let (sync, cache, lanes) = futures_util::join!(
+    let history = async {
+        match &state.history {
+            Some(writer) => tokio::time::timeout(CHECK_DEADLINE, writer.send(GetHistoryStats))
+                .await
+                .ok()
+                .and_then(Result::ok),
+            None => None,
+        }
+    };
+    let (sync, cache, lanes, history) = futures_util::join!(
         tokio::time::timeout(CHECK_DEADLINE, state.sync.send(GetSyncStatus)),
         tokio::time::timeout(CHECK_DEADLINE, state.cache.send(CacheStatsRequest)),
         tokio::time::timeout(CHECK_DEADLINE, state.writer.stats()),
+        history,
     );
     let _one_at_a_time = metrics::SCRAPE.lock().await;
     if let Ok(Ok(s)) = sync {
@@ -44,6 +55,9 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
         });
     }
     metrics::held(state.streams.open(), state.held_polls.held());
+    if let Some(h) = history {
+        metrics::history::state(h.queued, h.partitions, h.leading);
+    }
     for lane in lanes.unwrap_or_default() {
         metrics::writer_lane(
             lane.lane.name(),

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod auth;
 pub mod console;
 pub mod health;
+pub mod history;
 pub mod liquidations;
 pub mod metrics;
 pub mod pools;

@@ -7,7 +7,9 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::Ref;
 use utoipa::openapi::{ContentBuilder, ResponseBuilder};
 
-use super::handlers::{admin, auth, health, liquidations, pools, positions, risk, transactions};
+use super::handlers::{
+    admin, auth, health, history, liquidations, pools, positions, risk, transactions,
+};
 use crate::wire::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -40,6 +42,10 @@ use crate::wire::error::ErrorBody;
         transactions::list_transactions,
         transactions::record_transaction,
         health::health,
+        history::owner_history,
+        history::events,
+        history::prices,
+        history::market,
     ),
     components(schemas(ErrorBody))
 )]
@@ -134,7 +140,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 23);
+        assert_eq!(operations, 27);
         let pubkey = &doc["components"]["schemas"]["Pubkey"];
         assert_eq!(pubkey["pattern"], crate::wire::formats::PUBKEY_PATTERN);
         let role = &doc["components"]["schemas"]["Role"]["enum"];

@@ -1,0 +1,334 @@
+//! The history writer (decisions §12): the leader's engine records what
+//! matters, the health cache stamps it and sends it here, and this actor
+//! stores it, off every hot path. Records wait in a bounded queue (`queue`)
+//! and are stored by binary COPY at least every `history.flush_interval_ms`,
+//! one transaction a batch, retried as they were while the database is in
+//! trouble, flushed on stop. It also keeps the day partitions: made ahead,
+//! dropped whole past `history.retention_days`.
+//!
+//! Only a leader records. Taking over bumps the cluster's writer epoch in the
+//! database (a former leader's late flush then finds itself fenced off) and
+//! reads back the baselines the engine starts from.
+
+mod queue;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use chrono::{Days, NaiveDate, Utc};
+
+use crate::domain::history::keep_from;
+use deadpool_postgres::Pool;
+
+use crate::config::HistoryConfig;
+use crate::db::history::takeover::{Takeover, take_over};
+use crate::db::history::write::{Flushed, Ids, days_of, ensure_days, store};
+use crate::db::history::{partitions, write::Batch};
+use crate::engine::history::{Baselines, Stamped};
+use crate::error::{ApiError, ApiResult};
+use queue::Queue;
+
+/// Rows stored in one transaction at most (a 25,000-owner move is one).
+const MAX_BATCH: usize = 50_000;
+/// How often partitions are made ahead and old days dropped.
+const MAINTAIN_EVERY: Duration = Duration::from_secs(600);
+/// Days made ahead of today.
+const DAYS_AHEAD: u64 = 2;
+
+pub struct HistoryWriter {
+    db: Pool,
+    cluster: &'static str,
+    queue: Queue,
+    ids: Ids,
+    /// Days whose partitions are known to exist.
+    days: BTreeSet<NaiveDate>,
+    retention_days: u32,
+    flush_every: Duration,
+    /// The epoch this replica writes under while it leads.
+    leading: Option<i64>,
+    flushing: bool,
+    /// Callers of `Flush` waiting for the queue to empty (or a failure).
+    flush_waiters: Vec<tokio::sync::oneshot::Sender<bool>>,
+    partitions: i64,
+    /// When the last flush failed, while failing (logged once per outage).
+    failing_since: Option<Instant>,
+}
+
+impl HistoryWriter {
+    pub fn new(db: Pool, cluster: &'static str, config: &HistoryConfig) -> HistoryWriter {
+        HistoryWriter {
+            db,
+            cluster,
+            queue: Queue::new(config.max_pending),
+            ids: Ids::default(),
+            days: BTreeSet::new(),
+            retention_days: config.retention_days,
+            flush_every: Duration::from_millis(config.flush_interval_ms.max(10)),
+            leading: None,
+            flushing: false,
+            flush_waiters: Vec::new(),
+            partitions: 0,
+            failing_since: None,
+        }
+    }
+
+    /// Stores the next batch, then the next, until the queue is empty or a
+    /// store fails (the next tick retries).
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        if self.flushing {
+            return;
+        }
+        let Some(batch) = self.queue.batch(MAX_BATCH).cloned() else {
+            self.answer_waiters(true);
+            return;
+        };
+        self.flushing = true;
+        let (db, cluster) = (self.db.clone(), self.cluster);
+        let mut ids = std::mem::take(&mut self.ids);
+        let mut days = self.days.clone();
+        let job = async move {
+            let started = Instant::now();
+            let result = store_batch(&db, cluster, &batch, &mut ids, &mut days).await;
+            (result, ids, days, batch, started.elapsed())
+        };
+        ctx.spawn(job.into_actor(self).map(|(result, ids, days, batch, took), act, ctx| {
+            act.flushing = false;
+            act.ids.merge(ids);
+            act.days.extend(days);
+            match result {
+                Ok(Flushed::Stored) | Ok(Flushed::AlreadyStored) => {
+                    act.queue.stored();
+                    crate::metrics::history::flushed(&batch, took);
+                    if let Some(since) = act.failing_since.take() {
+                        tracing::info!(
+                            down_ms = since.elapsed().as_millis() as u64,
+                            "history stored again"
+                        );
+                    }
+                    act.flush(ctx);
+                }
+                Ok(Flushed::Fenced) => {
+                    let dropped = act.queue.fenced(batch.epoch);
+                    tracing::warn!(
+                        epoch = batch.epoch,
+                        dropped,
+                        "history of a former leadership not stored: another leader took over"
+                    );
+                    crate::metrics::history::fenced(dropped);
+                    act.flush(ctx);
+                }
+                Err(e) => {
+                    crate::metrics::history::flush_failed();
+                    if act.failing_since.is_none() {
+                        act.failing_since = Some(Instant::now());
+                        tracing::warn!(error = %e, queued = act.queue.len(), "history not stored; retrying");
+                    }
+                    act.answer_waiters(false);
+                }
+            }
+        }));
+    }
+
+    fn answer_waiters(&mut self, done: bool) {
+        for w in self.flush_waiters.drain(..) {
+            let _ = w.send(done);
+        }
+    }
+
+    /// Partitions ahead, days past retention dropped, partitions counted.
+    fn maintain(&mut self, ctx: &mut Context<Self>) {
+        if self.leading.is_none() {
+            return;
+        }
+        let (db, retention) = (self.db.clone(), self.retention_days);
+        let job = async move { maintain(&db, retention).await };
+        ctx.spawn(job.into_actor(self).map(|result, act, _| match result {
+            Ok((days, count)) => {
+                act.days = days;
+                act.partitions = count;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "history partitions not maintained; retrying later")
+            }
+        }));
+    }
+}
+
+async fn store_batch(
+    db: &Pool,
+    cluster: &str,
+    batch: &Batch,
+    ids: &mut Ids,
+    days: &mut BTreeSet<NaiveDate>,
+) -> ApiResult<Flushed> {
+    let mut client = db.get().await?;
+    ensure_days(&client, &days_of(&batch.rows), days).await?;
+    Ok(store(&mut client, cluster, batch, ids).await?)
+}
+
+async fn maintain(db: &Pool, retention_days: u32) -> ApiResult<(BTreeSet<NaiveDate>, i64)> {
+    let client = db.get().await?;
+    let today = Utc::now().date_naive();
+    let ahead: BTreeSet<NaiveDate> = (0..=DAYS_AHEAD)
+        .filter_map(|d| today.checked_add_days(Days::new(d)))
+        .collect();
+    let mut known = partitions::days(&client).await?;
+    ensure_days(&client, &ahead, &mut known).await?;
+    let keep = keep_from(today, retention_days);
+    let dropped = partitions::drop_before(&client, keep).await?;
+    if !dropped.is_empty() {
+        tracing::info!(before = %keep, statements = dropped.len(), "history days dropped");
+    }
+    let days = partitions::days(&client).await?;
+    Ok((days, partitions::count(&client).await?))
+}
+
+impl Actor for HistoryWriter {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(self.flush_every, |act, ctx| act.flush(ctx));
+        ctx.run_interval(MAINTAIN_EVERY, |act, ctx| act.maintain(ctx));
+    }
+}
+
+/// Records of leader `epoch`, stamped, to be stored.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Records {
+    pub epoch: i64,
+    pub rows: Vec<Stamped>,
+}
+
+impl Handler<Records> for HistoryWriter {
+    type Result = ();
+
+    fn handle(&mut self, msg: Records, ctx: &mut Self::Context) {
+        crate::metrics::history::recorded(msg.rows.iter().map(|r| &r.record));
+        let dropped = self.queue.push(msg.epoch, msg.rows);
+        if dropped > 0 {
+            crate::metrics::history::dropped(dropped);
+        }
+        if self.queue.len() >= MAX_BATCH {
+            self.flush(ctx);
+        }
+    }
+}
+
+/// What a leader starts recording from.
+pub struct Started {
+    pub epoch: i64,
+    pub baselines: Baselines,
+    /// Records are stamped after this time (the latest stored).
+    pub last_at_us: i64,
+}
+
+/// This replica leads now: store what a former leadership of it left (if no
+/// one took over since), take the writer epoch, read the baselines.
+#[derive(Message)]
+#[rtype(result = "ApiResult<Started>")]
+pub struct TakeOver;
+
+impl Handler<TakeOver> for HistoryWriter {
+    type Result = ResponseActFuture<Self, ApiResult<Started>>;
+
+    fn handle(&mut self, _: TakeOver, ctx: &mut Self::Context) -> Self::Result {
+        let (db, cluster, retention) = (self.db.clone(), self.cluster, self.retention_days);
+        let me = ctx.address();
+        let job = async move {
+            // What a former leadership of this replica queued is stored first,
+            // under its own epoch (fenced off if someone else led meanwhile).
+            let _ = me.send(Flush).await;
+            let client = db.get().await?;
+            let taken: Takeover = take_over(&client, cluster).await?;
+            drop(client);
+            let maintained = maintain(&db, retention).await;
+            Ok::<_, ApiError>((taken, maintained))
+        };
+        Box::pin(job.into_actor(self).map(|result, act, _| {
+            let (taken, maintained) = result?;
+            match maintained {
+                Ok((days, count)) => {
+                    act.days = days;
+                    act.partitions = count;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "history partitions not maintained; retrying later")
+                }
+            }
+            act.ids.merge(taken.ids);
+            act.leading = Some(taken.epoch);
+            tracing::info!(
+                epoch = taken.epoch,
+                owners = taken.baselines.owners.len(),
+                "recording history"
+            );
+            Ok(Started {
+                epoch: taken.epoch,
+                baselines: taken.baselines,
+                last_at_us: taken.last_at_us,
+            })
+        }))
+    }
+}
+
+/// This replica no longer leads: what it queued is still stored (fenced off
+/// if another leader took over).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StepDown;
+
+impl Handler<StepDown> for HistoryWriter {
+    type Result = ();
+
+    fn handle(&mut self, _: StepDown, _: &mut Self::Context) {
+        self.leading = None;
+    }
+}
+
+/// Stores everything queued now; answers whether the queue emptied.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct Flush;
+
+impl Handler<Flush> for HistoryWriter {
+    type Result = ResponseFuture<bool>;
+
+    fn handle(&mut self, _: Flush, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.flush_waiters.push(tx);
+        if !self.flushing {
+            self.flush(ctx);
+        }
+        Box::pin(async move { rx.await.unwrap_or(false) })
+    }
+}
+
+/// What /metrics and health report of the writer.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryStats {
+    pub queued: usize,
+    pub dropped: u64,
+    pub partitions: i64,
+    pub leading: bool,
+    pub failing: bool,
+}
+
+#[derive(Message)]
+#[rtype(result = "HistoryStats")]
+pub struct GetHistoryStats;
+
+impl Handler<GetHistoryStats> for HistoryWriter {
+    type Result = MessageResult<GetHistoryStats>;
+
+    fn handle(&mut self, _: GetHistoryStats, _: &mut Self::Context) -> Self::Result {
+        MessageResult(HistoryStats {
+            queued: self.queue.len(),
+            dropped: self.queue.dropped(),
+            partitions: self.partitions,
+            leading: self.leading.is_some(),
+            failing: self.failing_since.is_some(),
+        })
+    }
+}

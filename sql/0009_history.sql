@@ -1,0 +1,187 @@
+-- History (decisions §12): every moment that matters of each account's health,
+-- what happened to accounts, the pools' prices and the market, kept
+-- `history.retention_days` and served back exactly.
+--
+-- The large tables are range-partitioned by UTC day on their time, made ahead
+-- and dropped whole when they leave the retention window (never deleted row by
+-- row, so no VACUUM of a large table). Points carry a dense owner id, not the
+-- 44-character key. Values are exact NUMERIC whole numbers; the recorder is
+-- their only writer, so they carry no domain checks (each costs a COPY).
+
+-- Owners and pools by dense id, per cluster, with what the recorder last
+-- recorded of each: a leader that takes over starts from these baselines.
+CREATE TABLE history_owners (
+    id                    integer     GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    cluster               text        NOT NULL,
+    owner                 text        NOT NULL,
+    -- Null until the owner's first point (an event can name it before).
+    last_health_factor_wad numeric,
+    last_bad_debt         boolean,
+    last_at               timestamptz,
+    UNIQUE (cluster, owner)
+) WITH (fillfactor = 70); -- room for the flush's updates in place (HOT)
+
+CREATE TABLE history_pools (
+    id          integer     GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    cluster     text        NOT NULL,
+    pool        text        NOT NULL,
+    -- The last recorded oracle (last_at null: none recorded yet).
+    last_price  bigint,
+    last_conf   numeric,
+    last_expo   integer,
+    last_at     timestamptz,
+    UNIQUE (cluster, pool)
+);
+
+-- The one replica allowed to write a cluster's history: a leader that takes
+-- over bumps `epoch`, and every flush names its epoch and batch in the same
+-- transaction as its rows, so a former leader's late flush cannot land and a
+-- batch whose commit went unanswered is known to be stored.
+CREATE TABLE history_writers (
+    cluster  text   PRIMARY KEY,
+    epoch    bigint NOT NULL,
+    flushed  bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE history_points (
+    owner_id             integer     NOT NULL,
+    cause                smallint    NOT NULL,
+    at                   timestamptz NOT NULL,
+    slot                 bigint      NOT NULL,
+    health_factor_wad    numeric     NOT NULL,
+    collateral_value_wad numeric     NOT NULL,
+    debt_value_wad       numeric     NOT NULL
+) PARTITION BY RANGE (at);
+-- By owner alone: a day holds a handful of points per owner, so B-tree
+-- deduplication keeps this index at a few bytes a point; reads sort by time.
+CREATE INDEX history_points_owner ON history_points (owner_id);
+
+CREATE SEQUENCE history_event_ids;
+CREATE TABLE history_events (
+    id                       bigint      NOT NULL DEFAULT nextval('history_event_ids'),
+    cluster                  text        NOT NULL,
+    kind                     smallint    NOT NULL,
+    owner_id                 integer     NOT NULL,
+    at                       timestamptz NOT NULL,
+    slot                     bigint      NOT NULL,
+    health_factor_before_wad numeric     NOT NULL,
+    health_factor_after_wad  numeric     NOT NULL,
+    debt_pool_id             integer,
+    repaid                   numeric,
+    collateral_pool_id       integer,
+    seized                   numeric,
+    -- The pools the owner held (liquidated: the two pools): the pool filter.
+    pool_ids                 integer[]   NOT NULL
+) PARTITION BY RANGE (at);
+CREATE INDEX history_events_cluster ON history_events (cluster, id);
+CREATE INDEX history_events_kind ON history_events (cluster, kind, id);
+CREATE INDEX history_events_owner ON history_events (owner_id, id);
+CREATE INDEX history_events_pools ON history_events USING gin (pool_ids);
+
+CREATE TABLE history_prices (
+    pool_id  integer     NOT NULL,
+    at       timestamptz NOT NULL,
+    slot     bigint      NOT NULL,
+    price    bigint,
+    conf     numeric,
+    expo     integer
+) PARTITION BY RANGE (at);
+CREATE INDEX history_prices_pool ON history_prices (pool_id, at);
+
+CREATE TABLE history_market (
+    cluster                    text        NOT NULL,
+    at                         timestamptz NOT NULL,
+    owners                     bigint      NOT NULL,
+    owners_under_water         bigint      NOT NULL,
+    owners_at_risk             bigint      NOT NULL,
+    debt_value_wad_under_water numeric     NOT NULL,
+    bad_debt_value_wad         numeric     NOT NULL
+) PARTITION BY RANGE (at);
+CREATE INDEX history_market_at ON history_market (cluster, at);
+
+-- The market's buckets, kept as the samples come (30 days of 10 s samples are
+-- 259,200 rows; an hour's buckets over them are 720): the count, the last
+-- sample's values and the most owners under water at any sample.
+CREATE TABLE history_market_buckets (
+    cluster                    text        NOT NULL,
+    resolution                 smallint    NOT NULL,
+    start                      timestamptz NOT NULL,
+    count                      bigint      NOT NULL,
+    last_at                    timestamptz NOT NULL,
+    owners                     bigint      NOT NULL,
+    owners_under_water         bigint      NOT NULL,
+    owners_under_water_max     bigint      NOT NULL,
+    owners_at_risk             bigint      NOT NULL,
+    debt_value_wad_under_water numeric     NOT NULL,
+    bad_debt_value_wad         numeric     NOT NULL,
+    PRIMARY KEY (cluster, resolution, start)
+) PARTITION BY RANGE (start);
+
+-- The partitioned tables, each partition named <table>_p<YYYYMMDD>.
+CREATE FUNCTION lendex_history_tables() RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ARRAY['history_points', 'history_events', 'history_prices',
+                 'history_market', 'history_market_buckets']
+$$;
+
+-- Makes the day `day`'s partition of every history table that lacks it;
+-- returns how many were made. A partition is made as a table of its own and
+-- then attached, which takes SHARE UPDATE EXCLUSIVE on the parent (reads and
+-- writes go on) where CREATE TABLE ... PARTITION OF would take ACCESS EXCLUSIVE.
+CREATE FUNCTION lendex_history_make_day(day date) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    parent text;
+    part   text;
+    made   integer := 0;
+BEGIN
+    -- One maker at a time (a flush meeting a new day and the maintainer).
+    PERFORM pg_advisory_xact_lock(hashtext('lendex-history-partitions'));
+    FOREACH parent IN ARRAY lendex_history_tables() LOOP
+        part := parent || '_p' || to_char(day, 'YYYYMMDD');
+        IF to_regclass(part) IS NULL THEN
+            EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                           part, parent);
+            EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                           parent, part,
+                           (day::timestamp AT TIME ZONE 'UTC'),
+                           ((day + 1)::timestamp AT TIME ZONE 'UTC'));
+            made := made + 1;
+        END IF;
+    END LOOP;
+    RETURN made;
+END
+$$;
+
+-- The history partitions: each table's, with its day; `attached` false for
+-- one detached but not yet dropped, `detach_pending` for one whose concurrent
+-- detach was interrupted.
+CREATE FUNCTION lendex_history_partitions()
+RETURNS TABLE (parent text, part text, day date, attached boolean, detach_pending boolean)
+LANGUAGE sql STABLE AS $$
+    SELECT t.parent, c.relname::text,
+           to_date(substring(c.relname from '_p([0-9]{8})$'), 'YYYYMMDD'),
+           i.inhrelid IS NOT NULL, coalesce(i.inhdetachpending, false)
+    FROM unnest(lendex_history_tables()) AS t(parent)
+    JOIN pg_class c ON c.relname ~ ('^' || t.parent || '_p[0-9]{8}$') AND c.relkind = 'r'
+    LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+$$;
+
+-- The statements that drop every day before `keep_from`, in order: a
+-- partition is detached CONCURRENTLY (outside a transaction; readers and
+-- writers go on), or its interrupted detach finalized, then dropped whole.
+CREATE FUNCTION lendex_history_retention_statements(keep_from date)
+RETURNS TABLE (statement text)
+LANGUAGE sql STABLE AS $$
+    SELECT s FROM (
+        SELECT p.day, p.part, 1 AS step,
+               CASE WHEN p.detach_pending
+                    THEN format('ALTER TABLE %I DETACH PARTITION %I FINALIZE', p.parent, p.part)
+                    ELSE format('ALTER TABLE %I DETACH PARTITION %I CONCURRENTLY', p.parent, p.part)
+               END AS s
+        FROM lendex_history_partitions() p WHERE p.day < keep_from AND p.attached
+        UNION ALL
+        SELECT p.day, p.part, 2, format('DROP TABLE %I', p.part)
+        FROM lendex_history_partitions() p WHERE p.day < keep_from
+    ) t ORDER BY day, part, step
+$$;

@@ -1,0 +1,321 @@
+//! History as the API reads it: typed rows from the named statements, values
+//! in NUMERIC's binary form, times in microseconds since the Unix epoch.
+
+use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, pin_mut};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Row};
+
+use super::queries;
+use super::write::time_of;
+use crate::db::numeric::{Whole, Whole256};
+use crate::domain::history::buckets::{
+    HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
+};
+use crate::domain::history::{Cause, EventKind, Resolution, bucket_start};
+use crate::error::{ApiError, ApiResult};
+
+fn micros(row: &Row, i: usize) -> i64 {
+    row.get::<_, DateTime<Utc>>(i).timestamp_micros()
+}
+
+fn slot(row: &Row, i: usize) -> u64 {
+    row.get::<_, i64>(i).max(0) as u64
+}
+
+fn count(row: &Row, i: usize) -> u64 {
+    row.get::<_, i64>(i).max(0) as u64
+}
+
+fn point(row: &Row) -> ApiResult<HealthPoint> {
+    Ok(HealthPoint {
+        at_us: micros(row, 0),
+        slot: slot(row, 1),
+        health_factor: row.try_get::<_, Whole>(2)?.0,
+        collateral: row.try_get::<_, Whole256>(3)?.0,
+        debt: row.try_get::<_, Whole256>(4)?.0,
+        cause: Cause::from_code(row.get(5))
+            .ok_or_else(|| ApiError::internal("a history point of an unknown cause"))?,
+    })
+}
+
+/// The dense id of an owner or pool that has history.
+pub async fn id_of(
+    client: &Client,
+    statement: &str,
+    cluster: &str,
+    key: &str,
+) -> ApiResult<Option<i32>> {
+    Ok(client
+        .query_opt(statement, &[&cluster, &key])
+        .await?
+        .map(|r| r.get(0)))
+}
+
+/// An owner's points with at in [from, to), oldest first, at most `limit`.
+pub async fn points(
+    client: &Client,
+    owner: i32,
+    from_us: i64,
+    to_us: i64,
+    limit: i64,
+) -> ApiResult<Vec<HealthPoint>> {
+    let rows = client
+        .query(
+            queries::POINTS,
+            &[&owner, &time_of(from_us), &time_of(to_us), &limit],
+        )
+        .await?;
+    rows.iter().map(point).collect()
+}
+
+/// An owner's last point before `before_us`.
+pub async fn point_before(
+    client: &Client,
+    owner: i32,
+    before_us: i64,
+) -> ApiResult<Option<HealthPoint>> {
+    client
+        .query_opt(queries::POINT_BEFORE, &[&owner, &time_of(before_us)])
+        .await?
+        .as_ref()
+        .map(point)
+        .transpose()
+}
+
+/// An owner's buckets of `resolution` whose start is in [from, to), oldest
+/// first, at most `limit`: the points are read as a stream and the read
+/// stops once the bucket after the last one wanted begins.
+pub async fn point_buckets(
+    client: &Client,
+    owner: i32,
+    resolution: Resolution,
+    from_us: i64,
+    to_us: i64,
+    limit: usize,
+) -> ApiResult<Vec<HealthBucket>> {
+    let width = resolution.width_us().ok_or(ApiError::Invalid)?;
+    let (from, to) = (time_of(bucket_start(from_us, width)), time_of(to_us));
+    let params: [&(dyn ToSql + Sync); 3] = [&owner, &from, &to];
+    let rows = client.query_raw(queries::POINTS_ALL, params).await?;
+    pin_mut!(rows);
+    let mut points = Vec::new();
+    let mut starts = 0;
+    let mut current = None;
+    while let Some(row) = rows.next().await {
+        let p = point(&row?)?;
+        let start = bucket_start(p.at_us, width);
+        if current != Some(start) {
+            if starts == limit {
+                break; // the first bucket past the page
+            }
+            starts += 1;
+            current = Some(start);
+        }
+        points.push(p);
+    }
+    Ok(health_buckets(&points, width))
+}
+
+/// A price row of a pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriceRow {
+    pub at_us: i64,
+    pub slot: u64,
+    pub price: Option<i64>,
+    pub conf: Option<u128>,
+    pub expo: Option<i32>,
+}
+
+pub async fn prices(
+    client: &Client,
+    pool: i32,
+    from_us: i64,
+    to_us: i64,
+    limit: i64,
+) -> ApiResult<Vec<PriceRow>> {
+    let rows = client
+        .query(
+            queries::PRICES,
+            &[&pool, &time_of(from_us), &time_of(to_us), &limit],
+        )
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(PriceRow {
+                at_us: micros(row, 0),
+                slot: slot(row, 1),
+                price: row.get(2),
+                conf: row.try_get::<_, Option<Whole>>(3)?.map(|w| w.0),
+                expo: row.get(4),
+            })
+        })
+        .collect()
+}
+
+fn market_point(row: &Row) -> ApiResult<MarketPoint> {
+    Ok(MarketPoint {
+        at_us: micros(row, 0),
+        owners: count(row, 1),
+        under_water: count(row, 2),
+        at_risk: count(row, 3),
+        debt_under_water: row.try_get::<_, Whole256>(4)?.0,
+        bad_debt: row.try_get::<_, Whole256>(5)?.0,
+    })
+}
+
+pub async fn market(
+    client: &Client,
+    cluster: &str,
+    from_us: i64,
+    to_us: i64,
+    limit: i64,
+) -> ApiResult<Vec<MarketPoint>> {
+    let rows = client
+        .query(
+            queries::MARKET,
+            &[&cluster, &time_of(from_us), &time_of(to_us), &limit],
+        )
+        .await?;
+    rows.iter().map(market_point).collect()
+}
+
+pub async fn market_before(
+    client: &Client,
+    cluster: &str,
+    before_us: i64,
+) -> ApiResult<Option<MarketPoint>> {
+    client
+        .query_opt(queries::MARKET_BEFORE, &[&cluster, &time_of(before_us)])
+        .await?
+        .as_ref()
+        .map(market_point)
+        .transpose()
+}
+
+/// The stored market buckets of `resolution` whose start is in [from, to).
+pub async fn market_buckets(
+    client: &Client,
+    cluster: &str,
+    resolution: Resolution,
+    from_us: i64,
+    to_us: i64,
+    limit: i64,
+) -> ApiResult<Vec<MarketBucket>> {
+    let width = resolution.width_us().ok_or(ApiError::Invalid)?;
+    let params: [&(dyn ToSql + Sync); 5] = [
+        &cluster,
+        &resolution.code(),
+        &time_of(bucket_start(from_us, width)),
+        &time_of(to_us),
+        &limit,
+    ];
+    let rows = client.query(queries::MARKET_BUCKETS, &params).await?;
+    rows.iter()
+        .map(|row| {
+            Ok(MarketBucket {
+                start_us: micros(row, 0),
+                count: count(row, 1),
+                last: MarketPoint {
+                    at_us: micros(row, 2),
+                    owners: count(row, 3),
+                    under_water: count(row, 4),
+                    at_risk: count(row, 6),
+                    debt_under_water: row.try_get::<_, Whole256>(7)?.0,
+                    bad_debt: row.try_get::<_, Whole256>(8)?.0,
+                },
+                under_water_max: count(row, 5),
+            })
+        })
+        .collect()
+}
+
+/// An event as served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    pub id: i64,
+    pub kind: EventKind,
+    pub owner: String,
+    pub at_us: i64,
+    pub slot: u64,
+    pub health_factor_before: u128,
+    pub health_factor_after: u128,
+    pub debt_pool: Option<String>,
+    pub repaid: Option<u128>,
+    pub collateral_pool: Option<String>,
+    pub seized: Option<u128>,
+}
+
+/// The events list's filters, as ids.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EventFilter {
+    pub kind: Option<EventKind>,
+    pub owner: Option<i32>,
+    pub pool: Option<i32>,
+}
+
+/// Events with at in [from, to) and id below `before_id`, newest first.
+pub async fn events(
+    client: &deadpool_postgres::Client,
+    cluster: &str,
+    filter: EventFilter,
+    from_us: i64,
+    to_us: i64,
+    before_id: i64,
+    limit: i64,
+) -> ApiResult<Vec<EventRow>> {
+    let (from, to) = (time_of(from_us), time_of(to_us));
+    let kind = filter.kind.map(EventKind::code);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cluster, &from, &to, &before_id, &limit];
+    let statement = match (&kind, &filter.owner, &filter.pool) {
+        (None, None, None) => queries::EVENTS,
+        (Some(k), None, None) => {
+            params.push(k);
+            queries::EVENTS_BY_KIND
+        }
+        (None, Some(o), None) => {
+            params.push(o);
+            queries::EVENTS_BY_OWNER
+        }
+        (None, None, Some(p)) => {
+            params.push(p);
+            queries::EVENTS_BY_POOL
+        }
+        (Some(k), Some(o), None) => {
+            params.extend([k as &(dyn ToSql + Sync), o]);
+            queries::EVENTS_BY_KIND_OWNER
+        }
+        (Some(k), None, Some(p)) => {
+            params.extend([k as &(dyn ToSql + Sync), p]);
+            queries::EVENTS_BY_KIND_POOL
+        }
+        (None, Some(o), Some(p)) => {
+            params.extend([o as &(dyn ToSql + Sync), p]);
+            queries::EVENTS_BY_OWNER_POOL
+        }
+        (Some(k), Some(o), Some(p)) => {
+            params.extend([k as &(dyn ToSql + Sync), o, p]);
+            queries::EVENTS_BY_KIND_OWNER_POOL
+        }
+    };
+    let statement = client.prepare_cached(statement).await?;
+    let rows = client.query(&statement, &params).await?;
+    rows.iter()
+        .map(|row| {
+            Ok(EventRow {
+                id: row.get(0),
+                kind: EventKind::from_code(row.get(1))
+                    .ok_or_else(|| ApiError::internal("a history event of an unknown kind"))?,
+                owner: row.get(2),
+                at_us: micros(row, 3),
+                slot: slot(row, 4),
+                health_factor_before: row.try_get::<_, Whole>(5)?.0,
+                health_factor_after: row.try_get::<_, Whole>(6)?.0,
+                debt_pool: row.get(7),
+                repaid: row.try_get::<_, Option<Whole>>(8)?.map(|w| w.0),
+                collateral_pool: row.get(9),
+                seized: row.try_get::<_, Option<Whole>>(10)?.map(|w| w.0),
+            })
+        })
+        .collect()
+}

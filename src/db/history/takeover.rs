@@ -1,0 +1,84 @@
+//! A leader taking over history: it bumps the cluster's writer epoch (from
+//! then on no flush of an older leader can land), then reads what was last
+//! recorded of every owner and pool: the engine's baselines, the ids the
+//! writer will use, and the time the new records must come after.
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::Client;
+
+use super::queries;
+use super::write::Ids;
+use crate::db::numeric::Whole;
+use crate::domain::history::rule::Baseline;
+use crate::domain::pubkey::Pubkey;
+use crate::engine::history::{Baselines, Oracle};
+
+pub struct Takeover {
+    pub epoch: i64,
+    pub baselines: Baselines,
+    pub ids: Ids,
+    /// The latest time recorded so far: new records are stamped after it.
+    pub last_at_us: i64,
+}
+
+pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio_postgres::Error> {
+    let epoch: i64 = client
+        .query_one(queries::TAKE_OVER, &[&cluster])
+        .await?
+        .get(0);
+    let mut ids = Ids::default();
+    let mut owners = Vec::new();
+    let mut last_at_us = i64::MIN;
+    let mut seen = |at: Option<DateTime<Utc>>| {
+        if let Some(at) = at {
+            last_at_us = last_at_us.max(at.timestamp_micros());
+        }
+    };
+    for row in client.query(queries::OWNER_BASELINES, &[&cluster]).await? {
+        let Ok(owner) = row.get::<_, &str>(1).parse::<Pubkey>() else {
+            continue;
+        };
+        ids.owners.insert(owner, row.get(0));
+        let hf: Option<Whole> = row.get(2);
+        let bad: Option<bool> = row.get(3);
+        if let (Some(hf), Some(bad)) = (hf, bad) {
+            owners.push((
+                owner,
+                Baseline {
+                    health_factor: hf.0,
+                    bad_debt: bad,
+                },
+            ));
+        }
+        seen(row.get(4));
+    }
+    let mut oracles = Vec::new();
+    for row in client.query(queries::POOL_BASELINES, &[&cluster]).await? {
+        let Ok(pool) = row.get::<_, &str>(1).parse::<Pubkey>() else {
+            continue;
+        };
+        ids.pools.insert(pool, row.get(0));
+        let at: Option<DateTime<Utc>> = row.get(5);
+        if at.is_some() {
+            let conf: Option<Whole> = row.get(3);
+            let oracle: Oracle = (
+                row.get(2),
+                conf.and_then(|c| u64::try_from(c.0).ok()),
+                row.get(4),
+            );
+            oracles.push((pool, oracle));
+        }
+        seen(at);
+    }
+    let market: Option<DateTime<Utc>> = client
+        .query_one(queries::LAST_MARKET_AT, &[&cluster])
+        .await?
+        .get(0);
+    seen(market);
+    Ok(Takeover {
+        epoch,
+        baselines: Baselines { owners, oracles },
+        ids,
+        last_at_us,
+    })
+}
