@@ -305,6 +305,30 @@ impl Handler<Flush> for HistoryWriter {
     }
 }
 
+/// Makes partitions ahead and drops days past retention now (the writer does
+/// it every ten minutes and at each takeover); answers once done.
+#[derive(Message)]
+#[rtype(result = "ApiResult<()>")]
+pub struct Maintain;
+
+impl Handler<Maintain> for HistoryWriter {
+    type Result = ResponseActFuture<Self, ApiResult<()>>;
+
+    fn handle(&mut self, _: Maintain, _: &mut Self::Context) -> Self::Result {
+        let (db, retention) = (self.db.clone(), self.retention_days);
+        Box::pin(
+            async move { maintain(&db, retention).await }
+                .into_actor(self)
+                .map(|result, act, _| {
+                    let (days, count) = result?;
+                    act.days = days;
+                    act.partitions = count;
+                    Ok(())
+                }),
+        )
+    }
+}
+
 /// What /metrics and health report of the writer.
 #[derive(Debug, Clone, Copy)]
 pub struct HistoryStats {

@@ -126,6 +126,14 @@ text_schema!(
     ))
 );
 text_schema!(
+    TimeParam,
+    "TimeParam",
+    text("A time: RFC 3339 (e.g. 2026-11-25T14:03:07Z) or whole Unix milliseconds.")
+        .pattern(Some(
+            "^([0-9]{1,15}|[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))$"
+        ))
+);
+text_schema!(
     HistoryCauseName,
     "HistoryCause",
     text("Why a health point was recorded: the owner's positions changed, a pool's oracle price, another pool field, or a baseline or reload found a difference.")

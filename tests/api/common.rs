@@ -121,6 +121,8 @@ pub struct TestApp {
     /// The bootstrap super-admin (seeded from SUPER_ADMIN_PUBKEY by the migration).
     pub root: Wallet,
     pub config: Config,
+    /// History's writer (None when history is off).
+    pub history: Option<actix::Addr<lendex::actors::history::HistoryWriter>>,
 }
 
 /// Test settings: own database, free port, no chain (an address that refuses
@@ -144,6 +146,7 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         .await
         .expect("service starts");
     let base = format!("http://{}", service.addrs[0]);
+    let history = service.history.clone();
     actix_rt::spawn(service.server);
     TestApp {
         base,
@@ -151,6 +154,7 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         http: reqwest::Client::new(),
         root,
         config,
+        history,
     }
 }
 
@@ -243,6 +247,45 @@ impl TestApp {
             )
             .await;
         assert_eq!((status, body), (200, json!({ "ok": true })));
+    }
+}
+
+/// Anything the tests read the API of: a service in this process, or a
+/// `lendex serve` process (`Remote`).
+pub trait Api {
+    async fn get(&self, path: &str) -> (u16, Value);
+}
+
+impl Api for TestApp {
+    async fn get(&self, path: &str) -> (u16, Value) {
+        TestApp::get(self, path).await
+    }
+}
+
+/// The API of a `lendex serve` process on a loopback port.
+pub struct Remote {
+    pub base: String,
+    pub http: reqwest::Client,
+}
+
+impl Remote {
+    pub fn on(port: u16) -> Remote {
+        Remote {
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+        }
+    }
+}
+
+impl Api for Remote {
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request");
+        decode(res).await
     }
 }
 

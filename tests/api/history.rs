@@ -30,7 +30,7 @@ pub struct Book {
 
 /// Pools first; once their registration is recorded (the leader records),
 /// an owner.
-pub async fn book(app: &TestApp, db: &tokio_postgres::Client) -> Book {
+pub async fn book(app: &impl Api, db: &tokio_postgres::Client) -> Book {
     let sol = insert_pool(db, 20 * ORACLE_DOLLAR).await;
     let usdc = insert_pool(db, ORACLE_DOLLAR).await;
     assert!(
@@ -74,7 +74,7 @@ pub async fn set_price(db: &tokio_postgres::Client, pool: &str, price: i64) {
 }
 
 /// The account health factor the API serves now.
-pub async fn served(app: &TestApp, owner: &str) -> Option<String> {
+pub async fn served(app: &impl Api, owner: &str) -> Option<String> {
     let (_, body) = app.get(&format!("/api/positions/{owner}/detail")).await;
     body["positions"][0]["health_factor_wad"]
         .as_str()
@@ -95,7 +95,7 @@ async fn wait_served(app: &TestApp, owner: &str, hf: u128) {
 }
 
 /// The owner's raw points, oldest first (the whole retention).
-pub async fn points(app: &TestApp, owner: &str) -> Vec<Value> {
+pub async fn points(app: &impl Api, owner: &str) -> Vec<Value> {
     let (status, body) = app
         .get(&format!("/api/positions/{owner}/history?limit=5000"))
         .await;
@@ -103,7 +103,7 @@ pub async fn points(app: &TestApp, owner: &str) -> Vec<Value> {
     body["points"].as_array().unwrap().clone()
 }
 
-pub async fn events(app: &TestApp, query: &str) -> Vec<Value> {
+pub async fn events(app: &impl Api, query: &str) -> Vec<Value> {
     let (status, body) = app.get(&format!("/api/history/events?{query}")).await;
     assert_eq!(status, 200, "{body}");
     body["events"].as_array().unwrap().clone()

@@ -17,6 +17,8 @@ mod feed_resume;
 mod hardening;
 mod health_feed;
 mod history;
+mod history_faults;
+mod history_reads;
 mod http_errors;
 mod leader;
 mod liquidations_api;

@@ -19,7 +19,9 @@ use crate::http::extract::Params;
 use crate::http::history_params::{Listing, Window, window};
 use crate::http::state::AppState;
 use crate::wire::error::ErrorBody;
-use crate::wire::formats::{HistoryEventKindName, PubkeyText, ResolutionName, time_text};
+use crate::wire::formats::{
+    HistoryEventKindName, PubkeyText, ResolutionName, TimeParam, time_text,
+};
 use crate::wire::history::{
     HealthBucketWire, HealthPointWire, HistoryEventWire, HistoryEventsResponse, MarketBucketWire,
     MarketHistoryEntry, MarketHistoryResponse, MarketPointWire, OwnerHistoryEntry,
@@ -58,8 +60,8 @@ fn span(w: &Window) -> (String, String) {
 
 #[utoipa::path(get, path = "/api/positions/{user}/history", tag = "history",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           ("from" = Option<String>, Query, description = "start of the range (inclusive)"),
-           ("to" = Option<String>, Query, description = "end of the range (exclusive)"),
+           ("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
+           ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
            ("resolution" = Option<ResolutionName>, Query, description = "raw (default) or buckets: 1m, 5m, 1h, 1d"),
            ("limit" = Option<i64>, Query, description = "points or buckets per page"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
@@ -133,8 +135,8 @@ pub async fn owner_history(
     params(("kind" = Option<HistoryEventKindName>, Query, description = "only events of this kind"),
            ("owner" = Option<PubkeyText>, Query, description = "only this wallet's"),
            ("pool" = Option<PubkeyText>, Query, description = "only events of this pool: a liquidation's debt or collateral pool, or for the other kinds any pool the owner held"),
-           ("from" = Option<String>, Query, description = "start of the range (inclusive)"),
-           ("to" = Option<String>, Query, description = "end of the range (exclusive)"),
+           ("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
+           ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
            ("limit" = Option<i64>, Query, description = "events per page"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
            ("If-None-Match" = Option<String>, Header, description = "ETags held: a match is 304")),
@@ -219,8 +221,8 @@ fn event_wire(e: EventRow) -> HistoryEventWire {
 
 #[utoipa::path(get, path = "/api/pools/{pool}/prices", tag = "history",
     params(("pool" = PubkeyText, Path, description = "a pool in the index"),
-           ("from" = Option<String>, Query, description = "start of the range (inclusive)"),
-           ("to" = Option<String>, Query, description = "end of the range (exclusive)"),
+           ("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
+           ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
            ("limit" = Option<i64>, Query, description = "rows per page"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
            ("If-None-Match" = Option<String>, Header, description = "ETags held: a match is 304")),
@@ -274,8 +276,8 @@ fn price_wire(p: &PriceRow) -> PriceWire {
 }
 
 #[utoipa::path(get, path = "/api/history/market", tag = "history",
-    params(("from" = Option<String>, Query, description = "start of the range (inclusive)"),
-           ("to" = Option<String>, Query, description = "end of the range (exclusive)"),
+    params(("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
+           ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
            ("resolution" = Option<ResolutionName>, Query, description = "raw samples (default) or buckets: 1m, 5m, 1h, 1d"),
            ("limit" = Option<i64>, Query, description = "samples or buckets per page"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
