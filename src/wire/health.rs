@@ -45,6 +45,23 @@ pub struct HealthChecks {
     pub sync: SyncCheck,
     pub cache: CacheCheck,
     pub writer: WriterCheck,
+    pub history: HistoryCheck,
+}
+
+/// History (decisions §12): recorded by the leader, stored in the background.
+/// Informational: the database check already says when storing cannot work.
+#[derive(Serialize, ToSchema)]
+pub struct HistoryCheck {
+    /// history.retention_days is above 0.
+    pub enabled: bool,
+    /// This replica records (it leads).
+    pub recording: bool,
+    /// Rows waiting to be stored.
+    pub queued: usize,
+    /// Rows dropped, the oldest first, past history.max_pending.
+    pub dropped: u64,
+    /// The last attempt to store failed (retried as it was).
+    pub failing: bool,
 }
 
 /// The database writer's lanes (index, admin, tx_log), each with its own queue

@@ -10,6 +10,7 @@ use chrono::{SecondsFormat, Utc};
 use crate::actors::chain_reader::GetSlot;
 use crate::actors::chain_sync::GetSyncStatus;
 use crate::actors::health_cache::Stats as CacheStatsRequest;
+use crate::actors::history::GetHistoryStats;
 use crate::db::queries;
 use crate::db::writes::Lane;
 use crate::error::ApiResult;
@@ -22,12 +23,13 @@ pub(super) const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency")))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let (db, rpc, sync, cache, lanes) = futures_util::join!(
+    let (db, rpc, sync, cache, lanes, history) = futures_util::join!(
         database_check(&state),
         rpc_check(&state),
         sync_check(&state),
         cache_check(&state),
-        tokio::time::timeout(CHECK_DEADLINE, state.writer.stats())
+        tokio::time::timeout(CHECK_DEADLINE, state.writer.stats()),
+        history_check(&state),
     );
     let writer = WriterCheck {
         lanes: lanes
@@ -66,8 +68,26 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             sync,
             cache,
             writer,
+            history,
         },
     }))
+}
+
+async fn history_check(state: &AppState) -> HistoryCheck {
+    let stats = match &state.history {
+        Some(writer) => tokio::time::timeout(CHECK_DEADLINE, writer.send(GetHistoryStats))
+            .await
+            .ok()
+            .and_then(Result::ok),
+        None => None,
+    };
+    HistoryCheck {
+        enabled: state.history.is_some(),
+        recording: stats.is_some_and(|s| s.leading),
+        queued: stats.map_or(0, |s| s.queued),
+        dropped: stats.map_or(0, |s| s.dropped),
+        failing: stats.is_some_and(|s| s.failing),
+    }
 }
 
 async fn database_check(state: &AppState) -> (DatabaseCheck, Counts) {
