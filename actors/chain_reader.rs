@@ -17,7 +17,7 @@ use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 
 use crate::chain::rpc::{self, AccountRead, Filter, RawAccount};
 use crate::config::RpcConfig;
-use crate::domain::accounts::{POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET};
+use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET};
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
@@ -154,6 +154,56 @@ impl Handler<ScanPoolPositions> for ChainReader {
             ];
             let work = rpc::get_program_accounts(&client, &msg.program, &filters);
             within(msg.deadline, "getProgramAccounts", work).await
+        })
+    }
+}
+
+/// Every LendingPool account of the program (getProgramAccounts with a memcmp
+/// on the discriminator), with the slot: registered or not.
+#[derive(Message)]
+#[rtype(result = "ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
+pub struct ScanPools {
+    pub program: Pubkey,
+    pub deadline: Duration,
+}
+
+impl Handler<ScanPools> for ChainReader {
+    type Result = ResponseFuture<ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>>;
+
+    fn handle(&mut self, msg: ScanPools, _: &mut Self::Context) -> Self::Result {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let filters = [Filter::Memcmp {
+                offset: 0,
+                bytes: &POOL_DISCRIMINATOR,
+            }];
+            let work = rpc::get_program_accounts(&client, &msg.program, &filters);
+            within(msg.deadline, "getProgramAccounts", work).await
+        })
+    }
+}
+
+/// The signature that created an account, when the chain can tell it in one
+/// page of signatures (`rpc::first_signature`).
+#[derive(Message)]
+#[rtype(result = "ApiResult<Option<String>>")]
+pub struct FirstSignature {
+    pub address: Pubkey,
+    pub deadline: Duration,
+}
+
+/// Signatures asked for at once: a pool whose history is longer has no
+/// signature found (the operator gives it).
+const SIGNATURE_PAGE: usize = 1000;
+
+impl Handler<FirstSignature> for ChainReader {
+    type Result = ResponseFuture<ApiResult<Option<String>>>;
+
+    fn handle(&mut self, msg: FirstSignature, _: &mut Self::Context) -> Self::Result {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let work = rpc::first_signature(&client, &msg.address, SIGNATURE_PAGE);
+            within(msg.deadline, "getSignaturesForAddress", work).await
         })
     }
 }

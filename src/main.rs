@@ -121,14 +121,15 @@ enum RemoteCommand {
     /// is the mint's PDA.
     RegisterPool {
         pool_address: String,
-        /// The transaction signature that initialised it.
+        /// The transaction signature that initialised it (default: the one
+        /// the service finds on chain, when the chain can tell).
         #[arg(long)]
-        init_signature: String,
+        init_signature: Option<String>,
         #[arg(long)]
         symbol: Option<String>,
     },
-    /// Read the audit log as a table (signed read_audit when the cluster asks
-    /// for it).
+    /// Read the audit log as a table (no keypair needed where the cluster
+    /// makes it public; signed read_audit when the cluster asks for it).
     Audit {
         #[arg(long)]
         actor: Option<String>,

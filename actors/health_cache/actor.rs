@@ -83,6 +83,8 @@ pub struct HealthCache {
     /// This replica's name in the NOTIFY of its own writes (see `db::listen`).
     origin: String,
     pub(super) cluster: &'static str,
+    /// Appended to explorer links of this cluster (GET /api/pools/status).
+    pub(super) explorer_query: String,
     pub(super) max_oracle_age: i64,
     pub(super) engine: Engine,
     pub(super) rendered: SharedRendered,
@@ -139,6 +141,10 @@ impl HealthCache {
             database_url: config.database.url.clone(),
             origin,
             cluster: config.chain.cluster.as_str(),
+            explorer_query: crate::wire::pools::explorer_query(
+                config.chain.cluster.as_str(),
+                &config.rpc.url,
+            ),
             max_oracle_age: i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX),
             engine: Engine::new(config.cache.max_owners),
             rendered: SharedRendered::default(),

@@ -286,10 +286,15 @@ impl Handler<PoolStatus> for HealthCache {
         if !self.ready {
             return Err(not_loaded());
         }
+        let served = crate::engine::pool_status::Served {
+            cluster: self.cluster,
+            explorer_query: &self.explorer_query,
+        };
         Ok(crate::engine::pool_status::pool_status_body(
             &self.engine,
             now_seconds(),
             self.max_oracle_age,
+            served,
         ))
     }
 }

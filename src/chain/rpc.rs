@@ -188,6 +188,28 @@ pub async fn get_program_accounts(
     Ok((slot, accounts))
 }
 
+#[derive(Deserialize)]
+struct SignatureInfo {
+    signature: String,
+}
+
+/// The signature of the transaction that created `address`: the oldest of
+/// its signatures, when all of them fit in one page of `page` (otherwise the
+/// oldest is not known from one call, and `None` is answered).
+pub async fn first_signature(
+    client: &RpcClient,
+    address: &Pubkey,
+    page: usize,
+) -> ClientResult<Option<String>> {
+    let params = json!([address.to_string(), { "limit": page, "commitment": "confirmed" }]);
+    let signatures: Vec<SignatureInfo> = client
+        .send(RpcRequest::GetSignaturesForAddress, params)
+        .await?;
+    Ok((signatures.len() < page)
+        .then(|| signatures.into_iter().last().map(|s| s.signature))
+        .flatten())
+}
+
 /// surfpool's `surfnet_setAccount`: creates or overwrites an account at once.
 /// Only for the local chain (demo seeding and tests), never called by the server.
 pub async fn surfnet_set_account(

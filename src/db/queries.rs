@@ -61,19 +61,22 @@ pub const UPSERT_ADMINS: &str = "INSERT INTO pool_admins (pubkey, role, label, a
         SET role = EXCLUDED.role, label = EXCLUDED.label, added_by = EXCLUDED.added_by,
             revoked_at = NULL";
 
+/// Audit entries newest first: id below $2 (paging), created in [$3, $4),
+/// at most $1; each variant adds one filter ($5, $6 in the order actor, action).
 macro_rules! audit_select {
     ($where:literal) => {
         concat!(
             "SELECT id, actor, action, target, details, created_at FROM audit_log ",
+            "WHERE id < $2 AND created_at >= $3 AND created_at < $4 ",
             $where,
             " ORDER BY id DESC LIMIT $1"
         )
     };
 }
 pub const AUDIT_LIST: &str = audit_select!("");
-pub const AUDIT_LIST_BY_ACTOR: &str = audit_select!("WHERE actor = $2");
-pub const AUDIT_LIST_BY_ACTION: &str = audit_select!("WHERE action = $2");
-pub const AUDIT_LIST_BY_ACTOR_ACTION: &str = audit_select!("WHERE actor = $2 AND action = $3");
+pub const AUDIT_LIST_BY_ACTOR: &str = audit_select!("AND actor = $5");
+pub const AUDIT_LIST_BY_ACTION: &str = audit_select!("AND action = $5");
+pub const AUDIT_LIST_BY_ACTOR_ACTION: &str = audit_select!("AND actor = $5 AND action = $6");
 
 // ---- nonces -------------------------------------------------------------------
 

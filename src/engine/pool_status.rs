@@ -5,13 +5,34 @@
 use bytes::Bytes;
 
 use super::Engine;
+use crate::domain::rates::utilization_wad;
+use crate::domain::wad::{Big, value_wad};
 use crate::wire::pools::{PoolStatus, PoolStatusResponse};
 
+/// Where the answer is served: the cluster and its explorer link's query.
+pub struct Served<'a> {
+    pub cluster: &'static str,
+    pub explorer_query: &'a str,
+}
+
 /// Every pool, by symbol then address.
-pub fn pool_status_body(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes {
+pub fn pool_status_body(engine: &Engine, now: i64, max_oracle_age: i64, served: Served) -> Bytes {
     let mut pools: Vec<PoolStatus> = engine
         .pools()
-        .map(|p| PoolStatus {
+        .map(|p| {
+            let pricing = &p.state.pricing;
+            // Token amounts valued as §3 values deposits and debt.
+            let value = |amount: u64| match pricing.price() {
+                Some((price, expo)) => value_wad(Big::from(amount), price, expo, pricing.decimals),
+                None => Big::ZERO,
+            };
+            (
+                p,
+                value(p.state.total_deposits),
+                value(p.state.total_borrows),
+            )
+        })
+        .map(|(p, deposits_value, borrows_value)| PoolStatus {
             pool_address: p.address_text.to_string(),
             symbol: p.state.symbol.clone(),
             decimals: p.state.pricing.decimals,
@@ -21,12 +42,24 @@ pub fn pool_status_body(engine: &Engine, now: i64, max_oracle_age: i64) -> Bytes
             oracle_age_seconds: now.saturating_sub(p.state.last_update_ts),
             oracle_stale: p.oracle_stale(now, max_oracle_age),
             slot: p.state.slot,
+            oracle_conf: p.state.terms.oracle_conf.map(|c| c.to_string()),
+            total_deposits: p.state.total_deposits.to_string(),
+            total_borrows: p.state.total_borrows.to_string(),
+            deposits_value_wad: deposits_value.to_string(),
+            borrows_value_wad: borrows_value.to_string(),
+            utilization_wad: utilization_wad(p.state.total_borrows, p.state.total_deposits)
+                .to_string(),
+            supply_apy: p.supply_apy,
+            borrow_apy: p.borrow_apy,
+            liquidation_threshold_wad: p.state.pricing.liquidation_threshold_wad.to_string(),
         })
         .collect();
     pools.sort_by(|a, b| (&a.symbol, &a.pool_address).cmp(&(&b.symbol, &b.pool_address)));
     Bytes::from(
         serde_json::to_vec(&PoolStatusResponse {
             max_oracle_age_seconds: max_oracle_age,
+            cluster: served.cluster,
+            explorer_query: served.explorer_query.to_string(),
             pools,
         })
         .expect("plain values serialize"),

@@ -78,6 +78,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(read(resource("/api/pools", GET), pools::list_pools))
         .service(read(resource("/api/pools/status", GET), pools::pool_status))
         .service(read(
+            resource("/api/pools/unregistered", GET),
+            pools::unregistered_pools,
+        ))
+        .service(read(
             resource("/api/pools/{address}/chain", GET),
             pools::pool_on_chain,
         ))

@@ -9,7 +9,7 @@
 pub mod audit_table;
 pub mod keypair;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
@@ -46,7 +46,8 @@ pub enum Remote {
     },
     RegisterPool {
         pool_address: String,
-        init_signature: String,
+        /// None: the signature the service finds on chain.
+        init_signature: Option<String>,
         symbol: Option<String>,
     },
     Audit {
@@ -70,7 +71,8 @@ pub fn keygen(outfile: Option<&Path>) -> Result<(), String> {
 }
 
 /// Runs `command` against the service at `url`, signed with the keypair at
-/// `keypair_path`; returns the server's JSON answer.
+/// `keypair_path` (read only when something is to be signed: a public audit
+/// read needs none); returns the server's JSON answer.
 pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<String, Failure> {
     let client = Client {
         http: reqwest::Client::builder()
@@ -78,7 +80,7 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
             .build()
             .map_err(|e| e.to_string())?,
         base: url.trim_end_matches('/').to_string(),
-        key: keypair::read(keypair_path)?,
+        keypair: keypair_path.to_path_buf(),
     };
     match command {
         Remote::AddAdmin {
@@ -131,6 +133,16 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
                 .as_str()
                 .ok_or_else(|| format!("the pool read has no token_mint: {read}"))?
                 .to_string();
+            let init_signature = match init_signature {
+                Some(given) => given,
+                None => fields["init_signature"]
+                    .as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        "the chain does not say which transaction created the pool: give --init-signature"
+                            .to_string()
+                    })?,
+            };
             let signed = client.signed(&init_pool_action(&mint)).await?;
             let body = signed.body(json!({
                 "pool_address": pool_address, "token_mint": mint, "symbol": symbol,
@@ -138,11 +150,11 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
                 "pool_bump": field("pool_bump"), "authority_bump": field("authority_bump"),
                 "vault_bump": field("vault_bump"), "init_signature": init_signature,
             }));
-            if fields["authority"].as_str() != Some(client.pubkey().to_string().as_str()) {
+            let me = client.pubkey()?;
+            if fields["authority"].as_str() != Some(me.to_string().as_str()) {
                 eprintln!(
-                    "note: the pool's on-chain authority is {}, not this keypair's {}",
+                    "note: the pool's on-chain authority is {}, not this keypair's {me}",
                     fields["authority"],
-                    client.pubkey()
                 );
             }
             client
@@ -166,7 +178,7 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
                 Err(Failure::Answer(body)) if body.contains("\"forbidden\"") => {
                     let signed = client.signed(READ_AUDIT_ACTION).await?;
                     let headers = [
-                        ("x-actor", client.pubkey().to_string()),
+                        ("x-actor", signed.actor.clone()),
                         ("x-nonce", signed.nonce.clone()),
                         ("x-signature", signed.signature.clone()),
                     ];
@@ -188,7 +200,8 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
 struct Client {
     http: reqwest::Client,
     base: String,
-    key: SigningKey,
+    /// The Solana CLI keypair file, read when something is signed.
+    keypair: PathBuf,
 }
 
 /// A nonce issued for this client's wallet and its signature.
@@ -209,14 +222,19 @@ impl Signed {
 }
 
 impl Client {
-    fn pubkey(&self) -> Pubkey {
-        keypair::pubkey_of(&self.key)
+    fn key(&self) -> Result<SigningKey, Failure> {
+        Ok(keypair::read(&self.keypair)?)
+    }
+
+    fn pubkey(&self) -> Result<Pubkey, Failure> {
+        Ok(keypair::pubkey_of(&self.key()?))
     }
 
     /// Steps 1 and 2 of the handshake: a nonce for `action`, and the signature
     /// of the canonical message (only if the server's message is exactly it).
     async fn signed(&self, action: &str) -> Result<Signed, Failure> {
-        let actor = self.pubkey().to_string();
+        let key = self.key()?;
+        let actor = keypair::pubkey_of(&key).to_string();
         let answer = self
             .send(
                 reqwest::Method::POST,
@@ -237,7 +255,7 @@ impl Client {
                 "refusing to sign: the server's message is not the canonical one for {action}"
             )));
         }
-        let signature = bs58::encode(self.key.sign(message.as_bytes()).to_bytes()).into_string();
+        let signature = bs58::encode(key.sign(message.as_bytes()).to_bytes()).into_string();
         Ok(Signed {
             actor,
             nonce,

@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::formats::{
-    I64Text, NonceText, PubkeyText, TxSignature, U64Text, WadText, WalletSignature,
+    DecimalText, I64Text, NonceText, PubkeyText, TxSignature, U64Text, WadText, WalletSignature,
 };
 
 /// Spec 2.1, as GET /api/pools returns it (the `decimals` column is internal).
@@ -134,6 +134,34 @@ pub struct PoolOnChain {
     pub vault_bump: u8,
     /// Already in the index of this cluster.
     pub registered: bool,
+    /// The transaction that created the account, when the chain tells it in
+    /// one page of its signatures (null otherwise: the operator gives it).
+    #[schema(value_type = Option<TxSignature>)]
+    pub init_signature: Option<String>,
+}
+
+/// A pool on chain that is not in the index (GET /api/pools/unregistered).
+#[derive(Serialize, ToSchema)]
+pub struct UnregisteredPool {
+    #[schema(value_type = PubkeyText)]
+    pub pool_address: String,
+    #[schema(value_type = PubkeyText)]
+    pub token_mint: String,
+    /// The one wallet that may register it.
+    #[schema(value_type = PubkeyText)]
+    pub authority: String,
+    #[schema(value_type = Option<I64Text>)]
+    pub oracle_price: Option<String>,
+    pub oracle_expo: Option<i32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UnregisteredPoolsResponse {
+    /// By address; at most 200 (a program anyone can initialise pools of may
+    /// hold many more).
+    pub pools: Vec<UnregisteredPool>,
+    /// The chain held more than were listed.
+    pub truncated: bool,
 }
 
 /// The body of POST /api/pools/sync; its `parse` (http::handlers::pools) reads it
@@ -176,10 +204,85 @@ pub struct PoolStatus {
     pub oracle_stale: bool,
     /// The context slot of the chain read the pool's row holds.
     pub slot: u64,
+    /// The oracle's confidence, in the price's units (null until set).
+    #[schema(value_type = Option<U64Text>)]
+    pub oracle_conf: Option<String>,
+    /// Token base units deposited and borrowed.
+    #[schema(value_type = U64Text)]
+    pub total_deposits: String,
+    #[schema(value_type = U64Text)]
+    pub total_borrows: String,
+    /// Their value in WAD USD at the oracle price, as §3 values tokens (0 unpriced).
+    #[schema(value_type = DecimalText)]
+    pub deposits_value_wad: String,
+    #[schema(value_type = DecimalText)]
+    pub borrows_value_wad: String,
+    /// total_borrows / total_deposits, as a WAD (decisions §3).
+    #[schema(value_type = WadText)]
+    pub utilization_wad: String,
+    /// Fractions (0.05 is 5%), as GET /api/positions/{user}/detail gives them.
+    pub supply_apy: f64,
+    pub borrow_apy: f64,
+    #[schema(value_type = WadText)]
+    pub liquidation_threshold_wad: String,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct PoolStatusResponse {
     pub max_oracle_age_seconds: i64,
+    /// The cluster this service indexes: mainnet, devnet or localnet.
+    pub cluster: &'static str,
+    /// What a Solana explorer address link needs appended to open this cluster
+    /// ("" on mainnet; on localnet a customUrl of the RPC's origin).
+    pub explorer_query: String,
     pub pools: Vec<PoolStatus>,
+}
+
+/// What a Solana explorer address link needs to open `cluster`: nothing on
+/// mainnet, `?cluster=devnet`, or for a local chain `?cluster=custom` with a
+/// `customUrl` of the RPC's origin only (scheme, host and port: a path or
+/// query string, where providers put their keys, is never shown).
+pub fn explorer_query(cluster: &str, rpc_url: &str) -> String {
+    match cluster {
+        "mainnet" => String::new(),
+        "devnet" => "?cluster=devnet".to_string(),
+        _ => {
+            let (scheme, rest) = rpc_url.split_once("://").unwrap_or(("http", rpc_url));
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = authority.rsplit('@').next().unwrap_or_default();
+            let origin = format!("{scheme}://{host}");
+            let encoded: String =
+                percent_encoding::utf8_percent_encode(&origin, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string();
+            format!("?cluster=custom&customUrl={encoded}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::explorer_query;
+
+    #[test]
+    fn explorer_links_open_the_right_chain_and_never_a_key() {
+        assert_eq!(
+            explorer_query("mainnet", "https://x.example/?api-key=s"),
+            ""
+        );
+        assert_eq!(
+            explorer_query("devnet", "https://api.devnet.solana.com"),
+            "?cluster=devnet"
+        );
+        assert_eq!(
+            explorer_query("localnet", "http://127.0.0.1:8899"),
+            "?cluster=custom&customUrl=http%3A%2F%2F127%2E0%2E0%2E1%3A8899"
+        );
+        assert_eq!(
+            explorer_query(
+                "localnet",
+                "https://user:pw@rpc.example:443/v1/SECRET?key=SECRET"
+            ),
+            "?cluster=custom&customUrl=https%3A%2F%2Frpc%2Eexample%3A443"
+        );
+    }
 }

@@ -170,14 +170,18 @@ async fn a_new_operator_becomes_admin_and_manages_the_allowlist() {
         "{actions:?}"
     );
 
-    // A keypair file that is not one is refused before any request.
+    // A keypair file that is not one is refused before anything is signed.
     std::fs::write(dir.join("bad.json"), "[1,2,3]").unwrap();
-    let broken = remote(&app, &dir.join("bad.json"), &["audit"]).await;
+    let broken = remote(&app, &dir.join("bad.json"), &["revoke-admin", &operator]).await;
     assert!(
         !broken.ok && broken.stderr.contains("64 bytes"),
         "{}",
         broken.stderr
     );
+    // The audit log is public here: read with no keypair at all.
+    let public = remote(&app, &dir.join("none.json"), &["audit", "--json"]).await;
+    assert!(public.ok, "{}", public.stderr);
+    assert!(!public.json()["entries"].as_array().unwrap().is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -1,7 +1,9 @@
 //! The admin allowlist and the audit log (spec 4.2 to 4.6).
 
-use crate::wire::formats::{NonceText, PubkeyText, WalletSignature};
+use crate::wire::formats::{NonceText, PubkeyText, TimeParam, WalletSignature};
 use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::{DateTime, Utc};
+use tokio_postgres::types::ToSql;
 
 use crate::actors::db_writer::write;
 use crate::config::Cluster;
@@ -14,6 +16,7 @@ use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::extract::Params;
+use crate::http::history_params::parse_time;
 use crate::http::signed::{Credentials, Need, active_role, authorize, credentials};
 use crate::http::state::AppState;
 use crate::wire::admin::{
@@ -170,10 +173,14 @@ pub async fn revoke_admin(state: web::Data<AppState>, body: JsonBody) -> ApiResu
         ("actor" = Option<String>, Query, description = "exact actor filter"),
         ("action" = Option<String>, Query, description = "exact action filter"),
         ("limit" = Option<i64>, Query, description = "default 50, at most 200"),
+        ("before" = Option<i64>, Query, description = "only entries with a smaller id (the next page: the last id of this one)"),
+        ("from" = Option<TimeParam>, Query, description = "only entries created at or after this time"),
+        ("to" = Option<TimeParam>, Query, description = "only entries created before this time"),
         ("x-actor" = Option<PubkeyText>, Header, description = "mainnet only: signer pubkey"),
         ("x-nonce" = Option<NonceText>, Header, description = "mainnet only: nonce issued for `read_audit`"),
         ("x-signature" = Option<WalletSignature>, Header, description = "mainnet only: signature of the read_audit message")),
     responses((status = 200, body = AuditResponse, description = "audit entries, newest first"),
+        (status = 400, body = ErrorBody, description = "invalid (a malformed before, from or to)"),
         (status = 403, body = ErrorBody, description = "forbidden (mainnet, without a valid signed nonce)")))]
 pub async fn audit(
     req: HttpRequest,
@@ -184,27 +191,42 @@ pub async fn audit(
         check_audit_credentials(&req, &state).await?;
     }
     let limit = clamp_limit(params.get("limit").as_deref());
-    let client = state.db.get().await?;
-    let rows = match (params.get("actor"), params.get("action")) {
-        (None, None) => {
-            let stmt = client.prepare_cached(queries::AUDIT_LIST).await?;
-            client.query(&stmt, &[&limit]).await?
-        }
-        (Some(actor), None) => {
-            let stmt = client.prepare_cached(queries::AUDIT_LIST_BY_ACTOR).await?;
-            client.query(&stmt, &[&limit, &actor]).await?
-        }
-        (None, Some(action)) => {
-            let stmt = client.prepare_cached(queries::AUDIT_LIST_BY_ACTION).await?;
-            client.query(&stmt, &[&limit, &action]).await?
-        }
-        (Some(actor), Some(action)) => {
-            let stmt = client
-                .prepare_cached(queries::AUDIT_LIST_BY_ACTOR_ACTION)
-                .await?;
-            client.query(&stmt, &[&limit, &actor, &action]).await?
-        }
+    let before = match params.get("before") {
+        None => i64::MAX,
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|id| *id > 0)
+            .ok_or(ApiError::Invalid)?,
     };
+    let time = |key: &str| -> ApiResult<Option<DateTime<Utc>>> {
+        params
+            .get(key)
+            .map(|v| {
+                parse_time(&v).map(|us| DateTime::from_timestamp_micros(us).unwrap_or_default())
+            })
+            .transpose()
+    };
+    // Unbounded, within what PostgreSQL's timestamps hold.
+    let from = time("from")?.unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+    let to =
+        time("to")?.unwrap_or(DateTime::from_timestamp(253_402_300_799, 0).unwrap_or_default());
+    let client = state.db.get().await?;
+    let window: [&(dyn ToSql + Sync); 4] = [&limit, &before, &from, &to];
+    let (statement, filters): (&str, Vec<String>) =
+        match (params.get("actor"), params.get("action")) {
+            (None, None) => (queries::AUDIT_LIST, vec![]),
+            (Some(actor), None) => (queries::AUDIT_LIST_BY_ACTOR, vec![actor.into_owned()]),
+            (None, Some(action)) => (queries::AUDIT_LIST_BY_ACTION, vec![action.into_owned()]),
+            (Some(actor), Some(action)) => (
+                queries::AUDIT_LIST_BY_ACTOR_ACTION,
+                vec![actor.into_owned(), action.into_owned()],
+            ),
+        };
+    let mut all: Vec<&(dyn ToSql + Sync)> = window.to_vec();
+    all.extend(filters.iter().map(|f| f as &(dyn ToSql + Sync)));
+    let stmt = client.prepare_cached(statement).await?;
+    let rows = client.query(&stmt, &all).await?;
     let entries = rows.iter().map(AuditEntry::from_row).collect();
     Ok(HttpResponse::Ok().json(AuditResponse { entries }))
 }

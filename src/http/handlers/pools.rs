@@ -3,9 +3,12 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use crate::actors::chain_reader::ReadAccounts;
+use std::time::Duration;
+
+use crate::actors::chain_reader::{FirstSignature, ReadAccounts, ScanPools};
 use crate::actors::chain_sync::Reconcile;
 use crate::actors::health_cache::{PoolStatus, Reaches, commit};
+use crate::chain::rpc::AccountRead;
 use crate::db::queries;
 use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
@@ -25,7 +28,7 @@ use crate::wire::error::ErrorBody;
 use crate::wire::formats::PubkeyText;
 use crate::wire::pools::{
     InitPoolRequest, InitPoolResponse, Pool, PoolOnChain, PoolStatusResponse, PoolsResponse,
-    SyncPoolRequest, SyncPoolResponse,
+    SyncPoolRequest, SyncPoolResponse, UnregisteredPool, UnregisteredPoolsResponse,
 };
 
 /// A pool registration as the handler needs it: the credentials, and what
@@ -218,6 +221,17 @@ pub async fn pool_on_chain(
         .await??;
     let decoded = state.ingest.pool_on_chain(&pool, &reads[0])?;
     let registered = is_registered(&state.db, state.cluster.as_str(), &pool).await?;
+    // A convenience: without it the operator gives the signature.
+    let init_signature = state
+        .chain
+        .send(FirstSignature {
+            address: pool,
+            deadline: Duration::from_millis(state.config.rpc.timeout_ms),
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten();
     Ok(HttpResponse::Ok().json(PoolOnChain {
         pool_address: pool.to_string(),
         token_mint: decoded.token_mint.to_string(),
@@ -227,7 +241,55 @@ pub async fn pool_on_chain(
         authority_bump: decoded.authority_bump,
         vault_bump: decoded.vault_bump,
         registered,
+        init_signature,
     }))
+}
+
+/// Unregistered pools listed at most.
+const MAX_UNREGISTERED: usize = 200;
+
+#[utoipa::path(get, path = "/api/pools/unregistered", tag = "pools",
+    responses((status = 200, body = UnregisteredPoolsResponse, description = "the program's LendingPool accounts on chain (at their mint's pool address) that are not in the index, by address: what an operator may register"),
+        (status = 429, body = ErrorBody, description = "rate limited (each call reads the chain)"),
+        (status = 502, body = ErrorBody, description = "rpc unavailable")))]
+pub async fn unregistered_pools(
+    _: PublicWrite,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    let scan = ScanPools {
+        program: state.ingest.program,
+        deadline: Duration::from_millis(state.config.rpc.timeout_ms) * 4,
+    };
+    let (slot, accounts) = state.chain.send(scan).await??;
+    let client = state.db.get().await?;
+    let registered: std::collections::HashSet<String> = client
+        .query(queries::LIST_POOL_ADDRESSES, &[&state.cluster.as_str()])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut pools: Vec<UnregisteredPool> = accounts
+        .into_iter()
+        .filter(|(key, _)| !registered.contains(&key.to_string()))
+        .filter_map(|(key, account)| {
+            let read = AccountRead {
+                slot,
+                account: Some(account),
+            };
+            let pool = state.ingest.pool_on_chain(&key, &read).ok()?;
+            Some(UnregisteredPool {
+                pool_address: key.to_string(),
+                token_mint: pool.token_mint.to_string(),
+                authority: pool.authority.to_string(),
+                oracle_price: pool.oracle_price.map(|p| p.to_string()),
+                oracle_expo: pool.oracle_expo,
+            })
+        })
+        .collect();
+    pools.sort_by(|a, b| a.pool_address.cmp(&b.pool_address));
+    let truncated = pools.len() > MAX_UNREGISTERED;
+    pools.truncate(MAX_UNREGISTERED);
+    Ok(HttpResponse::Ok().json(UnregisteredPoolsResponse { pools, truncated }))
 }
 
 #[utoipa::path(post, path = "/api/pools/sync", tag = "pools", request_body = SyncPoolRequest,

@@ -30,6 +30,7 @@ use crate::wire::formats::TimeParam;
         pools::init_pool,
         pools::pool_on_chain,
         pools::pool_status,
+        pools::unregistered_pools,
         pools::sync_pool,
         positions::list_positions,
         positions::sync_position,
@@ -142,7 +143,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 27);
+        assert_eq!(operations, 28);
         // Every reference resolves (openapi-spec-validator refuses the document otherwise).
         fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
             match v {
