@@ -63,9 +63,11 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         program: parse_pubkey(&config.chain.program_id).map_err(StartError::Config)?,
         cluster: config.chain.cluster.as_str(),
     };
-    let history = config.history.enabled().then(|| {
-        HistoryWriter::new(pool.clone(), config.chain.cluster.as_str(), &config.history).start()
-    });
+    let history = if config.history.enabled() {
+        Some(start_history_writer(&config)?)
+    } else {
+        None
+    };
     let link = history.clone().map(|writer| {
         HistoryLink::new(
             writer,
@@ -172,6 +174,21 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     tracing::info!("lendex stopped; all acknowledged writes are committed");
     crate::logging::flush(Duration::from_millis(500));
     result
+}
+
+/// History's writer on a thread of its own with connections of its own: what
+/// it encodes and copies never holds up the health cache or the feed.
+fn start_history_writer(config: &Config) -> Result<Addr<HistoryWriter>, StartError> {
+    let db = db::connect_pool(&crate::config::DatabaseConfig {
+        pool_size: 2,
+        ..config.database.clone()
+    })?;
+    let (cluster, history) = (config.chain.cluster.as_str(), config.history.clone());
+    let arbiter = actix::Arbiter::new();
+    Ok(HistoryWriter::start_in_arbiter(
+        &arbiter.handle(),
+        move |_| HistoryWriter::new(db, cluster, &history),
+    ))
 }
 
 /// How long a stop waits for queued history to be stored.

@@ -193,12 +193,13 @@ impl HealthCache {
         if !self.pending.direct.is_empty() {
             let heard = self.pending.chain_heard.take();
             self.apply_direct();
-            self.record_history();
             if self.publish()
                 && let Some(heard) = heard
             {
                 crate::metrics::feed_freshness_chain(heard.elapsed());
             }
+            // After the feed: its subscribers wait on the publish, history does not.
+            self.record_history();
         }
         if self.pending.is_empty() {
             let waiters = std::mem::take(&mut self.pending.waiters);
@@ -326,12 +327,12 @@ impl HealthCache {
             tracing::warn!(error = %e, "cache could not read rows; reloading everything");
             self.pending.reload_all = true;
         }
-        self.record_history();
         if self.publish()
             && let Some(heard) = batch.notify_heard
         {
             crate::metrics::feed_freshness_notify(heard.elapsed());
         }
+        self.record_history();
         self.answer(ctx, batch.waiters, result, batch.write_through);
         if failed {
             // The database is unreachable: try again shortly rather than spin.

@@ -1,10 +1,14 @@
 //! The history writer (decisions §12): the leader's engine records what
 //! matters, the health cache stamps it and sends it here, and this actor
-//! stores it, off every hot path. Records wait in a bounded queue (`queue`)
-//! and are stored by binary COPY at least every `history.flush_interval_ms`,
-//! one transaction a batch, retried as they were while the database is in
-//! trouble, flushed on stop. It also keeps the day partitions: made ahead,
-//! dropped whole past `history.retention_days`.
+//! stores it, off every hot path (on a thread of its own, with connections of
+//! its own). Records wait in a bounded queue (`queue`) and are stored by
+//! binary COPY at least every `history.flush_interval_ms`, one transaction a
+//! batch, retried as they were while the database is in trouble, flushed on
+//! stop. Each owner's last recorded value, which a takeover starts from, is
+//! checkpointed every minute rather than with every batch (a move of every
+//! owner would otherwise rewrite every owner's row); a takeover reads the
+//! points stored after the checkpoint as well. It also keeps the day
+//! partitions: made ahead, dropped whole past `history.retention_days`.
 //!
 //! Only a leader records. Taking over bumps the cluster's writer epoch in the
 //! database (a former leader's late flush then finds itself fenced off) and
@@ -23,8 +27,13 @@ use deadpool_postgres::Pool;
 
 use crate::config::HistoryConfig;
 use crate::db::history::takeover::{Takeover, take_over};
-use crate::db::history::write::{Flushed, Ids, days_of, ensure_days, store};
+use crate::db::history::write::{
+    Flushed, Ids, checkpoint, days_of, ensure_days, last_points, store,
+};
 use crate::db::history::{partitions, write::Batch};
+use crate::domain::history::rule::Baseline;
+use crate::domain::pubkey::Pubkey;
+use crate::engine::FastMap;
 use crate::engine::history::{Baselines, Stamped};
 use crate::error::{ApiError, ApiResult};
 use queue::Queue;
@@ -35,6 +44,8 @@ const MAX_BATCH: usize = 50_000;
 const MAINTAIN_EVERY: Duration = Duration::from_secs(600);
 /// Days made ahead of today.
 const DAYS_AHEAD: u64 = 2;
+/// How often the owners' last values are written (and on stop and step-down).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
 
 pub struct HistoryWriter {
     db: Pool,
@@ -53,6 +64,12 @@ pub struct HistoryWriter {
     partitions: i64,
     /// When the last flush failed, while failing (logged once per outage).
     failing_since: Option<Instant>,
+    /// Owners whose last stored point is newer than the checkpoint: (at, baseline).
+    unsaved: FastMap<Pubkey, (i64, Baseline)>,
+    /// The latest time stored: a checkpoint holds every point up to it.
+    stored_upto: i64,
+    /// A checkpoint is wanted (the minute passed, a stop, a step-down).
+    checkpoint_due: bool,
 }
 
 impl HistoryWriter {
@@ -70,6 +87,9 @@ impl HistoryWriter {
             flush_waiters: Vec::new(),
             partitions: 0,
             failing_since: None,
+            unsaved: FastMap::default(),
+            stored_upto: i64::MIN,
+            checkpoint_due: false,
         }
     }
 
@@ -80,7 +100,11 @@ impl HistoryWriter {
             return;
         }
         let Some(batch) = self.queue.batch(MAX_BATCH).cloned() else {
-            self.answer_waiters(true);
+            if self.checkpoint_due && !self.unsaved.is_empty() && self.leading.is_some() {
+                self.checkpoint(ctx);
+            } else {
+                self.answer_waiters(true);
+            }
             return;
         };
         self.flushing = true;
@@ -99,6 +123,12 @@ impl HistoryWriter {
             match result {
                 Ok(Flushed::Stored) | Ok(Flushed::AlreadyStored) => {
                     act.queue.stored();
+                    for (owner, (at, baseline)) in last_points(&batch.rows) {
+                        act.unsaved.insert(owner, (at, baseline));
+                    }
+                    if let Some(last) = batch.rows.iter().map(|r| r.at_us).max() {
+                        act.stored_upto = act.stored_upto.max(last);
+                    }
                     crate::metrics::history::flushed(&batch, took);
                     if let Some(since) = act.failing_since.take() {
                         tracing::info!(
@@ -124,6 +154,42 @@ impl HistoryWriter {
                         act.failing_since = Some(Instant::now());
                         tracing::warn!(error = %e, queued = act.queue.len(), "history not stored; retrying");
                     }
+                    act.answer_waiters(false);
+                }
+            }
+        }));
+    }
+
+    /// Writes the owners' last values stored since the last checkpoint.
+    fn checkpoint(&mut self, ctx: &mut Context<Self>) {
+        let Some(epoch) = self.leading else {
+            return;
+        };
+        self.flushing = true;
+        let owners: Vec<(i32, i64, Baseline)> = self
+            .unsaved
+            .iter()
+            .filter_map(|(owner, (at, b))| Some((*self.ids.owners.get(owner)?, *at, *b)))
+            .collect();
+        let (db, cluster, upto) = (self.db.clone(), self.cluster, self.stored_upto);
+        let written: Vec<Pubkey> = self.unsaved.keys().copied().collect();
+        let job = async move {
+            let mut client = db.get().await?;
+            Ok::<_, ApiError>(checkpoint(&mut client, cluster, epoch, upto, &owners).await?)
+        };
+        ctx.spawn(job.into_actor(self).map(move |result, act, ctx| {
+            act.flushing = false;
+            match result {
+                Ok(_) => {
+                    // Fenced: another leader writes them from its own reading.
+                    for owner in written {
+                        act.unsaved.remove(&owner);
+                    }
+                    act.checkpoint_due = false;
+                    act.flush(ctx);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "history checkpoint not written; retrying");
                     act.answer_waiters(false);
                 }
             }
@@ -190,6 +256,10 @@ impl Actor for HistoryWriter {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(self.flush_every, |act, ctx| act.flush(ctx));
         ctx.run_interval(MAINTAIN_EVERY, |act, ctx| act.maintain(ctx));
+        ctx.run_interval(CHECKPOINT_EVERY, |act, ctx| {
+            act.checkpoint_due = true;
+            act.flush(ctx);
+        });
     }
 }
 
@@ -259,6 +329,9 @@ impl Handler<TakeOver> for HistoryWriter {
             }
             act.ids.merge(taken.ids);
             act.leading = Some(taken.epoch);
+            // What was stored after the last checkpoint goes into the next one.
+            act.unsaved = taken.after_checkpoint.into_iter().collect();
+            act.stored_upto = taken.last_at_us;
             tracing::info!(
                 epoch = taken.epoch,
                 owners = taken.baselines.owners.len(),
@@ -282,7 +355,11 @@ pub struct StepDown;
 impl Handler<StepDown> for HistoryWriter {
     type Result = ();
 
-    fn handle(&mut self, _: StepDown, _: &mut Self::Context) {
+    fn handle(&mut self, _: StepDown, ctx: &mut Self::Context) {
+        // What this leadership stored is checkpointed while it may still be
+        // (fenced off if another leader took over already).
+        self.checkpoint_due = true;
+        self.flush(ctx);
         self.leading = None;
     }
 }
@@ -298,6 +375,7 @@ impl Handler<Flush> for HistoryWriter {
     fn handle(&mut self, _: Flush, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.flush_waiters.push(tx);
+        self.checkpoint_due = true;
         if !self.flushing {
             self.flush(ctx);
         }

@@ -20,26 +20,37 @@ pub const CLAIM_BATCH: &str = "UPDATE history_writers SET flushed = $3
 /// Why a claim found nothing: another epoch writes, or the batch is stored.
 pub const WRITER_STATE: &str = "SELECT epoch, flushed FROM history_writers WHERE cluster = $1";
 
-/// Every owner with what was last recorded of it (a takeover's baselines).
+/// Every owner with what was last recorded of it as of the checkpoint.
 pub const OWNER_BASELINES: &str = "SELECT id, owner, last_health_factor_wad, last_bad_debt, last_at
     FROM history_owners WHERE cluster = $1";
+
+/// The time the owners' last values hold every point up to (null: never).
+pub const CHECKPOINT_AT: &str = "SELECT checkpoint_at FROM history_writers WHERE cluster = $1";
+
+/// Each owner's last point stored after the checkpoint (the block range index
+/// reads only the recent blocks).
+pub const POINTS_AFTER: &str = "SELECT DISTINCT ON (p.owner_id) p.owner_id, p.health_factor_wad,
+        p.collateral_value_wad = 0 AND p.debt_value_wad > 0, p.at
+    FROM history_points p JOIN history_owners o ON o.id = p.owner_id
+    WHERE o.cluster = $1 AND p.at > $2
+    ORDER BY p.owner_id, p.at DESC";
+
+/// A checkpoint's claim: this epoch still writes; the owners' last values
+/// written in the same transaction hold every point up to $3.
+pub const CLAIM_CHECKPOINT: &str = "UPDATE history_writers SET checkpoint_at = $3
+    WHERE cluster = $1 AND epoch = $2 RETURNING 1";
+
+/// Owners' last recorded values, by id.
+pub const SET_OWNER_BASELINES: &str = "UPDATE history_owners o
+    SET last_health_factor_wad = t.hf, last_bad_debt = t.bad, last_at = t.at
+    FROM unnest($1::int4[], $2::numeric[], $3::bool[], $4::timestamptz[]) AS t(id, hf, bad, at)
+    WHERE o.id = t.id";
 
 /// Every pool with its last recorded oracle.
 pub const POOL_BASELINES: &str = "SELECT id, pool, last_price, last_conf, last_expo, last_at
     FROM history_pools WHERE cluster = $1";
 
-/// Owners of this batch's points, each with its last point: their ids, new
-/// ones numbered.
-pub const UPSERT_OWNERS: &str = "INSERT INTO history_owners
-        (cluster, owner, last_health_factor_wad, last_bad_debt, last_at)
-    SELECT $1, t.owner, t.hf, t.bad, t.at
-    FROM unnest($2::text[], $3::numeric[], $4::bool[], $5::timestamptz[]) AS t(owner, hf, bad, at)
-    ON CONFLICT (cluster, owner) DO UPDATE
-        SET last_health_factor_wad = EXCLUDED.last_health_factor_wad,
-            last_bad_debt = EXCLUDED.last_bad_debt, last_at = EXCLUDED.last_at
-    RETURNING id, owner";
-
-/// Owners named only by events: numbered if new, their last point untouched.
+/// Owners new to history, numbered (their last values come with a checkpoint).
 pub const ADD_OWNERS: &str = "INSERT INTO history_owners (cluster, owner)
     SELECT $1, unnest($2::text[]) ON CONFLICT (cluster, owner) DO NOTHING";
 

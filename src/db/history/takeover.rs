@@ -1,7 +1,8 @@
 //! A leader taking over history: it bumps the cluster's writer epoch (from
 //! then on no flush of an older leader can land), then reads what was last
-//! recorded of every owner and pool: the engine's baselines, the ids the
-//! writer will use, and the time the new records must come after.
+//! recorded of every owner and pool: the owners' last values as of the last
+//! checkpoint, overridden by any point stored after it; the ids the writer
+//! will use; and the time the new records must come after.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::Client;
@@ -19,6 +20,9 @@ pub struct Takeover {
     pub ids: Ids,
     /// The latest time recorded so far: new records are stamped after it.
     pub last_at_us: i64,
+    /// Owners whose last point was stored after the checkpoint: (at, baseline),
+    /// for the next checkpoint to write.
+    pub after_checkpoint: Vec<(Pubkey, (i64, Baseline))>,
 }
 
 pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio_postgres::Error> {
@@ -52,6 +56,40 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
         }
         seen(row.get(4));
     }
+    // Points stored after the last checkpoint are newer than the owners' last values.
+    let checkpoint: Option<DateTime<Utc>> = client
+        .query_opt(queries::CHECKPOINT_AT, &[&cluster])
+        .await?
+        .and_then(|r| r.get(0));
+    // Never checkpointed: every point counts (the epoch is before any).
+    let after = checkpoint.unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+    let by_id: std::collections::HashMap<i32, Pubkey> =
+        ids.owners.iter().map(|(k, id)| (*id, *k)).collect();
+    let mut newer: std::collections::HashMap<Pubkey, (i64, Baseline)> = Default::default();
+    for row in client
+        .query(queries::POINTS_AFTER, &[&cluster, &after])
+        .await?
+    {
+        let Some(owner) = by_id.get(&row.get::<_, i32>(0)) else {
+            continue;
+        };
+        let hf: Whole = row.get(1);
+        let at: DateTime<Utc> = row.get(3);
+        let baseline = Baseline {
+            health_factor: hf.0,
+            bad_debt: row.get(2),
+        };
+        newer.insert(*owner, (at.timestamp_micros(), baseline));
+        seen(Some(at));
+    }
+    let after_checkpoint: Vec<(Pubkey, (i64, Baseline))> =
+        newer.iter().map(|(k, v)| (*k, *v)).collect();
+    for (owner, baseline) in owners.iter_mut() {
+        if let Some((_, newer)) = newer.remove(owner) {
+            *baseline = newer;
+        }
+    }
+    owners.extend(newer.into_iter().map(|(k, (_, b))| (k, b)));
     let mut oracles = Vec::new();
     for row in client.query(queries::POOL_BASELINES, &[&cluster]).await? {
         let Ok(pool) = row.get::<_, &str>(1).parse::<Pubkey>() else {
@@ -80,5 +118,6 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
         baselines: Baselines { owners, oracles },
         ids,
         last_at_us,
+        after_checkpoint,
     })
 }

@@ -122,23 +122,15 @@ pub async fn store(
             Record::Market(m) => market.push(market_point(row.at_us, m)),
         }
     }
-    // Each owner's last point of the batch is its new baseline.
-    let mut last: BTreeMap<Pubkey, (i64, Baseline)> = BTreeMap::new();
-    for (at, p) in &points {
-        let baseline = Baseline::of(
-            p.health_factor,
-            p.collateral == U256::ZERO,
-            p.debt == U256::ZERO,
-        );
-        last.insert(p.owner, (*at, baseline));
-    }
-    upsert_owners(&tx, cluster, &last, ids).await?;
-    let named: BTreeSet<Pubkey> = events
+    // Owners new to history get their ids (their last values come with the
+    // next checkpoint, not with every batch).
+    let new: BTreeSet<Pubkey> = points
         .iter()
-        .map(|(_, e)| e.owner)
+        .map(|(_, p)| p.owner)
+        .chain(events.iter().map(|(_, e)| e.owner))
         .filter(|o| !ids.owners.contains_key(o))
         .collect();
-    add_owners(&tx, cluster, &named, ids).await?;
+    add_owners(&tx, cluster, &new, ids).await?;
     let mut oracles: BTreeMap<Pubkey, (i64, Oracle)> = BTreeMap::new();
     for (at, p) in &prices {
         oracles.insert(p.pool, (*at, (p.price, p.conf, p.expo)));
@@ -264,6 +256,56 @@ pub async fn store(
     Ok(Flushed::Stored)
 }
 
+/// Each owner's last point in `rows`: its baseline and time (what a
+/// checkpoint writes once the batch is stored).
+pub fn last_points(rows: &[Stamped]) -> BTreeMap<Pubkey, (i64, Baseline)> {
+    let mut last = BTreeMap::new();
+    for row in rows {
+        if let Record::Point(p) = &row.record {
+            let baseline = Baseline::of(
+                p.health_factor,
+                p.collateral == U256::ZERO,
+                p.debt == U256::ZERO,
+            );
+            last.insert(p.owner, (row.at_us, baseline));
+        }
+    }
+    last
+}
+
+/// Writes the owners' last recorded values (by id), holding every point stored
+/// up to `upto_us`, under the writer's epoch (a former leader is fenced off).
+pub async fn checkpoint(
+    client: &mut Client,
+    cluster: &str,
+    epoch: i64,
+    upto_us: i64,
+    owners: &[(i32, i64, Baseline)],
+) -> Result<Flushed, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    let claimed = tx
+        .query_opt(
+            queries::CLAIM_CHECKPOINT,
+            &[&cluster, &epoch, &time_of(upto_us)],
+        )
+        .await?;
+    if claimed.is_none() {
+        tx.rollback().await?;
+        return Ok(Flushed::Fenced);
+    }
+    let ids: Vec<i32> = owners.iter().map(|(id, ..)| *id).collect();
+    let hfs: Vec<Whole> = owners
+        .iter()
+        .map(|(_, _, b)| Whole(b.health_factor))
+        .collect();
+    let bad: Vec<bool> = owners.iter().map(|(_, _, b)| b.bad_debt).collect();
+    let ats: Vec<DateTime<Utc>> = owners.iter().map(|(_, at, _)| time_of(*at)).collect();
+    tx.execute(queries::SET_OWNER_BASELINES, &[&ids, &hfs, &bad, &ats])
+        .await?;
+    tx.commit().await?;
+    Ok(Flushed::Stored)
+}
+
 fn market_point(at_us: i64, m: &MarketSample) -> MarketPoint {
     MarketPoint {
         at_us,
@@ -273,29 +315,6 @@ fn market_point(at_us: i64, m: &MarketSample) -> MarketPoint {
         debt_under_water: m.debt_under_water,
         bad_debt: m.bad_debt,
     }
-}
-
-async fn upsert_owners(
-    tx: &Transaction<'_>,
-    cluster: &str,
-    last: &BTreeMap<Pubkey, (i64, Baseline)>,
-    ids: &mut Ids,
-) -> Result<(), tokio_postgres::Error> {
-    if last.is_empty() {
-        return Ok(());
-    }
-    let owners: Vec<String> = last.keys().map(Pubkey::to_string).collect();
-    let hfs: Vec<Whole> = last.values().map(|(_, b)| Whole(b.health_factor)).collect();
-    let bad: Vec<bool> = last.values().map(|(_, b)| b.bad_debt).collect();
-    let ats: Vec<DateTime<Utc>> = last.values().map(|(at, _)| time_of(*at)).collect();
-    let rows = tx
-        .query(
-            queries::UPSERT_OWNERS,
-            &[&cluster, &owners, &hfs, &bad, &ats],
-        )
-        .await?;
-    learn(&rows, &mut ids.owners);
-    Ok(())
 }
 
 async fn add_owners(
