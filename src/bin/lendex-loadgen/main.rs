@@ -5,7 +5,8 @@
 //!   request, on the same HTTP stack, as the fair baseline for the cache;
 //! - `price-latency`: times a pool price change until the SSE feed shows it;
 //! - `admin-calls`: complete signed admin calls (nonce, sign, add_admin) per second;
-//! - `held-polls`, `resume`: long polls and feed resumes at scale (`wire`).
+//! - `held-polls`, `resume`: long polls and feed resumes at scale (`wire`);
+//! - `history-seed`, `history-reads`, `history-store`: history at scale (`history`).
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use lendex::domain::pubkey::Pubkey;
 
 mod chain;
 mod feed;
+mod history;
 mod market;
 mod wire;
 use lendex::domain::wad::WAD;
@@ -166,6 +168,33 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// Write `days` of history of `owners` straight into its partitions.
+    HistorySeed {
+        #[arg(long, default_value_t = 100_000)]
+        owners: i64,
+        #[arg(long, default_value_t = 30)]
+        days: u64,
+        #[arg(long, default_value_t = 10)]
+        points_per_day: i64,
+        #[arg(long, default_value_t = 10)]
+        pools: i64,
+    },
+    /// Time the history reads (p50, p99) over random owners.
+    HistoryReads {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, default_value_t = 500)]
+        requests: usize,
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+    },
+    /// Move pool 0's price `rounds` times by SQL; time until its points are stored.
+    HistoryStore {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, default_value_t = 6)]
+        rounds: usize,
+    },
     /// Flip pool 0's price `rounds` times by SQL and time until the feed shows it.
     PriceLatency {
         #[arg(long, default_value = "http://127.0.0.1:18080")]
@@ -247,6 +276,20 @@ async fn main() {
             missed,
             rounds,
         } => wire::resume(&cli.database_url, &api, missed, rounds).await,
+        Command::HistorySeed {
+            owners,
+            days,
+            points_per_day,
+            pools,
+        } => history::seed(&cli.database_url, owners, days, points_per_day, pools).await,
+        Command::HistoryReads {
+            api,
+            requests,
+            days,
+        } => history::reads(&cli.database_url, &api, requests, days).await,
+        Command::HistoryStore { api, rounds } => {
+            history::store(&cli.database_url, &api, rounds).await
+        }
     }
 }
 
