@@ -23,6 +23,8 @@ pub struct WsProxy {
 #[derive(Default)]
 struct State {
     refusing: bool,
+    /// New connections start frozen (a paused server: accepted, unanswered).
+    pausing: bool,
     /// Server-to-client websocket frames of new connections are duplicated
     /// and reordered.
     messing: bool,
@@ -46,9 +48,9 @@ impl WsProxy {
         let (accepting, counting) = (state.clone(), messed.clone());
         actix_rt::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let (refusing, messing) = {
+                let (refusing, messing, pausing) = {
                     let s = accepting.lock().unwrap();
-                    (s.refusing, s.messing)
+                    (s.refusing, s.messing, s.pausing)
                 };
                 if refusing {
                     drop(client);
@@ -57,7 +59,7 @@ impl WsProxy {
                 let Ok(server) = TcpStream::connect(&target).await else {
                     continue;
                 };
-                let (freeze, frozen) = watch::channel(false);
+                let (freeze, frozen) = watch::channel(pausing);
                 let task = actix_rt::spawn(pipe(
                     client,
                     server,
@@ -94,6 +96,21 @@ impl WsProxy {
         }
     }
 
+    /// A paused server: open connections frozen, new ones accepted and
+    /// frozen too, until `resume` lets everything held go on.
+    pub fn pause(&self) {
+        self.state.lock().unwrap().pausing = true;
+        self.freeze();
+    }
+
+    pub fn resume(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.pausing = false;
+        for (freeze, _) in &state.connections {
+            let _ = freeze.send(false);
+        }
+    }
+
     /// From the next connection on, every notification the server sends
     /// arrives twice, and each one after the one that follows it.
     pub fn mess(&self) {
@@ -124,10 +141,12 @@ async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut frozen: watch
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if *frozen.borrow() {
-            // Hold the socket open and deliver nothing, forever.
-            let _ = frozen.changed().await;
-            std::future::pending::<()>().await;
+        // Frozen: the socket stays open and delivers nothing until thawed
+        // (if ever); what was read meanwhile goes on then.
+        while *frozen.borrow() {
+            if frozen.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;

@@ -1,7 +1,8 @@
-// The admin sections: the allowlist (add, revoke after a confirmation), the
-// pools panel (each pool's oracle, the chain's state, registration from two
-// fields) and the audit log. Every signed action goes through `act` (one
-// wallet prompt at a time) and is checked before the wallet is asked.
+// The admin section: the allowlist (when each admin was added and their last
+// action; add, revoke after a confirmation) and the audit log (an action
+// picker, an actor, a date range, older pages by the API's limit, a CSV of
+// what was read). Every signed action goes through `act` (one wallet prompt
+// at a time) and is checked before the wallet is asked.
 "use strict";
 
 // ---- allowlist ---------------------------------------------------------------------
@@ -10,24 +11,34 @@ async function loadAllowlist() {
   if (!res.ok) throw failure(res);
   const table = $("#allowlist");
   const rows = res.data.admins.map((a) => {
-    const tr = document.createElement("tr");
+    const tr = tableRow(table, [
+      (td) => addressCell(td, a.pubkey),
+      a.role,
+      a.label ?? "",
+      (td) => { td.textContent = when(new Date(a.created_at)); td.title = `added by ${a.added_by}`; },
+      "…",
+      (td) => {
+        if (state.role === "super_admin" && a.pubkey !== state.account.address) {
+          const button = document.createElement("button");
+          button.className = "secondary revoke";
+          button.textContent = "Revoke";
+          button.setAttribute("aria-label", `Revoke ${a.pubkey}`);
+          button.onclick = () => revoke(a.pubkey, a.role);
+          td.append(button);
+        }
+      },
+    ]);
     tr.dataset.pubkey = a.pubkey;
-    addressCell(tr.insertCell(), a.pubkey);
-    tr.insertCell().textContent = a.role;
-    tr.insertCell().textContent = a.label ?? "";
-    addressCell(tr.insertCell(), a.added_by, { full: false });
-    const cell = tr.insertCell();
-    if (state.role === "super_admin" && a.pubkey !== state.account.address) {
-      const button = document.createElement("button");
-      button.className = "secondary revoke";
-      button.textContent = "Revoke";
-      button.setAttribute("aria-label", `Revoke ${a.pubkey}`);
-      button.onclick = () => revoke(a.pubkey, a.role);
-      cell.append(button);
-    }
     return tr;
   });
-  $("#allowlist tbody").replaceChildren(...(rows.length ? rows : [emptyRow(table, "No active admins.")]));
+  fillRows(table, rows, "No active admins.");
+  // Each admin's last action, from the audit log (one read each: admins are few).
+  await Promise.all(res.data.admins.map(async (a, i) => {
+    const last = await api("GET", `/api/admin/audit?actor=${a.pubkey}&limit=1`, null, state.auditHeaders);
+    const cell = rows[i].cells[4];
+    const entry = last.ok ? last.data.entries[0] : null;
+    cell.textContent = entry ? `${entry.action}, ${when(new Date(entry.created_at))}` : last.ok ? "none yet" : "—";
+  }));
 }
 
 /** Asks before a revoke; resolves true when confirmed. */
@@ -79,95 +90,6 @@ $("#add-admin").addEventListener("submit", async (event) => {
   if (!done) fieldError(form, $("#status").textContent);
 });
 
-// ---- pools -----------------------------------------------------------------------------
-/** "12 s ago", "3 min ago", ... */
-function age(seconds) {
-  if (seconds < 90) return `${seconds} s ago`;
-  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
-  if (seconds < 172800) return `${Math.round(seconds / 3600)} h ago`;
-  return `${Math.round(seconds / 86400)} days ago`;
-}
-/** A price of `text` at `expo` as USD for reading. */
-function price(text, expo) {
-  if (text === null || expo === null) return "—";
-  const v = Number(text) * 10 ** expo;
-  return v.toLocaleString("en-US", { maximumSignificantDigits: 6 });
-}
-
-async function loadPools() {
-  await loadTokens();
-  const table = $("#pools");
-  const rows = [...state.tokens.values()].map((p) => {
-    const tr = document.createElement("tr");
-    tr.dataset.pool = p.pool_address;
-    tr.insertCell().textContent = p.symbol ?? "—";
-    addressCell(tr.insertCell(), p.pool_address, { link: true, full: false });
-    const priceCell = tr.insertCell();
-    priceCell.className = "num";
-    priceCell.textContent = price(p.oracle_price, p.oracle_expo);
-    const updated = tr.insertCell();
-    const badge = document.createElement("span");
-    badge.className = `badge ${p.oracle_stale ? "stale" : "fresh"}`;
-    badge.textContent = p.oracle_stale ? "stale" : "fresh";
-    updated.append(`${age(p.oracle_age_seconds)} `, badge);
-    return tr;
-  });
-  $("#pools tbody").replaceChildren(...(rows.length ? rows : [emptyRow(table, "No pools registered.")]));
-  await loadChainState();
-}
-
-/** The chain's state, from /api/health: streaming, polling or off. */
-async function loadChainState() {
-  const res = await api("GET", "/api/health");
-  if (!res.data || !res.data.checks) return;
-  const sync = res.data.checks.sync;
-  state.cluster = sync.cluster;
-  const badge = $("#chain-state");
-  let text;
-  let kind;
-  if (!sync.enabled) [text, kind] = ["chain sync off", "off"];
-  else if (sync.role !== "leader") [text, kind] = ["follower: another replica syncs", ""];
-  else if (sync.stream.connected) [text, kind] = ["streaming from the chain", "live"];
-  else [text, kind] = ["polling the chain (websocket down)", "stale"];
-  const last = sync.lastRefreshAt ? `; last reconcile ${when(new Date(sync.lastRefreshAt))}` : "";
-  badge.textContent = `${sync.cluster}: ${text}`;
-  badge.title = `${text}${last}`;
-  badge.className = `badge ${kind}`;
-}
-
-$("#register-pool").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const form = event.target;
-  const pool = form.pool_address.value.trim();
-  const initSignature = form.init_signature.value.trim();
-  const symbol = form.symbol.value.trim() || null;
-  if (!isPubkey(pool)) return fieldError(form, "Enter the pool's address (base58, 32 bytes).", form.pool_address);
-  if (!/^[\x21-\x7e]{1,128}$/.test(initSignature)) {
-    return fieldError(form, "Enter the signature of the transaction that initialised the pool.", form.init_signature);
-  }
-  fieldError(form, null);
-  // The rest comes from the chain, as the service reads it, before any signature.
-  const read = await api("GET", `/api/pools/${pool}/chain`);
-  if (!read.ok) return fieldError(form, `The pool cannot be read: ${failure(read).message}.`, form.pool_address);
-  const onChain = read.data;
-  if (onChain.authority !== state.account.address) {
-    return fieldError(form, `Its on-chain authority is ${onChain.authority}, not this wallet.`, form.pool_address);
-  }
-  const done = await act(`Register ${symbol ?? short(pool)}`, async () => {
-    const auth = await signed(`init_pool:${onChain.token_mint}`);
-    const res = await api("POST", "/api/pools/init", {
-      ...auth, pool_address: pool, token_mint: onChain.token_mint, symbol, authority: onChain.authority,
-      vault: onChain.vault, pool_bump: onChain.pool_bump, authority_bump: onChain.authority_bump,
-      vault_bump: onChain.vault_bump, init_signature: initSignature,
-    });
-    if (!res.ok) throw failure(res);
-    form.reset();
-    await loadPools();
-    await loadAudit();
-  });
-  if (!done) fieldError(form, $("#status").textContent);
-});
-
 // ---- audit ---------------------------------------------------------------------------
 /** What an entry's details say, as `key=value` (what it would repeat is left out). */
 function details(d) {
@@ -178,40 +100,76 @@ function details(d) {
     .join(" ");
 }
 
-async function loadAudit(headers) {
+/** The entries read so far (the CSV holds these), and where the next page starts. */
+const audit = { entries: [], before: null };
+
+function auditQuery(before) {
   const form = new FormData($("#audit-filter"));
-  const query = new URLSearchParams();
-  for (const key of ["actor", "action", "limit"]) {
+  const query = new URLSearchParams({ limit: "200" });
+  for (const key of ["actor", "action"]) {
     const value = String(form.get(key) ?? "").trim();
     if (value) query.set(key, value);
   }
-  const path = `/api/admin/audit?${query}`;
-  let res = await api("GET", path, null, headers);
-  if (res.status === 403 && !headers) {
+  // Dates are whole UTC days: `to` includes its day.
+  const from = String(form.get("from") ?? "");
+  const to = String(form.get("to") ?? "");
+  if (from) query.set("from", `${from}T00:00:00Z`);
+  if (to) query.set("to", new Date(Date.parse(`${to}T00:00:00Z`) + 86400000).toISOString());
+  if (before) query.set("before", String(before));
+  return query;
+}
+
+async function loadAudit(headers, { more = false } = {}) {
+  if (headers) state.auditHeaders = headers;
+  const path = `/api/admin/audit?${auditQuery(more ? audit.before : null)}`;
+  let res = await api("GET", path, null, state.auditHeaders);
+  if (res.status === 403) {
     // This cluster signs audit reads (mainnet): one more handshake.
     const auth = await signed("read_audit");
-    res = await api("GET", path, null, { "x-actor": auth.actor, "x-nonce": auth.nonce, "x-signature": auth.signature });
+    state.auditHeaders = { "x-actor": auth.actor, "x-nonce": auth.nonce, "x-signature": auth.signature };
+    res = await api("GET", path, null, state.auditHeaders);
   }
   if (!res.ok) throw failure(res);
+  const entries = res.data.entries;
+  audit.entries = more ? audit.entries.concat(entries) : entries;
+  audit.before = entries.length === 200 ? entries[entries.length - 1].id : null;
   const table = $("#audit");
-  const rows = res.data.entries.map((e) => {
-    const tr = document.createElement("tr");
-    tr.insertCell().textContent = when(new Date(e.created_at));
-    // Short, so the details fit; the whole address is its title and copies.
-    addressCell(tr.insertCell(), e.actor, { full: false });
-    tr.insertCell().textContent = e.action;
-    addressCell(tr.insertCell(), e.target, { full: false });
-    const d = tr.insertCell();
-    d.className = "details";
-    d.textContent = details(e.details);
-    return tr;
-  });
-  $("#audit tbody").replaceChildren(...(rows.length ? rows : [emptyRow(table, "No entries.")]));
+  const rows = audit.entries.map((e) => tableRow(table, [
+    when(new Date(e.created_at)),
+    (td) => addressCell(td, e.actor, { full: false }),
+    e.action,
+    (td) => addressCell(td, e.target, { full: false }),
+    (td) => { td.className = "details"; td.textContent = details(e.details); },
+  ]));
+  fillRows(table, rows, "No entries.");
+  $("#audit-more").hidden = audit.before === null;
 }
 $("#audit-filter").addEventListener("submit", (event) => {
   event.preventDefault();
-  loadAudit().then(clearStatus, (e) => show(`Audit read failed: ${e.message}`, "error"));
+  const form = event.target;
+  const [from, to] = [form.from.value, form.to.value];
+  if (from && to && from > to) return fieldError(form, "The range ends before it starts.", form.to);
+  fieldError(form, null);
+  loadAudit().catch((e) => fieldError(form, `The audit log cannot be read: ${e.message}`));
+});
+$("#audit-more").addEventListener("click", () => {
+  loadAudit(undefined, { more: true }).catch((e) => fieldError($("#audit-filter"), e.message));
 });
 
-loadPools();
-setInterval(loadPools, 15000);
+/** A CSV cell: quoted, its quotes doubled. */
+const csvCell = (value) => `"${String(value ?? "").replaceAll('"', '""')}"`;
+$("#audit-csv").addEventListener("click", () => {
+  const head = ["id", "created_at", "actor", "action", "target", "details"];
+  const lines = [head.join(",")].concat(audit.entries.map((e) =>
+    [e.id, e.created_at, e.actor, e.action, e.target, JSON.stringify(e.details ?? {})].map(csvCell).join(",")));
+  const blob = new Blob([`${lines.join("\r\n")}\r\n`], { type: "text/csv" });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = `lendex-audit-${new Date().toISOString().slice(0, 10)}.csv`;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+});
+
+views.set("admin", () => {});

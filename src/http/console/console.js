@@ -1,13 +1,18 @@
-// Lendex admin console: plain JavaScript, no build step, no CDN (served from the
-// binary). This file: helpers, messages, the wallet (found through the Wallet
-// Standard events), sign-in and sign-out, and the signed nonce handshake of
-// spec §5 (solana:signMessage) with one prompt at a time. admin.js holds the
-// allowlist, pools and audit; feed.js the live feed; risk.js the risk lens.
+// Lendex console: plain JavaScript, no build step, no CDN (served from the
+// binary). This file: helpers, the one money format, messages, HTTP with a
+// deadline, the sections and their bookmarkable URLs, the wallet (found
+// through the Wallet Standard events), sign-in and sign-out, and the signed
+// nonce handshake of spec §5 (solana:signMessage) with one prompt at a time.
+// chart.js draws; live.js keeps every figure's freshness and the overview;
+// pools.js, feed.js, risk.js, history.js and admin.js are the sections.
 // The page holds no key and no session of its own.
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
-const state = { wallets: [], wallet: null, account: null, role: null, busy: false, cluster: null, tokens: new Map() };
+const state = {
+  wallets: [], wallet: null, account: null, role: null, busy: false,
+  cluster: null, explorerQuery: "", tokens: new Map(), pools: new Map(),
+};
 
 // ---- base58 (Bitcoin alphabet, as Solana) ------------------------------------
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -46,12 +51,16 @@ function unbase58(text) {
 const isPubkey = (text) => /^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(text) && unbase58(text)?.length === 32;
 
 // ---- messages ----------------------------------------------------------------
-/** The page's status line: ok, error, info (not a failure), pending. */
+/** The page's status line: ok, error, info (not a failure), pending. A
+ *  success or a note goes away after a while; an error stays until the next. */
+let statusTimer = null;
 function show(text, kind) {
   const el = $("#status");
   el.textContent = text;
   el.className = kind;
   el.hidden = false;
+  clearTimeout(statusTimer);
+  if (kind === "ok" || kind === "info") statusTimer = setTimeout(clearStatus, 10000);
 }
 function clearStatus() { $("#status").hidden = true; }
 /** An error shown under its form's fields (cleared with null). */
@@ -71,8 +80,49 @@ function wad(text, places = 4) {
   return `${v / WAD}.${(v % WAD).toString().padStart(18, "0").slice(0, places)}`;
 }
 const short = (key) => (key && key.length > 12 ? `${key.slice(0, 4)}…${key.slice(-4)}` : key ?? "");
+
+// ---- the one money format ------------------------------------------------------
+/** A WAD USD value (a decimal string) as a Number of dollars, for drawing only. */
+const dollars = (text) => (text === null || text === undefined ? 0 : Number(BigInt(text) / 10n ** 12n) / 1e6);
+/** A WAD USD value as `$1,234.56` (cut to cents, never rounded up); `compact` as `$1.23M`. */
+function usd(text, { compact = false } = {}) {
+  if (text === null || text === undefined) return "—";
+  const v = BigInt(text);
+  if (compact && v >= 10n ** 24n) {
+    return `$${dollars(text).toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 2 })}`;
+  }
+  const cents = v / 10n ** 16n;
+  const whole = (cents / 100n).toLocaleString("en-US");
+  return `$${whole}.${(cents % 100n).toString().padStart(2, "0")}`;
+}
+/** Dollars (a Number) in the same format. */
+const usdNumber = (v) => `$${v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+/** A count with thousands separators. */
+const count = (n) => Number(n).toLocaleString("en-US");
+/** A fraction as a percent: 0.0512 → 5.12%. */
+const percent = (f, places = 2) => `${(f * 100).toFixed(places)}%`;
+/** A health factor (WAD string) as a Number for charts; no debt (u128 max) is Infinity. */
+const hfNumber = (text) => (BigInt(text) >= 10n ** 30n ? Infinity : Number(BigInt(text) / 10n ** 9n) / 1e9);
+/** An oracle price (i64 text) at its exponent, with its confidence: `$1.0002 ± 0.0001`. */
+function oraclePrice(price, expo, conf) {
+  if (price === null || price === undefined || expo === null || expo === undefined) return "—";
+  const v = Number(price) * 10 ** expo;
+  const text = `$${v.toLocaleString("en-US", { maximumSignificantDigits: 6 })}`;
+  if (!conf || conf === "0") return text;
+  return `${text} ± ${(Number(conf) * 10 ** expo).toLocaleString("en-US", { maximumSignificantDigits: 3 })}`;
+}
 /** A time with its zone, in the reader's locale. */
 const when = (date) => date.toLocaleString(undefined, { timeZoneName: "short" });
+/** A time of day for "since …" (with seconds). */
+const clock = (date) => date.toLocaleTimeString(undefined, { hour12: false });
+/** "12 s ago", "3 min ago", ... */
+function ago(seconds) {
+  seconds = Math.max(0, Math.round(seconds));
+  if (seconds < 90) return `${seconds} s ago`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 172800) return `${Math.round(seconds / 3600)} h ago`;
+  return `${Math.round(seconds / 86400)} days ago`;
+}
 
 /** A cell holding a full address that can be copied (and, with `link`, opened in the explorer). */
 function addressCell(td, address, { link = false, full = true } = {}) {
@@ -99,35 +149,93 @@ function addressCell(td, address, { link = false, full = true } = {}) {
   td.replaceChildren(text, copy);
   return td;
 }
-/** The explorer's page of an address on this service's cluster. */
+/** The explorer's page of an address on this service's cluster (a local
+ *  chain through its customUrl, as the service says). */
 function explorer(address) {
-  const cluster = state.cluster === "mainnet" ? "" : state.cluster === "devnet" ? "?cluster=devnet" : "?cluster=custom";
-  return `https://explorer.solana.com/address/${address}${cluster}`;
+  return `https://explorer.solana.com/address/${address}${state.explorerQuery}`;
 }
-/** An empty table's one row saying so. */
-function emptyRow(table, text) {
+/** A table's one row saying what it holds instead of rows: `loading`,
+ *  `empty` or `error` (each looks different and says which). */
+function stateRow(table, kind, text) {
   const tr = document.createElement("tr");
+  tr.className = `state-row ${kind}`;
   const td = tr.insertCell();
   td.colSpan = table.tHead.rows[0].cells.length;
-  td.className = "empty";
   td.textContent = text;
+  return tr;
+}
+const emptyRow = (table, text) => stateRow(table, "empty", text);
+/** Shows `rows`, or the table's state when there are none. */
+function fillRows(table, rows, emptyText) {
+  table.tBodies[0].replaceChildren(...(rows.length ? rows : [emptyRow(table, emptyText)]));
+}
+/** A row of cells, each labelled with its column (the narrow layout shows the label). */
+function tableRow(table, cells) {
+  const tr = document.createElement("tr");
+  const heads = [...table.tHead.rows[0].cells];
+  cells.forEach((cell, i) => {
+    const td = tr.insertCell();
+    td.dataset.label = heads[i]?.textContent ?? "";
+    if (heads[i]?.classList.contains("num")) td.classList.add("num");
+    if (typeof cell === "function") cell(td);
+    else if (cell instanceof Node) td.append(cell);
+    else td.textContent = cell ?? "";
+  });
   return tr;
 }
 
 // ---- HTTP --------------------------------------------------------------------
-async function api(method, path, body, headers = {}) {
-  const res = await fetch(path, {
-    method,
-    headers: body ? { "content-type": "application/json", ...headers } : headers,
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  let data = null;
-  try { data = await res.json(); } catch (_) { /* empty body */ }
-  return { ok: res.ok, status: res.status, data };
+/** A request with a deadline (a paused server must not leave the page
+ *  waiting): never rejects; an unreachable service is status 0. */
+async function api(method, path, body, headers = {}, deadlineMs = 8000) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), deadlineMs);
+  try {
+    const res = await fetch(path, {
+      method,
+      headers: body ? { "content-type": "application/json", ...headers } : headers,
+      body: body ? JSON.stringify(body) : undefined,
+      signal: abort.signal,
+    });
+    let data = null;
+    try { data = await res.json(); } catch (_) { /* empty body */ }
+    return { ok: res.ok, status: res.status, data };
+  } catch (e) {
+    const timedOut = e.name === "AbortError";
+    return { ok: false, status: 0, data: { error: timedOut ? "no answer in time" : "the service cannot be reached" } };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 function failure(res) {
   return new Error(res.data && res.data.error ? res.data.error : `HTTP ${res.status}`);
 }
+
+// ---- sections and their URLs ---------------------------------------------------------
+/** Each section's show function (registered by its file), called when shown. */
+const views = new Map();
+/** The section and parameters the URL names: `#/wallet?owner=…&range=7d`. */
+function route() {
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const name = views.has(path) ? path : "market";
+  return { name, params: new URLSearchParams(query ?? "") };
+}
+function showView() {
+  const { name, params } = route();
+  for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${name}`;
+  for (const tab of document.querySelectorAll("#tabs a")) {
+    if (tab.dataset.view === name) tab.setAttribute("aria-current", "page");
+    else tab.removeAttribute("aria-current");
+  }
+  views.get(name)?.(params);
+}
+/** Rewrites the URL's parameters of the section shown (bookmarkable), without a reload. */
+function setParams(params) {
+  const { name } = route();
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== "" && v !== null && v !== undefined)).toString();
+  history.replaceState(null, "", `#/${name}${query ? `?${query}` : ""}`);
+}
+window.addEventListener("hashchange", showView);
 
 // ---- one wallet prompt at a time -------------------------------------------------
 /** While a wallet prompt is open every action button is disabled. */
@@ -203,7 +311,9 @@ function signedOut() {
   $("#sign-out").hidden = true;
   $("#connect").textContent = "Sign in";
   for (const id of ["#allowlist-section", "#audit-section"]) $(id).hidden = true;
+  $("#intro").hidden = false;
   for (const el of document.querySelectorAll(".super-only, .admin-only")) el.hidden = true;
+  if (typeof renderUnregistered === "function") renderUnregistered();
   $("#allowlist tbody").replaceChildren();
   $("#audit tbody").replaceChildren();
 }
@@ -234,10 +344,12 @@ async function signIn() {
     $("#connect").textContent = "Switch wallet";
     $("#sign-out").hidden = false;
     for (const id of ["#allowlist-section", "#audit-section"]) $(id).hidden = !admin;
+    $("#intro").hidden = admin;
     for (const el of document.querySelectorAll(".admin-only")) el.hidden = !admin;
     for (const el of document.querySelectorAll(".super-only")) el.hidden = state.role !== "super_admin";
+    renderUnregistered();
     if (admin) show(`Signed in as ${state.role}.`, "ok");
-    else show("This wallet is not an active admin: the pools, the risk lens and the live feed are shown.", "info");
+    else show("This wallet is not an active admin: everything but the admin section is shown.", "info");
   } catch (e) {
     signedOut();
     show(`Sign-in failed: ${e.message}`, "error");
@@ -251,11 +363,20 @@ $("#sign-out").addEventListener("click", () => { signedOut(); show("Signed out."
 // ---- the cluster and the pools' tokens (symbols and decimals) ---------------------------
 async function loadTokens() {
   const res = await api("GET", "/api/pools/status");
-  if (!res.ok) return;
+  if (!res.ok) throw failure(res);
   state.tokens = new Map(res.data.pools.map((p) => [p.pool_address, p]));
   state.maxOracleAge = res.data.max_oracle_age_seconds;
+  state.cluster = res.data.cluster;
+  state.explorerQuery = res.data.explorer_query;
+  $("#cluster").textContent = res.data.cluster;
+  for (const select of document.querySelectorAll(".pool-filter, #feed-controls select[name=pool]")) {
+    const chosen = select.value;
+    select.replaceChildren(new Option("any", ""), ...[...state.tokens.values()].map((p) => new Option(p.symbol ?? short(p.pool_address), p.pool_address)));
+    select.value = chosen;
+  }
+  return res.data;
 }
-/** A token amount in base units as `1.2345 SOL`, cut to 4 places. */
+/** A token amount in base units as `1,234.5678 SOL`, cut to 4 places. */
 function tokens(amount, pool) {
   const token = state.tokens.get(pool);
   if (!token) return `${amount} · ${short(pool)}`;

@@ -1,94 +1,207 @@
-// The live liquidation feed: every owner under water with its quote, token
-// amounts with their symbols, an oracle-stale badge, the row count and the
-// time of the last event; a row that changes is highlighted. The browser
+// The live liquidation feed: every owner under water with its quote (repay
+// and seize in tokens and USD, profit), an oracle-stale badge; sorted by
+// health factor, profit or repay value; filtered by pool and minimum profit;
+// totals of what is shown. A row is updated in place and only the cells that
+// changed flash. Paused, events are kept and applied on resume. The browser
 // reconnects with the last event's id and the service replays what was
 // missed; only a `reset` (it could not) clears the rows before its snapshot.
 "use strict";
 
+/** owner → the event's data (what the rows are drawn from). */
+const feedData = new Map();
+/** owner → its row. */
 const feedRows = new Map();
-let feedUpdated = null;
+const feed = { updated: null, paused: false, held: [], open: false, source: null };
+
+const profitOf = (d) => (d.liquidation ? BigInt(d.liquidation.profit_value_wad) : 0n);
+const repayOf = (d) => (d.liquidation ? BigInt(d.liquidation.repay_value_wad) : 0n);
+
+/** Sets a cell's text; flashes it only when it changed. */
+function setCell(td, text, title) {
+  if (title !== undefined) td.title = title;
+  if (td.textContent === text) return;
+  const first = td.textContent === "";
+  td.textContent = text;
+  if (!first) {
+    td.classList.remove("changed");
+    void td.offsetWidth;
+    td.classList.add("changed");
+  }
+}
 
 function feedRow(data) {
   let tr = feedRows.get(data.owner);
+  const table = $("#feed");
   if (!tr) {
-    tr = document.createElement("tr");
+    tr = tableRow(table, [(td) => addressCell(td, data.owner, { link: true, full: false }), "", "", "", "", ""]);
     tr.className = "under";
     tr.dataset.owner = data.owner;
-    // Labelled for the narrow layout, where each row is a card.
-    for (const label of ["Owner", "Health factor", "Repay", "Seize", "Profit (USD)", "Oracle"]) {
-      tr.insertCell().dataset.label = label;
-    }
-    addressCell(tr.cells[0], data.owner, { link: true, full: false });
-    tr.cells[1].className = "hf num";
-    tr.cells[4].className = "num";
+    tr.cells[1].classList.add("hf");
+    // The owner's history is a click away.
+    const history = document.createElement("a");
+    history.href = `#/wallet?owner=${data.owner}`;
+    history.textContent = "history";
+    history.className = "history-link";
+    tr.cells[0].append(" ", history);
     feedRows.set(data.owner, tr);
   }
-  tr.cells[1].textContent = wad(data.account_health_factor_wad);
+  setCell(tr.cells[1], wad(data.account_health_factor_wad));
   const q = data.liquidation;
-  tr.cells[2].textContent = q ? tokens(q.repay_amount, q.debt_pool) : "";
-  tr.cells[2].title = q ? `repay in the ${symbolOf(q.debt_pool)} pool ${q.debt_pool}` : "";
-  tr.cells[3].textContent = q ? tokens(q.seize_amount, q.collateral_pool) : "";
-  tr.cells[3].title = q ? `seize from the ${symbolOf(q.collateral_pool)} pool ${q.collateral_pool}` : "";
-  tr.cells[4].textContent = q ? wad(q.profit_value_wad, 2) : "";
+  setCell(tr.cells[2], q ? `${tokens(q.repay_amount, q.debt_pool)} · ${usd(q.repay_value_wad)}` : "no pair qualifies",
+    q ? `repay in the ${symbolOf(q.debt_pool)} pool ${q.debt_pool}` : "");
+  setCell(tr.cells[3], q ? `${tokens(q.seize_amount, q.collateral_pool)} · ${usd(q.seize_value_wad)}` : "",
+    q ? `seize from the ${symbolOf(q.collateral_pool)} pool ${q.collateral_pool}` : "");
+  setCell(tr.cells[4], q ? usd(q.profit_value_wad) : "");
   const stale = (q && q.oracle_stale) || data.positions.some((p) => p.oracle_stale);
-  const badge = document.createElement("span");
-  badge.className = `badge ${stale ? "stale" : "fresh"}`;
-  badge.textContent = stale ? "stale" : "fresh";
-  badge.title = stale ? "a pool's oracle is older than the service's limit: refresh it before liquidating" : "";
-  tr.cells[5].replaceChildren(badge);
-  // Highlighted for a moment (the animation restarts on each change).
-  tr.classList.remove("changed");
-  void tr.offsetWidth;
-  tr.classList.add("changed");
+  const text = stale ? "stale" : "fresh";
+  if (tr.cells[5].textContent !== text) {
+    const badge = document.createElement("span");
+    badge.className = `badge ${stale ? "stale" : "fresh"}`;
+    badge.textContent = text;
+    badge.title = stale ? "a pool's oracle is older than the service's limit: refresh it before liquidating" : "";
+    tr.cells[5].replaceChildren(badge);
+  }
   return tr;
 }
+
+function feedSettings() {
+  const form = $("#feed-controls");
+  const minProfit = Number(form.min_profit.value);
+  return {
+    sort: form.sort.value,
+    pool: form.pool.value,
+    // Cents, as a WAD: compared exactly with the quotes' profit.
+    minProfit: form.min_profit.value && minProfit > 0 ? BigInt(Math.round(minProfit * 100)) * 10n ** 16n : 0n,
+  };
+}
+
 function renderFeed() {
-  const rows = [...feedRows.values()].sort((a, b) => {
-    const [x, y] = [a.cells[1].textContent, b.cells[1].textContent].map(Number);
-    return x - y;
+  const { sort, pool, minProfit } = feedSettings();
+  const shown = [...feedData.values()].filter((d) => {
+    const q = d.liquidation;
+    if (pool && !(q && (q.debt_pool === pool || q.collateral_pool === pool)) && !d.positions.some((p) => p.pool_address === pool)) return false;
+    return profitOf(d) >= minProfit;
   });
-  $("#feed tbody").replaceChildren(...rows);
-  $("#feed-empty").hidden = rows.length > 0;
-  $("#feed-count").textContent = `${rows.length} ${rows.length === 1 ? "account" : "accounts"} under water`;
-  $("#feed-updated").textContent = feedUpdated ? `last event ${when(feedUpdated)}` : "no event yet";
+  const hf = (d) => BigInt(d.account_health_factor_wad);
+  const order = {
+    hf: (a, b) => (hf(a) < hf(b) ? -1 : hf(a) > hf(b) ? 1 : a.owner.localeCompare(b.owner)),
+    profit: (a, b) => (profitOf(b) > profitOf(a) ? 1 : profitOf(b) < profitOf(a) ? -1 : a.owner.localeCompare(b.owner)),
+    repay: (a, b) => (repayOf(b) > repayOf(a) ? 1 : repayOf(b) < repayOf(a) ? -1 : a.owner.localeCompare(b.owner)),
+  }[sort];
+  shown.sort(order);
+  const body = $("#feed tbody");
+  const rows = shown.map((d) => feedRow(d));
+  // Moved only where the order changed: rows in place keep their state.
+  rows.forEach((tr, i) => { if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] ?? null); });
+  while (body.children.length > rows.length) body.lastElementChild.remove();
+  const total = (f) => shown.reduce((acc, d) => acc + f(d), 0n).toString();
+  $("#feed-totals").textContent = `${count(shown.length)} shown of ${count(feedData.size)} under water · ` +
+    `repay ${usd(total(repayOf))} · profit ${usd(total(profitOf))}`;
+  const empty = $("#feed-empty");
+  if (!feed.open && feedData.size === 0) {
+    empty.textContent = "Connecting to the feed…";
+    empty.className = "state loading";
+  } else if (feedData.size === 0) {
+    empty.textContent = "No account is under water.";
+    empty.className = "state empty";
+  } else if (shown.length === 0) {
+    empty.textContent = "No account under water matches the filters.";
+    empty.className = "state empty";
+  }
+  empty.hidden = shown.length > 0;
 }
-let pending = false;
-function schedule() {
+
+let feedPending = false;
+function scheduleFeed() {
   // A price move can bring thousands of events: render once per frame.
-  if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; renderFeed(); }); }
+  if (!feedPending) { feedPending = true; requestAnimationFrame(() => { feedPending = false; renderFeed(); }); }
 }
+
+/** Applies one event (or keeps it while paused). */
+function feedEvent(name, data) {
+  if (feed.paused && name !== "reset") {
+    feed.held.push([name, data]);
+    $("#feed-pause").textContent = `Resume (${count(feed.held.length)} updates waiting)`;
+    return;
+  }
+  if (name === "reset") {
+    feedData.clear();
+    for (const tr of feedRows.values()) tr.remove();
+    feedRows.clear();
+    feed.held = [];
+  } else if (name === "candidate_stop") {
+    feedData.delete(data.owner);
+    feedRows.get(data.owner)?.remove();
+    feedRows.delete(data.owner);
+  } else {
+    feedData.set(data.owner, data);
+  }
+  scheduleFeed();
+}
+
 function openFeed() {
-  feedRows.clear();
   const source = new EventSource("/api/positions/unhealthy/stream");
+  feed.source = source;
   const seen = (event) => {
     // Stamped by the service when it published the event.
     const data = JSON.parse(event.data);
-    feedUpdated = new Date(data.published_at_ms);
+    feed.updated = new Date(data.published_at_ms);
+    answered("feed");
     return data;
   };
-  const update = (event) => { feedRow(seen(event)); schedule(); };
-  source.addEventListener("candidate_start", update);
-  source.addEventListener("candidate_update", update);
-  source.addEventListener("candidate_stop", (event) => { feedRows.delete(seen(event).owner); schedule(); });
-  // The browser reconnects on its own with the last event's id: the service
-  // replays what was missed, so the rows stay. Only when it cannot (it
-  // restarted, another replica answered, too much was missed) does `reset`
-  // come first, and the snapshot after it rebuilds the rows.
-  source.addEventListener("reset", () => { feedRows.clear(); schedule(); });
+  for (const name of ["candidate_start", "candidate_update", "candidate_stop"]) {
+    source.addEventListener(name, (event) => feedEvent(name, seen(event)));
+  }
+  source.addEventListener("reset", () => feedEvent("reset", null));
   // Fell behind: the stream ends and the reconnect resumes (or resets).
   source.addEventListener("resync", () => { $("#feed-state").textContent = "catching up"; });
-  source.onopen = () => {
-    $("#feed-state").textContent = "live";
-    $("#feed-state").className = "badge live";
-  };
+  source.onopen = () => { feed.open = true; answered("feed"); tickFeed(); scheduleFeed(); };
   source.onerror = () => {
-    $("#feed-state").textContent = "reconnecting";
-    $("#feed-state").className = "badge stale";
+    feed.open = false;
+    unanswered("feed", "the stream dropped; reconnecting");
+    tickFeed();
     // Refused (429 past the stream caps, 503 while loading): the browser gives
     // this source up, so start over (a snapshot) a little later.
     if (source.readyState === EventSource.CLOSED) setTimeout(openFeed, 2000);
   };
 }
 
+/** The feed's badge: live while the stream is open and the service answers;
+ *  stale (since when) when either stops. Called every second by live.js. */
+function tickFeed() {
+  const badge = $("#feed-state");
+  if (!badge) return;
+  const s = source("feed", 1000);
+  const quietFor = feed.updated ? ` · last event ${ago((Date.now() - feed.updated) / 1000)}` : "";
+  if (feed.open && !link.down) {
+    badge.textContent = feed.paused ? "paused" : "live";
+    badge.className = `badge ${feed.paused ? "" : "live"}`;
+  } else {
+    const since = link.down ? link.since : s.failedSince ?? new Date();
+    badge.textContent = `stale since ${clock(since)}`;
+    badge.className = "badge stale";
+  }
+  const age = document.querySelector('.age[data-age="feed"]');
+  if (age) age.textContent = quietFor.replace(/^ · /, "");
+}
+
+$("#feed-pause").addEventListener("click", () => {
+  feed.paused = !feed.paused;
+  const button = $("#feed-pause");
+  button.setAttribute("aria-pressed", String(feed.paused));
+  if (!feed.paused) {
+    const held = feed.held;
+    feed.held = [];
+    for (const [name, data] of held) feedEvent(name, data);
+    button.textContent = "Pause";
+  } else {
+    button.textContent = "Resume";
+  }
+  tickFeed();
+});
+$("#feed-controls").addEventListener("input", scheduleFeed);
+$("#feed-controls").addEventListener("submit", (event) => event.preventDefault());
+
+views.set("feed", () => scheduleFeed());
 // Symbols and decimals first, so the first rows already show token amounts.
-loadTokens().finally(() => { openFeed(); renderFeed(); });
+loadTokens().catch(() => {}).finally(() => { openFeed(); renderFeed(); });

@@ -1,125 +1,104 @@
 // The risk lens (decisions §10): a pool's liquidation curve drawn from the
-// server's exact figures, and a price shock with the accounts it sinks.
+// server's exact figures (a click on a point shocks the pool there), and a
+// price shock with the accounts it sinks. Each form checks its fields before
+// asking, and shows its own errors beside it.
 "use strict";
-
-// ---- risk lens ---------------------------------------------------------------------
-// USD of a WAD value, for drawing and reading only (the server's sums are exact).
-const usd = (text) => Number(BigInt(text) / 10n ** 14n) / 1e4;
-const money = (text) => usd(text).toLocaleString("en-US", { maximumFractionDigits: 2 });
 
 async function loadRiskPools() {
   const res = await api("GET", "/api/pools");
   if (!res.ok) return;
   const priced = res.data.pools.filter((p) => p.oracle_price !== null);
   for (const select of document.querySelectorAll(".risk-pool")) {
+    const chosen = select.value;
     select.replaceChildren(...priced.map((p) => new Option(p.symbol || short(p.pool_address), p.pool_address)));
+    if (chosen) select.value = chosen;
   }
+  for (const form of [$("#curve-form"), $("#shock-form")]) {
+    form.querySelector("button").disabled = priced.length === 0;
+  }
+  if (!priced.length) fieldError($("#curve-form"), "No pool has an oracle price yet: there is nothing to shock.");
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-function svg(tag, attrs, text) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
-
-/** The curve: price change across; accounts under water (left axis), their
- *  debt and the bad debt in USD (right axis), each its own line. */
-let lastCurve = null;
+let curveChart = null;
 function drawCurve(curve) {
-  lastCurve = curve;
   $("#curve").hidden = false;
-  const chart = $("#curve-chart");
-  // Drawn at the width it is shown at, so its text keeps its size on a phone.
-  const W = Math.max(300, Math.round(chart.getBoundingClientRect().width) || 640);
-  const narrow = W < 560;
-  const [H, L, R, T, B] = [narrow ? 300 : 280, 44, 64, narrow ? 64 : 30, 36];
-  chart.setAttribute("viewBox", `0 0 ${W} ${H}`);
   const points = curve.points;
   const xs = points.map((p) => p.change_bps / 100);
-  const [x0, x1] = [xs[0], xs[xs.length - 1]];
-  const counts = points.map((p) => p.liquidatable);
-  const debts = points.map((p) => usd(p.debt_value_wad_liquidatable));
-  const bads = points.map((p) => usd(p.bad_debt_value_wad));
-  const cMax = Math.max(1, ...counts);
-  const vMax = Math.max(1, ...debts, ...bads);
-  const x = (v) => L + ((v - x0) / (x1 - x0 || 1)) * (W - L - R);
-  const yc = (v) => H - B - (v / cMax) * (H - T - B);
-  const yv = (v) => H - B - (v / vMax) * (H - T - B);
-  const line = (ys, y, cls) => svg("polyline", {
-    class: cls, fill: "none", "stroke-width": 2,
-    points: ys.map((v, i) => `${x(xs[i]).toFixed(1)},${y(v).toFixed(1)}`).join(" "),
-  });
-  const parts = [
-    svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#dfe3ea" }),
-    svg("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#dfe3ea" }),
-    svg("line", { x1: W - R, y1: T, x2: W - R, y2: H - B, stroke: "#dfe3ea" }),
-    svg("text", { x: L, y: H - B + 16, "text-anchor": "middle" }, `${x0}%`),
-    svg("text", { x: W - R, y: H - B + 16, "text-anchor": "middle" }, `${x1}%`),
-    svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, "price change"),
-    svg("text", { x: L - 6, y: T + 4, "text-anchor": "end" }, String(cMax)),
-    svg("text", { x: L - 6, y: (T + H - B) / 2, "text-anchor": "end" }, "#"),
-    svg("text", { x: L - 6, y: H - B, "text-anchor": "end" }, "0"),
-    svg("text", { x: W - R + 6, y: T + 4 }, `$${vMax.toLocaleString("en-US", { maximumFractionDigits: 0 })}`),
-    svg("text", { x: W - R + 6, y: H - B }, "$0"),
-    line(counts, yc, "count"),
-    line(debts, yv, "debt"),
-    line(bads, yv, "bad-debt"),
-  ];
-  if (x0 < 0 && x1 > 0) parts.push(svg("line", { x1: x(0), y1: T, x2: x(0), y2: H - B, stroke: "#9aa4b2", "stroke-dasharray": "3 3" }));
-  const legend = [["count", "#3451b2", "accounts under water"], ["debt", "#c4620a", "their debt (USD)"], ["bad-debt", "#b42318", "bad debt (USD)"]];
-  legend.forEach(([cls, color, label], i) => {
-    // In a row above the plot, or stacked when narrow.
-    const [lx, ly] = narrow ? [L, 12 + i * 17] : [L + i * 180, 12];
-    parts.push(svg("line", { x1: lx, y1: ly, x2: lx + 20, y2: ly, stroke: color, "stroke-width": 2 }));
-    parts.push(svg("text", { x: lx + 24, y: ly + 4 }, label));
-  });
-  chart.replaceChildren(...parts);
-  for (const [cls, color] of legend) chart.querySelector(`polyline.${cls}`).setAttribute("stroke", color);
+  const spec = {
+    x: { type: "number", label: "price change", format: (v) => `${v}%` },
+    y: [
+      { id: "count", label: "accounts", integer: true, format: (v) => count(Math.round(v)) },
+      { id: "usd", label: "USD", format: (v) => `$${v.toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 1 })}` },
+    ],
+    series: [
+      { name: "accounts under water", axis: "count", color: "#3451b2", points: points.map((p, i) => [xs[i], p.liquidatable]) },
+      { name: "their debt", axis: "usd", color: "#c4620a", format: usdNumber, points: points.map((p, i) => [xs[i], dollars(p.debt_value_wad_liquidatable)]) },
+      { name: "bad debt", axis: "usd", color: "#b42318", format: usdNumber, dash: "5 3", points: points.map((p, i) => [xs[i], dollars(p.bad_debt_value_wad)]) },
+    ],
+    summary: `Liquidation curve of ${symbolOf(curve.pool)}: accounts under water and their debt for price changes from ${xs[0]}% to ${xs[xs.length - 1]}%.`,
+    onPick: (x) => {
+      const form = $("#shock-form");
+      form.pool.value = curve.pool;
+      form.percent.value = String(x);
+      form.requestSubmit();
+    },
+  };
+  if (curveChart) curveChart.update(spec); else curveChart = chart($("#curve"), spec);
   const last = points[points.length - 1];
-  $("#curve-caption").textContent = `${curve.owners} accounts hold this pool. At ${last.change_bps / 100}%: ` +
-    `${last.liquidatable} under water, $${money(last.debt_value_wad_liquidatable)} of their debt, ` +
-    `$${money(last.bad_debt_value_wad)} of bad debt.`;
+  const caption = $("#curve-caption");
+  caption.textContent = `${count(curve.owners)} accounts hold this pool. At ${last.change_bps / 100}%: ` +
+    `${count(last.liquidatable)} under water, ${usd(last.debt_value_wad_liquidatable)} of their debt, ` +
+    `${usd(last.bad_debt_value_wad)} of bad debt. Hover or use the arrow keys for each point; click one to shock there.`;
+  caption.hidden = false;
 }
-window.addEventListener("resize", () => { if (lastCurve) drawCurve(lastCurve); });
 
 $("#curve-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const f = new FormData(event.target);
-  const [from, to] = [Math.round(Number(f.get("from")) * 100), Math.round(Number(f.get("to")) * 100)];
-  const res = await api("GET", `/api/risk/curve?pool=${f.get("pool")}&from_bps=${from}&to_bps=${to}&steps=50`);
-  if (!res.ok) return show(`Curve: ${failure(res).message}`, "error");
+  const form = event.target;
+  const [from, to] = [form.from.value.trim(), form.to.value.trim()];
+  if (!form.pool.value) return fieldError(form, "Pick a pool.", form.pool);
+  if (from === "" || !Number.isFinite(Number(from)) || Number(from) < -100) return fieldError(form, "From: a percent of -100 or more.", form.from);
+  if (to === "" || !Number.isFinite(Number(to)) || Number(to) > 1000) return fieldError(form, "To: a percent of at most 1000.", form.to);
+  if (Number(from) >= Number(to)) return fieldError(form, "From must be below To.", form.to);
+  fieldError(form, null);
+  const [fromBps, toBps] = [Math.round(Number(from) * 100), Math.round(Number(to) * 100)];
+  const res = await api("GET", `/api/risk/curve?pool=${form.pool.value}&from_bps=${fromBps}&to_bps=${toBps}&steps=50`);
+  if (!res.ok) return fieldError(form, `The curve cannot be drawn: ${failure(res).message}.`);
   drawCurve(res.data);
 });
 
 $("#shock-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const f = new FormData(event.target);
-  const bps = Math.round(Number(f.get("percent")) * 100);
-  const res = await api("GET", `/api/risk/shock?shock=${f.get("pool")}:${bps}&limit=50`);
-  if (!res.ok) return show(`Shock: ${failure(res).message}`, "error");
+  const form = event.target;
+  const text = form.percent.value.trim();
+  if (!form.pool.value) return fieldError(form, "Pick a pool.", form.pool);
+  if (text === "" || !Number.isFinite(Number(text))) return fieldError(form, "Enter a change in percent, e.g. -20.", form.percent);
+  const bps = Math.round(Number(text) * 100);
+  if (bps < -10000 || bps > 100000) return fieldError(form, "A change from -100% to +1000%.", form.percent);
+  fieldError(form, null);
+  const res = await api("GET", `/api/risk/shock?shock=${form.pool.value}:${bps}&limit=50`);
+  if (!res.ok) return fieldError(form, `The shock cannot be computed: ${failure(res).message}.`);
   const s = res.data;
-  $("#shock-summary").textContent = `${s.newly_liquidatable} newly under water (${s.liquidatable_before} → ${s.liquidatable_after} of ${s.owners}); ` +
-    `$${money(s.debt_value_wad_liquidatable_after)} of debt liquidatable, $${money(s.bad_debt_value_wad_after)} of bad debt, ` +
-    `$${money(s.profit_value_wad_after)} of profit on offer.`;
+  $("#shock-summary").textContent = `${symbolOf(form.pool.value)} ${bps >= 0 ? "+" : ""}${bps / 100}%: ` +
+    `${count(s.newly_liquidatable)} newly under water (${count(s.liquidatable_before)} → ${count(s.liquidatable_after)} of ${count(s.owners)}); ` +
+    `${usd(s.debt_value_wad_liquidatable_after)} of debt liquidatable, ${usd(s.bad_debt_value_wad_after)} of bad debt, ` +
+    `${usd(s.profit_value_wad_after)} of profit on offer.`;
   $("#shock-summary").hidden = false;
+  const table = $("#shock-accounts");
   const rows = s.accounts.map((a) => {
-    const tr = document.createElement("tr");
-    tr.dataset.owner = a.owner;
-    const cells = [[a.owner, "key"], [wad(a.account_health_factor_wad)], [wad(a.shocked_health_factor_wad), "hf"],
-      [a.liquidation ? money(a.liquidation.profit_value_wad) : "—"]];
-    for (const [text, cls] of cells) {
-      const td = tr.insertCell();
-      td.textContent = text;
-      if (cls) td.className = cls;
-    }
+    const tr = tableRow(table, [
+      (td) => addressCell(td, a.owner, { link: true, full: false }),
+      wad(a.account_health_factor_wad),
+      wad(a.shocked_health_factor_wad),
+      a.liquidation ? usd(a.liquidation.profit_value_wad) : "—",
+    ]);
+    tr.cells[2].classList.add("hf");
     tr.className = "under";
+    tr.dataset.owner = a.owner;
     return tr;
   });
-  $("#shock-accounts tbody").replaceChildren(...rows);
-  $("#shock-accounts").hidden = rows.length === 0;
+  fillRows(table, rows, "No account goes under water at this price.");
+  table.hidden = false;
 });
 
-
-loadRiskPools();
+views.set("risk", () => loadRiskPools());

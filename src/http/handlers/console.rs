@@ -9,12 +9,17 @@ use crate::error::ApiError;
 
 const INDEX: &str = include_str!("../console/index.html");
 const STYLE: &str = include_str!("../console/console.css");
-/// The scripts, by name: helpers and sign-in; admin sections; feed; risk lens.
-const SCRIPTS: [(&str, &str); 4] = [
+/// The scripts, by name: helpers, sections and sign-in; charts; freshness and
+/// the overview; pools; admin; feed; risk lens; history.
+const SCRIPTS: [(&str, &str); 8] = [
     ("console.js", include_str!("../console/console.js")),
+    ("chart.js", include_str!("../console/chart.js")),
+    ("live.js", include_str!("../console/live.js")),
+    ("pools.js", include_str!("../console/pools.js")),
     ("admin.js", include_str!("../console/admin.js")),
     ("feed.js", include_str!("../console/feed.js")),
     ("risk.js", include_str!("../console/risk.js")),
+    ("history.js", include_str!("../console/history.js")),
 ];
 
 /// Only this origin's scripts, styles and connections, and never in a frame (a

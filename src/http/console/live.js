@@ -1,0 +1,169 @@
+// How fresh each figure on the page is, said everywhere: every source (the
+// health check, the pools, the overview's reads, the feed, a history read)
+// records when it last answered and since when it fails; each `.age` counts
+// up in the browser, and turns to "stale since …" when its source stops
+// answering. The link to the service is checked every 3 s with a 4 s
+// deadline, so a paused or unreachable service shows within 10 s, in the
+// header and in a banner. The overview (the figures over the tabs) lives here.
+"use strict";
+
+/** name → { at: Date of the last answer, failedSince: Date, error, every: ms expected between answers } */
+const sources = new Map();
+
+function source(name, every = 5000) {
+  if (!sources.has(name)) sources.set(name, { at: null, failedSince: null, error: null, every });
+  return sources.get(name);
+}
+function answered(name) {
+  const s = source(name);
+  s.at = new Date();
+  s.failedSince = null;
+  s.error = null;
+  tickAges();
+}
+function unanswered(name, error) {
+  const s = source(name);
+  s.failedSince ??= new Date();
+  s.error = error;
+  tickAges();
+}
+/** Runs `load` and records its outcome under `name`; rethrows a failure. */
+async function tracked(name, load) {
+  try {
+    const value = await load();
+    answered(name);
+    return value;
+  } catch (e) {
+    unanswered(name, e.message);
+    throw e;
+  }
+}
+/** Whether what `name` shows is stale: it fails, or has not answered in twice its period. */
+function isStale(name) {
+  const s = source(name);
+  if (link.down) return s.at !== null;
+  if (s.failedSince) return true;
+  return s.at !== null && Date.now() - s.at > 2 * s.every + 5000;
+}
+function ageText(name) {
+  const s = source(name);
+  if (s.at === null) return s.failedSince ? `unavailable: ${s.error}` : "loading…";
+  const seconds = (Date.now() - s.at) / 1000;
+  if (isStale(name)) {
+    const since = link.down ? link.since : s.failedSince ?? s.at;
+    return `stale since ${clock(since)} · as of ${ago(seconds)}`;
+  }
+  return `updated ${ago(seconds)}`;
+}
+function tickAges() {
+  for (const el of document.querySelectorAll(".age[data-age]")) {
+    el.textContent = ageText(el.dataset.age);
+    el.classList.toggle("stale", isStale(el.dataset.age));
+  }
+  const overview = $("#overview-age");
+  overview.textContent = `Overview ${ageText("overview")}`;
+  overview.classList.toggle("stale", isStale("overview"));
+  $("#overview").classList.toggle("stale", isStale("overview"));
+  if (typeof tickFeed === "function") tickFeed();
+}
+setInterval(tickAges, 1000);
+
+// ---- the link to the service -----------------------------------------------------------
+const link = { down: false, since: null, health: null };
+async function checkLink() {
+  const res = await api("GET", "/api/health", null, {}, 4000);
+  const badge = $("#link-state");
+  const banner = $("#banner");
+  if (!res.data || !res.data.checks) {
+    if (!link.down) Object.assign(link, { down: true, since: new Date() });
+    badge.textContent = `unreachable since ${clock(link.since)}`;
+    badge.className = "badge stale";
+    banner.textContent = `The service cannot be reached since ${clock(link.since)} (${res.data?.error ?? "no answer"}). ` +
+      "Every figure below is as of its last answer; retrying every 3 s.";
+    banner.className = "error";
+    banner.hidden = false;
+    tickAges();
+    return;
+  }
+  link.down = false;
+  link.health = res.data;
+  answered("health");
+  const checks = res.data.checks;
+  const failing = ["database", "rpc", "sync", "cache"].filter((c) => checks[c] && checks[c].ok === false);
+  if (failing.length) {
+    badge.textContent = `degraded: ${failing.join(", ")}`;
+    badge.className = "badge stale";
+    banner.textContent = `The service is degraded (${failing.join(", ")} failing): what it serves from memory goes on, but may fall behind the chain.`;
+    banner.className = "warn";
+    banner.hidden = false;
+  } else {
+    badge.textContent = "live";
+    badge.className = "badge live";
+    banner.hidden = true;
+  }
+  $("#cluster").textContent = checks.sync.cluster;
+  if (typeof showChainState === "function") showChainState(checks.sync);
+  setCard("chain", checks.rpc.ok ? count(checks.rpc.slot) : "—",
+    checks.rpc.ok && checks.sync.role === "leader" && checks.sync.slot
+      ? `lag ${count(Math.max(0, checks.rpc.slot - checks.sync.slot))} slots` : checks.sync.role,
+    String(checks.rpc.slot));
+  tickAges();
+}
+checkLink();
+setInterval(checkLink, 3000);
+
+// ---- the overview ------------------------------------------------------------------------
+/** A card's figure as shown, its exact value (the API's, for copying and
+ *  checking) and a note under it. */
+function setCard(name, value, note, exact = "") {
+  const dd = document.querySelector(`[data-card="${name}"] dd`);
+  dd.dataset.value = exact;
+  dd.replaceChildren(value);
+  if (note) {
+    const small = document.createElement("small");
+    small.textContent = note;
+    dd.append(small);
+  }
+}
+/** The overview: the pools' totals, what is under water now (a shock of 0),
+ *  the accounts at risk, every 5 s. Each card's title says where it comes from. */
+async function loadOverview() {
+  try {
+    await tracked("overview", async () => {
+      const status = await loadTokens();
+      const sum = (field) => status.pools.reduce((acc, p) => acc + BigInt(p[field]), 0n).toString();
+      setCard("deposits", usd(sum("deposits_value_wad"), { compact: true }), `${status.pools.length} pools`, sum("deposits_value_wad"));
+      setCard("borrows", usd(sum("borrows_value_wad"), { compact: true }), "", sum("borrows_value_wad"));
+      const priced = status.pools.find((p) => p.oracle_price !== null);
+      if (priced) {
+        const res = await api("GET", `/api/risk/shock?shock=${priced.pool_address}:0&limit=1`);
+        if (!res.ok) throw failure(res);
+        const book = res.data;
+        setCard("under", count(book.liquidatable_before), `of ${count(book.owners)} accounts`, String(book.liquidatable_before));
+        setCard("debt-under", usd(book.debt_value_wad_liquidatable_after, { compact: true }), "", book.debt_value_wad_liquidatable_after);
+        setCard("bad-debt", usd(book.bad_debt_value_wad_after, { compact: true }), "", book.bad_debt_value_wad_after);
+        setCard("profit", usd(book.profit_value_wad_after, { compact: true }), "", book.profit_value_wad_after);
+      } else {
+        for (const card of ["under", "debt-under", "bad-debt", "profit"]) setCard(card, card === "under" ? "0" : "$0.00", "no priced pool", "0");
+      }
+      const risk = await api("GET", "/api/positions/at-risk?below=1100000000000000000&limit=200");
+      if (!risk.ok) throw failure(risk);
+      const n = risk.data.accounts.length;
+      setCard("at-risk", n >= 200 ? "200+" : count(n), "", String(n));
+    });
+  } catch (_) {
+    // Shown by the overview's age ("stale since …"); the cards keep their last values.
+  }
+}
+for (const [card, from] of [
+  ["deposits", "sum of every pool's deposits at its oracle price (GET /api/pools/status)"],
+  ["borrows", "sum of every pool's borrows at its oracle price (GET /api/pools/status)"],
+  ["under", "accounts below 1.0 now (GET /api/risk/shock, a change of 0)"],
+  ["debt-under", "the debt of the accounts below 1.0 (GET /api/risk/shock)"],
+  ["at-risk", "accounts at or above 1.0 and below 1.1 (GET /api/positions/at-risk)"],
+  ["bad-debt", "debt no collateral covers, summed over accounts (GET /api/risk/shock)"],
+  ["profit", "what liquidating every account under water pays, after the protocol's fee (GET /api/risk/shock)"],
+  ["chain", "the RPC's slot, and how far the last reconciliation is behind it (GET /api/health)"],
+]) document.querySelector(`[data-card="${card}"]`).title = from;
+loadOverview();
+setInterval(loadOverview, 5000);

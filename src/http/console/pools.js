@@ -1,0 +1,192 @@
+// The pools section: every registered pool (deposits and borrows in tokens
+// and USD, utilization, APYs, LTV, liquidation threshold, oracle price with
+// its confidence and age), the chain's state, and the pools on chain that are
+// not registered, with a one-click registration signed by their authority.
+"use strict";
+
+const percentOfWad = (text, places = 1) => percent(Number(BigInt(text) / 10n ** 12n) / 1e6, places);
+
+/** Token amount and its USD value, stacked. */
+function amountCell(amount, pool, valueWad) {
+  return (td) => {
+    td.append(tokens(amount, pool));
+    const small = document.createElement("small");
+    small.textContent = usd(valueWad);
+    td.append(small);
+  };
+}
+
+async function loadPools() {
+  const table = $("#pools");
+  if (!sources.get("pools")?.at) table.tBodies[0].replaceChildren(stateRow(table, "loading", "Loading pools…"));
+  try {
+    await tracked("pools", async () => {
+      const [status, listed] = await Promise.all([loadTokens(), api("GET", "/api/pools")]);
+      if (!listed.ok) throw failure(listed);
+      state.pools = new Map(listed.data.pools.map((p) => [p.pool_address, p]));
+      const rows = status.pools.map((p) => {
+        const row = state.pools.get(p.pool_address) ?? {};
+        const tr = tableRow(table, [
+          (td) => {
+            const name = document.createElement("strong");
+            name.textContent = p.symbol ?? "—";
+            td.append(name, " ");
+            addressCell(td.appendChild(document.createElement("span")), p.pool_address, { link: true, full: false });
+          },
+          amountCell(p.total_deposits, p.pool_address, p.deposits_value_wad),
+          amountCell(p.total_borrows, p.pool_address, p.borrows_value_wad),
+          percentOfWad(p.utilization_wad),
+          percent(p.supply_apy),
+          percent(p.borrow_apy),
+          row.ltv_wad ? percentOfWad(row.ltv_wad, 0) : "—",
+          percentOfWad(p.liquidation_threshold_wad, 0),
+          oraclePrice(p.oracle_price, p.oracle_expo, p.oracle_conf),
+          (td) => {
+            const badge = document.createElement("span");
+            badge.className = `badge ${p.oracle_stale ? "stale" : "fresh"}`;
+            badge.textContent = p.oracle_stale ? "stale" : "fresh";
+            badge.title = p.oracle_stale ? `older than ${state.maxOracleAge} s: quotes on it are flagged` : "";
+            // Counted up in the browser from the on-chain update time.
+            const age = document.createElement("span");
+            age.className = "oracle-age";
+            age.dataset.updatedAt = String(p.oracle_updated_at);
+            age.textContent = ago(Date.now() / 1000 - p.oracle_updated_at);
+            td.append(age, " ", badge);
+          },
+        ]);
+        tr.dataset.pool = p.pool_address;
+        return tr;
+      });
+      fillRows(table, rows, "No pools registered yet: register one below, or with `lendex remote register-pool`.");
+    });
+  } catch (e) {
+    if (!sources.get("pools")?.at) table.tBodies[0].replaceChildren(stateRow(table, "error", `Pools cannot be read: ${e.message}. Retrying.`));
+  }
+}
+setInterval(() => {
+  for (const el of document.querySelectorAll(".oracle-age")) el.textContent = ago(Date.now() / 1000 - Number(el.dataset.updatedAt));
+}, 1000);
+
+/** The chain's state, from /api/health (live.js reads it every 3 s). */
+function showChainState(sync) {
+  const badge = $("#chain-state");
+  let text;
+  let kind;
+  if (!sync.enabled) [text, kind] = ["chain sync off", "off"];
+  else if (sync.role !== "leader") [text, kind] = ["follower: another replica syncs", ""];
+  else if (sync.stream.connected) [text, kind] = ["streaming from the chain", "live"];
+  else [text, kind] = ["polling the chain (websocket down)", "stale"];
+  const last = sync.lastRefreshAt ? `; last reconcile ${when(new Date(sync.lastRefreshAt))}` : "";
+  badge.textContent = text;
+  badge.title = `${text}${last}`;
+  badge.className = `badge ${kind}`;
+}
+
+// ---- pools on chain, not registered ------------------------------------------------------
+let unregistered = null;
+async function loadUnregistered() {
+  const table = $("#unregistered");
+  const res = await api("GET", "/api/pools/unregistered");
+  if (!res.ok) {
+    table.tBodies[0].replaceChildren(stateRow(table, "error", `The chain cannot be read: ${failure(res).message}.`));
+    return;
+  }
+  unregistered = res.data.pools;
+  renderUnregistered();
+}
+function renderUnregistered() {
+  const table = $("#unregistered");
+  if (unregistered === null) return;
+  const admin = state.role === "super_admin" || state.role === "pool_admin";
+  const rows = unregistered.map((p) => tableRow(table, [
+    (td) => addressCell(td, p.pool_address, { link: true, full: false }),
+    (td) => addressCell(td, p.token_mint, { link: true, full: false }),
+    (td) => addressCell(td, p.authority, { full: false }),
+    oraclePrice(p.oracle_price, p.oracle_expo, null),
+    (td) => {
+      if (!admin) {
+        td.textContent = "its authority may register it (sign in)";
+        return;
+      }
+      if (p.authority !== state.account.address) {
+        td.textContent = "another wallet's pool";
+        return;
+      }
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "Register";
+      button.setAttribute("aria-label", `Register ${p.pool_address}`);
+      button.onclick = () => register(p.pool_address, "", null);
+      td.append(button);
+    },
+  ]));
+  fillRows(table, rows, "Every pool on chain is registered.");
+}
+
+/** Asks for the init transaction's signature when the chain cannot tell it. */
+function askSignature(pool) {
+  const dialog = $("#ask-signature");
+  const form = $("#ask-signature-form");
+  $("#ask-signature-text").textContent = `The chain does not say which transaction created ${pool}. Its signature:`;
+  form.signature.value = "";
+  fieldError(form, null);
+  return new Promise((resolve) => {
+    const done = (value) => {
+      form.onsubmit = $("#ask-signature-cancel").onclick = dialog.oncancel = null;
+      dialog.close();
+      resolve(value);
+    };
+    form.onsubmit = (event) => {
+      event.preventDefault();
+      const value = form.signature.value.trim();
+      if (!/^[\x21-\x7e]{1,128}$/.test(value)) return fieldError(form, "Enter the transaction's signature.", form.signature);
+      done(value);
+    };
+    $("#ask-signature-cancel").onclick = () => done(null);
+    dialog.oncancel = () => done(null);
+    dialog.showModal();
+  });
+}
+
+/** Registers `pool`: the rest is read from the chain as the service reads
+ *  it, and checked, before the wallet is asked to sign. Errors go to `form`. */
+async function register(pool, initSignature, symbol, form = $("#register-pool")) {
+  const read = await api("GET", `/api/pools/${pool}/chain`);
+  if (!read.ok) return fieldError(form, `The pool cannot be read: ${failure(read).message}.`, form.pool_address);
+  const onChain = read.data;
+  if (onChain.authority !== state.account.address) {
+    return fieldError(form, `Its on-chain authority is ${onChain.authority}, not this wallet.`, form.pool_address);
+  }
+  const signature = initSignature || onChain.init_signature || (await askSignature(pool));
+  if (!signature) return;
+  const done = await act(`Register ${symbol ?? short(pool)}`, async () => {
+    const auth = await signed(`init_pool:${onChain.token_mint}`);
+    const res = await api("POST", "/api/pools/init", {
+      ...auth, pool_address: pool, token_mint: onChain.token_mint, symbol, authority: onChain.authority,
+      vault: onChain.vault, pool_bump: onChain.pool_bump, authority_bump: onChain.authority_bump,
+      vault_bump: onChain.vault_bump, init_signature: signature,
+    });
+    if (!res.ok) throw failure(res);
+    form.reset();
+    await Promise.all([loadPools(), loadUnregistered()]);
+    if (!$("#audit-section").hidden) await loadAudit();
+  });
+  if (!done) fieldError(form, $("#status").textContent);
+}
+
+$("#register-pool").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  const pool = form.pool_address.value.trim();
+  const initSignature = form.init_signature.value.trim();
+  const symbol = form.symbol.value.trim() || null;
+  if (!isPubkey(pool)) return fieldError(form, "Enter the pool's address (base58, 32 bytes).", form.pool_address);
+  if (initSignature && !/^[\x21-\x7e]{1,128}$/.test(initSignature)) {
+    return fieldError(form, "Enter the signature of the transaction that initialised the pool.", form.init_signature);
+  }
+  fieldError(form, null);
+  await register(pool, initSignature, symbol, form);
+});
+
+views.set("pools", () => { loadPools(); loadUnregistered(); });
+setInterval(() => { if (route().name === "pools") loadPools(); }, 10000);

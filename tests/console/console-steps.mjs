@@ -1,0 +1,413 @@
+// The console's steps, in order (console-test.mjs runs them): each is checked
+// and shot at 1280 px, then at 375 px with no horizontal scroll.
+
+/** Opens a section by its tab, and waits for it. */
+async function go(page, view) {
+  await page.click(`#tabs a[data-view="${view}"]`);
+  await page.locator(`#view-${view}`).waitFor({ state: "visible" });
+  if (!page.url().includes(`#/${view}`)) throw new Error(`the URL ${page.url()} does not name ${view}`);
+}
+const json = async (url) => (await fetch(url)).json();
+const sum = (rows, field) => rows.reduce((acc, r) => acc + BigInt(r[field]), 0n).toString();
+
+export async function steps({ page, context, api, env, step, steer, signedCount, pageErrors, feedResumes, root, base58, nacl, ask, NARROW, WIDE }) {
+  await page.goto(`${api}/console`);
+  const wallet = base58(nacl.sign.keyPair().publicKey);
+  const signIn = async (name) => {
+    await page.locator("#wallet-list").selectOption({ label: name });
+    await page.click("#connect");
+  };
+  const card = (name) => page.locator(`[data-card="${name}"] dd`);
+
+  await step("01-overview-and-pools", page, async () => {
+    // The overview, against what the API says.
+    await page.waitForFunction(() => document.querySelector('[data-card="at-risk"] dd').dataset.value !== undefined);
+    const status = await json(`${api}/api/pools/status`);
+    const priced = status.pools.find((p) => p.oracle_price !== null);
+    const book = await json(`${api}/api/risk/shock?shock=${priced.pool_address}:0&limit=1`);
+    const expected = {
+      deposits: sum(status.pools, "deposits_value_wad"), borrows: sum(status.pools, "borrows_value_wad"),
+      under: String(book.liquidatable_before), "debt-under": book.debt_value_wad_liquidatable_after,
+      "bad-debt": book.bad_debt_value_wad_after, profit: book.profit_value_wad_after,
+    };
+    for (const [name, value] of Object.entries(expected)) {
+      const shown = await card(name).getAttribute("data-value");
+      if (shown !== value) throw new Error(`overview ${name}: ${shown}, the API says ${value}`);
+    }
+    if (!(await card("deposits").textContent()).startsWith("$")) throw new Error("deposits not in dollars");
+    const atRisk = await json(`${api}/api/positions/at-risk?below=1100000000000000000&limit=200`);
+    if ((await card("at-risk").getAttribute("data-value")) !== String(atRisk.accounts.length)) throw new Error("at risk");
+    await page.locator('[data-card="chain"] dd').filter({ hasText: /\d/ }).waitFor();
+    await page.locator("#link-state", { hasText: "live" }).waitFor();
+    // The market is the first section; the pools are a tab away, with their own URL.
+    await page.locator("#view-market").waitFor();
+    await go(page, "pools");
+    await page.locator("#pools tbody tr[data-pool]").nth(1).waitFor();
+    const first = await page.locator("#pools tbody tr[data-pool]").first().textContent();
+    if (!/%/.test(first) || !/\$/.test(first)) throw new Error(`a pool row without APY or dollars: ${first}`);
+    await page.locator("#pools .badge.fresh, #pools .badge.stale").first().waitFor();
+    await page.locator(`#unregistered tr:has([title="${env("UNREGISTERED")}"])`).waitFor();
+    for (const hidden of ["#role", "#sign-out", "#register-pool"]) {
+      if (await page.locator(hidden).isVisible()) throw new Error(`${hidden} shown while signed out`);
+    }
+    const link = await page.locator("#pools tbody tr[data-pool] a").first().getAttribute("href");
+    if (!link.includes("cluster=custom&customUrl=http%3A%2F%2F127")) throw new Error(`explorer link ${link}`);
+  }, "#pools tbody tr[data-pool]");
+
+  await step("02-failed-sign-in", page, async () => {
+    await go(page, "admin");
+    await steer(page, { rejectConnect: true });
+    await signIn("Test Wallet");
+    await page.locator("#status.error", { hasText: "Sign-in failed: the user rejected" }).waitFor();
+    for (const hidden of ["#role", "#account", "#sign-out", "#allowlist-section", "#audit-section"]) {
+      if (await page.locator(hidden).isVisible()) throw new Error(`${hidden} left from a failed sign-in`);
+    }
+    if ((await page.locator("#connect").textContent()) !== "Sign in") throw new Error("not back to Sign in");
+    await steer(page, { rejectConnect: false });
+  }, "#status.error");
+
+  await step("03-pool-admin", page, async () => {
+    await signIn("Pool Admin Wallet");
+    await page.locator("#role").filter({ hasText: "pool_admin" }).waitFor();
+    await page.locator("#status.ok").waitFor();
+    if (await page.locator("#add-admin").isVisible()) throw new Error("a pool_admin sees Add admin");
+    if (await page.locator("#allowlist button.revoke").count()) throw new Error("a pool_admin sees Revoke");
+    await go(page, "pools");
+    if (!(await page.locator("#register-pool").isVisible())) throw new Error("a pool_admin cannot register pools");
+    // Not this wallet's pool: no register button.
+    await page.locator("#unregistered", { hasText: "another wallet's pool" }).waitFor();
+  }, "#role");
+
+  await step("04-signed-out-again", page, async () => {
+    await page.click("#sign-out");
+    await page.locator("#status.info", { hasText: "Signed out" }).waitFor();
+    await go(page, "admin");
+    if (await page.locator("#allowlist-section").isVisible()) throw new Error("admin sections left after sign-out");
+  }, "#connect");
+
+  await step("05-signed-in", page, async () => {
+    await signIn("Test Wallet");
+    await page.locator("#role").filter({ hasText: "super_admin" }).waitFor();
+    await page.locator("#status.ok").waitFor();
+    await page.locator("#allowlist tbody tr[data-pubkey]").first().waitFor();
+    await page.locator("#audit tbody tr").first().waitFor();
+    // When each admin was added, and their last action.
+    const bootstrap = page.locator(`#allowlist tr[data-pubkey="${root}"]`);
+    await bootstrap.locator("td").nth(4).filter({ hasText: /add_admin|init_pool|none yet/ }).waitFor();
+    if (!/UTC/.test(await bootstrap.locator("td").nth(3).textContent())) throw new Error("no added time");
+  }, "#role");
+
+  await step("06-checked-before-signing", page, async () => {
+    const before = await signedCount(page);
+    await page.fill('#add-admin input[name="pubkey"]', "not-a-wallet");
+    await page.click('#add-admin button[type="submit"]');
+    await page.locator("#add-admin-error", { hasText: "Enter a wallet address" }).waitFor();
+    if ((await page.getAttribute('#add-admin input[name="pubkey"]', "aria-invalid")) !== "true") throw new Error("field not marked");
+    if ((await signedCount(page)) !== before) throw new Error("the wallet was asked to sign an invalid call");
+  }, "#add-admin-error");
+
+  await step("07-one-prompt-at-a-time", page, async () => {
+    const before = await signedCount(page);
+    await steer(page, { delayMs: 800 });
+    await page.fill('#add-admin input[name="pubkey"]', wallet);
+    await page.selectOption('#add-admin select[name="role"]', "pool_admin");
+    await page.fill('#add-admin input[name="label"]', "added in the browser");
+    const submit = page.locator('#add-admin button[type="submit"]');
+    await submit.click();
+    await page.locator("#status.pending", { hasText: "Approve in your wallet" }).waitFor();
+    if (!(await submit.isDisabled())) throw new Error("the button stays enabled while the wallet is open");
+    await submit.click({ force: true }).catch(() => {});
+    await page.locator(`#allowlist tr[data-pubkey="${wallet}"]`).waitFor();
+    await page.locator("#status.ok").waitFor();
+    await steer(page, { delayMs: 0 });
+    if ((await signedCount(page)) !== before + 1) throw new Error(`${(await signedCount(page)) - before} signatures for one add`);
+    if (await page.locator("#add-admin-error").isVisible()) throw new Error("the earlier field error stayed");
+    const added = await page.locator(`#audit tbody tr:has([title="${wallet}"])`).count();
+    if (added !== 1) throw new Error(`${added} audit entries for one add`);
+  }, `#allowlist tr[data-pubkey="${wallet}"]`);
+
+  await step("08-audit", page, async () => {
+    const row = page.locator("#audit tbody tr", { hasText: "add_admin" }).first();
+    const text = await row.textContent();
+    if (!text.includes("role=pool_admin") || !text.includes("label=added in the browser")) throw new Error(`details: ${text}`);
+    if (!/UTC/.test(await row.locator("td").first().textContent())) throw new Error("time without its zone");
+    await row.getByRole("button", { name: `Copy ${wallet}` }).waitFor();
+    // The action picker and today's date range.
+    await page.selectOption('#audit-filter select[name="action"]', "add_admin");
+    const today = new Date().toISOString().slice(0, 10);
+    await page.fill('#audit-filter input[name="from"]', today);
+    await page.fill('#audit-filter input[name="to"]', today);
+    await page.click('#audit-filter button[type="submit"]');
+    await page.waitForFunction(() => [...document.querySelectorAll("#audit tbody tr")].every((tr) => tr.cells[2]?.textContent === "add_admin"));
+    // Yesterday only: nothing.
+    const yesterday = new Date(Date.now() - 86400e3).toISOString().slice(0, 10);
+    await page.fill('#audit-filter input[name="from"]', yesterday);
+    await page.fill('#audit-filter input[name="to"]', yesterday);
+    await page.click('#audit-filter button[type="submit"]');
+    await page.locator("#audit tr.state-row.empty", { hasText: "No entries" }).waitFor();
+    await page.fill('#audit-filter input[name="from"]', "");
+    await page.fill('#audit-filter input[name="to"]', "");
+    await page.selectOption('#audit-filter select[name="action"]', "");
+    await page.fill('#audit-filter input[name="actor"]', root);
+    await page.click('#audit-filter button[type="submit"]');
+    await page.waitForFunction((r) => [...document.querySelectorAll("#audit tbody tr")].every((tr) => tr.cells[1]?.querySelector("[title]")?.title === r), root);
+    await page.fill('#audit-filter input[name="actor"]', "");
+    await page.click('#audit-filter button[type="submit"]');
+    await page.locator("#audit tbody tr", { hasText: "add_admin" }).first().waitFor();
+    // The CSV of what was read.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#audit-csv")]);
+    const csv = await (await download.createReadStream()).toArray().then((parts) => Buffer.concat(parts).toString("utf8"));
+    if (!csv.startsWith("id,created_at,actor,action,target,details") || !csv.includes(wallet) || !csv.includes('"add_admin"')) {
+      throw new Error(`csv: ${csv.slice(0, 300)}`);
+    }
+  }, "#audit");
+
+  await step("09-revoke-confirmed", page, async () => {
+    const before = await signedCount(page);
+    const revoke = page.getByRole("button", { name: `Revoke ${wallet}` });
+    await revoke.click();
+    const dialog = page.locator("#confirm");
+    await dialog.waitFor({ state: "visible" });
+    if (!(await page.locator("#confirm-text").textContent()).includes(wallet)) throw new Error("the dialog does not name the wallet");
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+    if ((await signedCount(page)) !== before) throw new Error("cancelled, yet signed");
+    if (!(await page.locator(`#allowlist tr[data-pubkey="${wallet}"]`).count())) throw new Error("cancelled, yet revoked");
+    await revoke.click();
+    await dialog.waitFor({ state: "visible" });
+    await page.focus("#confirm-ok");
+    await page.keyboard.press("Enter");
+    await page.locator(`#allowlist tr[data-pubkey="${wallet}"]`).waitFor({ state: "detached" });
+    await page.locator("#status.ok").waitFor();
+  }, "#allowlist");
+
+  await step("10-rejected-signature", page, async () => {
+    await steer(page, { brokenSignatures: true });
+    await page.fill('#add-admin input[name="pubkey"]', wallet);
+    await page.click('#add-admin button[type="submit"]');
+    await page.locator("#status.error", { hasText: "bad signature" }).waitFor();
+    await page.locator("#add-admin-error", { hasText: "bad signature" }).waitFor();
+    await steer(page, { brokenSignatures: false });
+    if (await page.locator(`#allowlist tr[data-pubkey="${wallet}"]`).count()) throw new Error("added anyway");
+  }, "#add-admin-error");
+
+  const pool = env("UNREGISTERED");
+  await step("11-unregistered-pool-registered", page, async () => {
+    await go(page, "pools");
+    const row = page.locator(`#unregistered tr:has([title="${pool}"])`);
+    await row.getByRole("button", { name: `Register ${pool}` }).click();
+    // The local chain has no transaction for it: the signature is asked for.
+    await page.locator("#ask-signature").waitFor({ state: "visible" });
+    await page.fill('#ask-signature input[name="signature"]', "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UaKdiSkoQ");
+    await page.click('#ask-signature button[type="submit"]');
+    await page.locator(`#pools tr[data-pool="${pool}"]`).waitFor();
+    await page.locator("#status.ok").waitFor();
+    await row.waitFor({ state: "detached" });
+    for (const error of ["#register-pool-error", "#add-admin-error"]) {
+      if (await page.locator(error).isVisible()) throw new Error(`${error} stayed after a success`);
+    }
+  }, `#pools tr[data-pool="${pool}"]`);
+
+  // The live feed: the harness makes the owner sink by a price change on chain.
+  const owner = env("OWNER");
+  await go(page, "feed");
+  await page.locator("#feed-state", { hasText: "live" }).waitFor();
+  if (await page.locator(`#feed tr[data-owner="${owner}"]`).count()) throw new Error("under water too early");
+  await ask("READY_FOR_PRICE");
+  const row = page.locator(`#feed tr[data-owner="${owner}"]`);
+  await step("12-live-feed", page, async () => {
+    await row.waitFor({ timeout: 15000 });
+    const text = await row.textContent();
+    // Amounts in tokens with their symbols and in dollars, not base units; the oracle flagged.
+    if (!/\d TKN/.test(text) || !/\$\d/.test(text) || /\d{9,}/.test(text)) throw new Error(`row "${text}"`);
+    await row.locator(".badge.stale").waitFor();
+    const link = await row.locator("a").first().getAttribute("href");
+    if (!link.includes(`/address/${owner}`) || !link.includes("customUrl=")) throw new Error(`explorer link ${link}`);
+    if (!/1 shown of 1 under water · repay \$[\d,]+\.\d\d · profit \$/.test(await page.locator("#feed-totals").textContent())) {
+      throw new Error(`totals "${await page.locator("#feed-totals").textContent()}"`);
+    }
+    // Sorted by profit, filtered by a profit it does not reach, paused.
+    await page.selectOption('#feed-controls select[name="sort"]', "profit");
+    await page.fill('#feed-controls input[name="min_profit"]', "1000000");
+    await page.locator("#feed-empty", { hasText: "matches the filters" }).waitFor();
+    await page.fill('#feed-controls input[name="min_profit"]', "");
+    await row.waitFor();
+    await page.click("#feed-pause");
+    await page.locator("#feed-state", { hasText: "paused" }).waitFor();
+    await page.click("#feed-pause");
+    await page.locator("#feed-state", { hasText: "live" }).waitFor();
+  }, `#feed tr[data-owner="${owner}"]`);
+
+  // The page loses its connection while the owner sinks further: the browser
+  // reconnects with the last event's id, and the feed resumes (the row is
+  // updated in place, not rebuilt from a snapshot after a reset).
+  const before = await row.locator("td.hf").textContent();
+  await row.evaluate((tr) => { tr.dataset.kept = "1"; });
+  const eventsBefore = await page.evaluate(() => window.__feedEvents.length);
+  await ask("READY_FOR_DROP");
+  await step("13-feed-resumed", page, async () => {
+    await page.waitForFunction(([o, hf]) => {
+      const cell = document.querySelector(`#feed tr[data-owner="${o}"] td.hf`);
+      return cell && cell.textContent !== hf;
+    }, [owner, before], { timeout: 15000 });
+    if ((await row.getAttribute("data-kept")) !== "1") throw new Error("the feed was rebuilt, not resumed");
+    // Only what changed flashes.
+    if (!(await row.locator("td.hf").getAttribute("class")).includes("changed")) throw new Error("the changed cell does not flash");
+    await page.locator("#feed-state", { hasText: "live" }).waitFor();
+    const sent = await Promise.all(feedResumes);
+    const resumed = sent.filter((id) => id);
+    if (!resumed.length || !/^[0-9]+\.[0-9]+$/.test(resumed[0])) throw new Error(`reconnects sent ${JSON.stringify(sent)}`);
+    const after = await page.evaluate((n) => window.__feedEvents.slice(n), eventsBefore);
+    if (after.join() !== "candidate_update") throw new Error(`events after the drop: ${after}`);
+  }, `#feed tr[data-owner="${owner}"]`);
+
+  const sol = env("SOL");
+  await step("14-risk-curve", page, async () => {
+    await go(page, "risk");
+    await page.waitForFunction((s) => [...document.querySelectorAll("#curve-form select option")].some((o) => o.value === s), sol);
+    // An empty percent is refused before any request.
+    await page.fill('#curve-form input[name="from"]', "");
+    await page.click('#curve-form button[type="submit"]');
+    await page.locator("#curve-error", { hasText: "From" }).waitFor();
+    await page.selectOption("#curve-form select", sol);
+    await page.fill('#curve-form input[name="from"]', "-50");
+    await page.fill('#curve-form input[name="to"]', "100");
+    await page.click('#curve-form button[type="submit"]');
+    await page.locator("#curve:not([hidden]) svg").waitFor();
+    if (await page.locator("#curve-error").isVisible()) throw new Error("the error stayed after a success");
+    const expected = await json(`${api}/api/risk/curve?pool=${sol}&from_bps=-5000&to_bps=10000&steps=50`);
+    const ticks = await page.locator("#curve text.tick").count();
+    if (ticks < 8) throw new Error(`${ticks} tick labels`);
+    const paths = await page.locator("#curve path.series").count();
+    if (paths !== 3) throw new Error(`${paths} lines`);
+    // Hovering shows the values of the point under the pointer.
+    const box = await page.locator("#curve svg").boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.5);
+    const tip = page.locator("#curve .chart-tip");
+    await tip.waitFor({ state: "visible" });
+    const tipText = await tip.textContent();
+    if (!/accounts under water: \d/.test(tipText) || !/their debt: \$/.test(tipText)) throw new Error(`tooltip "${tipText}"`);
+    const caption = await page.locator("#curve-caption").textContent();
+    const last = expected.points[expected.points.length - 1];
+    if (!caption.startsWith(`${expected.owners} accounts hold this pool`) || !caption.includes(`${last.liquidatable} under water`)) {
+      throw new Error(`caption "${caption}" for ${JSON.stringify(last)}`);
+    }
+  }, "#curve svg");
+
+  await step("15-risk-shock", page, async () => {
+    // A click on the curve's last point (+100%) shocks SOL there.
+    const box = await page.locator("#curve svg").boundingBox();
+    await page.mouse.click(box.x + box.width - 70, box.y + box.height * 0.5);
+    await page.locator("#shock-summary", { hasText: " +100%: " }).waitFor();
+    // And +200% by hand: the second account goes under, and is listed.
+    await page.selectOption("#shock-form select", sol);
+    await page.fill('#shock-form input[name="percent"]', "200");
+    await page.click('#shock-form button[type="submit"]');
+    const shocked = page.locator(`#shock-accounts tr[data-owner="${env("SHOCKED")}"]`);
+    await shocked.waitFor();
+    const summary = await page.locator("#shock-summary").textContent();
+    if (!summary.includes("1 newly under water")) throw new Error(`summary "${summary}"`);
+    if (!/…/.test(await shocked.locator("td").first().textContent())) throw new Error("the owner is not shortened");
+    await shocked.getByRole("button", { name: `Copy ${env("SHOCKED")}` }).waitFor();
+    const align = await shocked.locator("td.num").first().evaluate((td) => getComputedStyle(td).textAlign);
+    if (align !== "right") throw new Error(`numbers aligned ${align}`);
+  }, "#shock-summary");
+
+  await step("16-wallet-history", page, async () => {
+    await page.goto(`${api}/console#/wallet?owner=${owner}&range=1h`);
+    await page.locator("#wallet-health svg").waitFor();
+    await page.locator('#view-wallet .range button[data-range="1h"][aria-pressed="true"]').waitFor();
+    // The 1.0 line, time under water shaded, the event marked.
+    await page.locator("#wallet-health .rule-label", { hasText: "1.0" }).waitFor();
+    await page.locator("#wallet-health rect.band").first().waitFor({ state: "attached" });
+    await page.locator("#wallet-health path.marker").first().waitFor({ state: "attached" });
+    await page.locator("#wallet-values path.series").nth(1).waitFor({ state: "attached" });
+    await page.locator("#wallet-events tbody tr", { hasText: "went under water" }).waitFor();
+    await page.click('#view-wallet .range button[data-range="24h"]');
+    if (!page.url().includes("range=24h")) throw new Error(`the range is not in the URL: ${page.url()}`);
+  }, "#wallet-health svg");
+
+  await step("17-events", page, async () => {
+    await go(page, "events");
+    await page.selectOption('#events-filter select[name="kind"]', "under");
+    await page.click('#events-filter button[type="submit"]');
+    await page.locator(`#events tbody tr:has([title="${owner}"])`, { hasText: "went under water" }).waitFor();
+    if (!page.url().includes("kind=under")) throw new Error("the filter is not in the URL");
+    await page.selectOption('#events-filter select[name="kind"]', "bad_debt");
+    await page.click('#events-filter button[type="submit"]');
+    await page.locator("#events tr.state-row.empty").waitFor();
+  }, "#events");
+
+  await step("18-market", page, async () => {
+    await go(page, "market");
+    await page.locator("#market-chart svg").waitFor();
+    await page.locator("#latest-events tbody tr", { hasText: "went under water" }).first().waitFor();
+  }, "#market-chart svg");
+
+  // The service paused (its connections accepted, never answered): stale within 10 s.
+  await ask("READY_FOR_PAUSE");
+  await step("19-service-paused", page, async () => {
+    await page.locator("#link-state", { hasText: "unreachable since" }).waitFor({ timeout: 10000 });
+    await page.locator("#banner.error", { hasText: "cannot be reached" }).waitFor();
+    await page.locator("#overview-age.stale").waitFor({ timeout: 10000 });
+    await go(page, "feed");
+    await page.locator("#feed-state", { hasText: "stale since" }).waitFor();
+  }, "#banner");
+  await ask("READY_FOR_RESUME");
+  await page.locator("#link-state", { hasText: "live" }).waitFor({ timeout: 15000 });
+
+  // The service down: its figures marked stale, errors, never "no pools" or
+  // "nobody under water".
+  await go(page, "pools");
+  await page.locator("#pools tbody tr[data-pool]").first().waitFor();
+  await ask("READY_FOR_DOWN");
+  await step("20-service-down", page, async () => {
+    await page.evaluate(() => loadPools());
+    await page.locator("#link-state", { hasText: "unreachable" }).waitFor({ timeout: 10000 });
+    await page.locator('.age[data-age="pools"].stale').waitFor({ timeout: 10000 });
+    if (await page.locator("#pools", { hasText: "No pools registered" }).count()) throw new Error("no pools, says the page");
+    await go(page, "feed");
+    if (await page.locator("#feed-empty", { hasText: "No account is under water" }).isVisible()) throw new Error("nobody under water, says the page");
+  }, "#banner");
+  await ask("READY_FOR_UP");
+  await page.locator("#link-state", { hasText: "live" }).waitFor({ timeout: 15000 });
+
+  const empty = await context.newPage();
+  empty.on("pageerror", (e) => pageErrors.push(e.message));
+  await step("21-empty-market", empty, async () => {
+    await empty.goto(`${env("EMPTY_URL")}/console#/pools`);
+    await empty.locator("#pools tr.state-row.empty", { hasText: "No pools registered yet" }).waitFor();
+    await empty.locator('[data-card="deposits"] dd', { hasText: "$0.00" }).waitFor();
+    await empty.click('#tabs a[data-view="feed"]');
+    await empty.locator("#feed-empty.empty", { hasText: "No account is under water" }).waitFor();
+    await empty.click('#tabs a[data-view="market"]');
+    await empty.locator("#latest-events tr.state-row.empty").waitFor();
+    // Nobody to count: the market's samples are all zero, with whole-number ticks.
+    await empty.locator("#market-chart svg").waitFor();
+    const ticks = await empty.locator("#market-chart text.tick").allTextContents();
+    if (new Set(ticks).size !== ticks.length) throw new Error(`ticks repeat: ${ticks}`);
+  }, "#view-market");
+  await empty.close();
+
+  await step("22-long-errors", page, async () => {
+    await go(page, "wallet");
+    await page.fill('#wallet-form input[name="owner"]', "x".repeat(300));
+    await page.click('#wallet-form button[type="submit"]');
+    await page.locator("#wallet-error").waitFor();
+    await page.evaluate(() => show(`A long error: ${"y".repeat(400)}`, "error"));
+  }, "#status.error");
+
+  await step("23-keyboard", page, async () => {
+    // From the top of the page, Tab reaches Sign out; Enter signs out.
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.locator("h1").click();
+    let found = false;
+    for (let i = 0; i < 12 && !found; i++) {
+      await page.keyboard.press("Tab");
+      found = await page.evaluate(() => document.activeElement?.id === "sign-out");
+    }
+    if (!found) throw new Error("Sign out cannot be reached by Tab");
+    await page.keyboard.press("Enter");
+    await page.locator("#status.info", { hasText: "Signed out" }).waitFor();
+  }, "#connect");
+}
