@@ -18,16 +18,18 @@ use serde_json::Value;
 
 use crate::connect;
 
-/// Full-precision decimals from random parts: `digits` random digits.
+/// A number of exactly `digits` random digits (the first one not 0), as a
+/// SQL expression: one draw of random() holds about 15 digits only, so it is
+/// made of parts of at most 9.
 fn random_digits(digits: u32) -> String {
-    // 10^9 per part: random() is a double, so one draw holds ~15 digits only.
-    let parts = digits.div_ceil(9);
-    let mut terms = Vec::new();
-    for p in 0..parts {
-        terms.push(format!(
-            "floor(random() * 1e9)::numeric * 1e{}",
-            9 * (parts - 1 - p)
-        ));
+    let mut terms = vec![format!(
+        "(10^{} + floor(random() * 9 * 10^{}))::numeric * 1e{}",
+        (digits - 1) % 9,
+        (digits - 1) % 9,
+        9 * ((digits - 1) / 9)
+    )];
+    for p in (0..(digits - 1) / 9).rev() {
+        terms.push(format!("floor(random() * 1e9)::numeric * 1e{}", 9 * p));
     }
     format!("({})", terms.join(" + "))
 }
@@ -37,7 +39,8 @@ pub async fn seed(url: &str, owners: i64, days: u64, points_per_day: i64, pools:
     let db = connect(url).await;
     db.batch_execute(
         "TRUNCATE history_points, history_events, history_prices, history_market,
-             history_market_buckets, history_owners, history_pools, history_writers",
+             history_market_buckets, history_owners, history_pools, history_writers
+         RESTART IDENTITY",
     )
     .await
     .unwrap();
@@ -72,7 +75,9 @@ pub async fn seed(url: &str, owners: i64, days: u64, points_per_day: i64, pools:
     )
     .await
     .unwrap();
-    let (hf, value) = (random_digits(19), random_digits(23));
+    // A health factor of 1.x to 9.x WAD (19 digits); sums of $1,000 to
+    // $9,999 with 18 decimals (22 digits), as a retail account holds.
+    let (hf, value) = (random_digits(19), random_digits(22));
     let mut points = 0i64;
     for d in 0..days {
         let day = first + Days::new(d);
@@ -205,11 +210,15 @@ pub async fn reads(url: &str, api: &str, requests: usize, days: i64) {
     let now_ms = Utc::now().timestamp_millis();
     let from = now_ms - days * 86_400_000;
     let mut rng = rand::thread_rng();
-    let mut timed = async |label: &str, path: &dyn Fn(&str) -> String| {
+    // The same owners twice: a first pass that reads from disk (cold), a
+    // second from memory (the owners a dApp shows are the ones in use).
+    let picked: Vec<String> = (0..requests)
+        .map(|_| owners[rng.gen_range(0..owners.len())].clone())
+        .collect();
+    let timed = async |label: &str, path: &dyn Fn(&str) -> String| {
         let mut samples = Vec::with_capacity(requests);
         let mut rows = 0usize;
-        for _ in 0..requests {
-            let owner = &owners[rng.gen_range(0..owners.len())];
+        for owner in &picked {
             let url = format!("{api}{}", path(owner));
             let started = Instant::now();
             let res = http.get(&url).send().await.unwrap();
@@ -229,29 +238,34 @@ pub async fn reads(url: &str, api: &str, requests: usize, days: i64) {
             rows as f64 / requests as f64
         );
     };
-    timed("owner, 30 days raw", &|o: &str| {
-        format!("/api/positions/{o}/history?from={from}&to={now_ms}&limit=5000")
-    })
-    .await;
-    timed("owner, 30 days at 1h", &|o: &str| {
-        format!("/api/positions/{o}/history?from={from}&to={now_ms}&resolution=1h&limit=1000")
-    })
-    .await;
-    timed("events, a page of 100", &|_: &str| {
-        format!("/api/history/events?from={}&limit=100", now_ms - 86_400_000)
-    })
-    .await;
-    timed("events of one kind, a page of 100", &|_: &str| {
-        format!(
-            "/api/history/events?kind=under&from={}&limit=100",
-            now_ms - 86_400_000
+    for pass in ["cold", "warm"] {
+        timed(&format!("{pass}: owner, 30 days raw"), &|o: &str| {
+            format!("/api/positions/{o}/history?from={from}&to={now_ms}&limit=5000")
+        })
+        .await;
+        timed(&format!("{pass}: owner, 30 days at 1h"), &|o: &str| {
+            format!("/api/positions/{o}/history?from={from}&to={now_ms}&resolution=1h&limit=1000")
+        })
+        .await;
+        timed(&format!("{pass}: events, a page of 100"), &|_: &str| {
+            format!("/api/history/events?from={}&limit=100", now_ms - 86_400_000)
+        })
+        .await;
+        timed(
+            &format!("{pass}: events of one kind, a page of 100"),
+            &|_: &str| {
+                format!(
+                    "/api/history/events?kind=under&from={}&limit=100",
+                    now_ms - 86_400_000
+                )
+            },
         )
-    })
-    .await;
-    timed("market, 30 days at 1h", &|_: &str| {
-        format!("/api/history/market?from={from}&to={now_ms}&resolution=1h&limit=1000")
-    })
-    .await;
+        .await;
+        timed(&format!("{pass}: market, 30 days at 1h"), &|_: &str| {
+            format!("/api/history/market?from={from}&to={now_ms}&resolution=1h&limit=1000")
+        })
+        .await;
+    }
 }
 
 /// The flushes the service has made so far (from /metrics).
