@@ -177,6 +177,29 @@ proptest! {
         prop_assert_eq!(position_values(&pool, &p, None, expo), (Big::ZERO, Big::ZERO, Big::ZERO));
     }
 
+    /// History values an account from its sums in the same pass as scoring:
+    /// the sums' health factor is the §3 account health factor, priced or not.
+    #[test]
+    fn the_sums_give_the_account_health_factor(
+        items in proptest::collection::vec((pool(), amounts(), prop_oneof![Just(None), Just(Some(0i64)), Just(Some(-5i64))], any::<bool>()), 0..6)
+    ) {
+        let items: Vec<(PoolPricing, PositionAmounts)> = items
+            .into_iter()
+            .map(|(mut pool, p, unpriced, priced)| {
+                if !priced {
+                    pool.oracle_price = unpriced;
+                }
+                (pool, p)
+            })
+            .collect();
+        let mut sums = Sums::default();
+        for (pool, p) in &items {
+            let price = pool.price().map(|(price, _)| u128::from(price.unsigned_abs()));
+            sums.add(position_values(pool, p, price, pool.oracle_expo.unwrap_or(0)));
+        }
+        prop_assert_eq!(sums.health_factor(), crate::domain::wad::account_health_factor(items.iter().map(|(pool, p)| (pool, p))));
+    }
+
     /// The liquidation price is where the account crosses 1: with x's terms
     /// unfloored (§10), the health factor is at least 1 at it and below 1 one
     /// unit further into the direction it names. None only when no positive

@@ -17,14 +17,19 @@ impl Engine {
         let mut members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
         members.sort_unstable();
         let (pools, owners, this) = (&self.pools, &self.owners, &*self);
-        // History's sums are taken here too, on every core, for the owners
-        // whose new value will be recorded.
+        // While history records, each owner's sums are taken in the same pass
+        // as its health factor (the §3 value of those sums), on every core;
+        // they are kept for the owners whose new value will be recorded.
+        let recording = self.is_recording_history();
         let scored = par_map(&members, |&member| {
             let owner = &owners[member as usize];
-            let hf = score(pools, &owner.positions);
-            let sums = this
-                .history_qualifies(owner, hf)
-                .then(|| history::sums_of(pools, &owner.positions));
+            let (hf, sums) = if recording {
+                let sums = history::sums_of(pools, &owner.positions);
+                (sums.health_factor(), Some(sums))
+            } else {
+                (score(pools, &owner.positions), None)
+            };
+            let sums = sums.filter(|_| this.history_qualifies(owner, hf));
             (hf, quote_of(pools, &owner.positions, hf), sums)
         });
         self.dirty.reserve(members.len());
