@@ -46,6 +46,17 @@ const MAINTAIN_EVERY: Duration = Duration::from_secs(600);
 const DAYS_AHEAD: u64 = 2;
 /// How often the owners' last values are written (and on stop and step-down).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
+/// Records arriving this recently mean a move is being published: its COPY
+/// waits for the burst to pass (PostgreSQL would take a core from the feed).
+const QUIET_FOR: Duration = Duration::from_millis(100);
+/// ...but never so long that a record waits more than a second in all.
+const WAIT_AT_MOST: Duration = Duration::from_millis(600);
+
+/// Whether waiting records are stored now: the queue is quiet, or its oldest
+/// record has waited long enough that the next tick could pass the second.
+pub fn flush_due(since_last: Duration, oldest_waited: Duration) -> bool {
+    since_last >= QUIET_FOR || oldest_waited >= WAIT_AT_MOST
+}
 
 pub struct HistoryWriter {
     db: Pool,
@@ -70,6 +81,9 @@ pub struct HistoryWriter {
     stored_upto: i64,
     /// A checkpoint is wanted (the minute passed, a stop, a step-down).
     checkpoint_due: bool,
+    /// When records last arrived, and when the oldest waiting ones did.
+    last_arrival: Option<Instant>,
+    oldest_waiting: Option<Instant>,
 }
 
 impl HistoryWriter {
@@ -90,6 +104,17 @@ impl HistoryWriter {
             unsaved: FastMap::default(),
             stored_upto: i64::MIN,
             checkpoint_due: false,
+            last_arrival: None,
+            oldest_waiting: None,
+        }
+    }
+
+    /// Every flush interval: store what waits, unless a burst is arriving.
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        let waiting = |at: Option<Instant>| at.map_or(Duration::MAX, |at| now - at);
+        if flush_due(waiting(self.last_arrival), waiting(self.oldest_waiting).min(Duration::from_secs(3600))) {
+            self.flush(ctx);
         }
     }
 
@@ -100,6 +125,7 @@ impl HistoryWriter {
             return;
         }
         let Some(batch) = self.queue.batch(MAX_BATCH).cloned() else {
+            self.oldest_waiting = None;
             if self.checkpoint_due && !self.unsaved.is_empty() && self.leading.is_some() {
                 self.checkpoint(ctx);
             } else {
@@ -254,7 +280,7 @@ impl Actor for HistoryWriter {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(self.flush_every, |act, ctx| act.flush(ctx));
+        ctx.run_interval(self.flush_every, |act, ctx| act.tick(ctx));
         ctx.run_interval(MAINTAIN_EVERY, |act, ctx| act.maintain(ctx));
         ctx.run_interval(CHECKPOINT_EVERY, |act, ctx| {
             act.checkpoint_due = true;
@@ -280,6 +306,9 @@ impl Handler<Records> for HistoryWriter {
         if dropped > 0 {
             crate::metrics::history::dropped(dropped);
         }
+        let now = Instant::now();
+        self.last_arrival = Some(now);
+        self.oldest_waiting.get_or_insert(now);
         if self.queue.len() >= MAX_BATCH {
             self.flush(ctx);
         }
@@ -432,5 +461,20 @@ impl Handler<GetHistoryStats> for HistoryWriter {
             leading: self.leading.is_some(),
             failing: self.failing_since.is_some(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_is_stored_after_it_passes_and_within_a_second() {
+        let ms = Duration::from_millis;
+        assert!(!flush_due(ms(20), ms(20)), "records still arriving");
+        assert!(flush_due(ms(100), ms(100)), "quiet for long enough");
+        assert!(flush_due(ms(10), ms(600)), "waited long enough");
+        // The next tick at most 250 ms later: stored within a second.
+        assert!(WAIT_AT_MOST + Duration::from_millis(250) < Duration::from_secs(1));
     }
 }
