@@ -1,10 +1,13 @@
-//! History as the API reads it: typed rows from the named statements, values
-//! in NUMERIC's binary form, times in microseconds since the Unix epoch.
+//! History as the API reads it: typed rows from the named statements (each
+//! prepared once per connection: planning over thirty partitions is no small
+//! part of a read), values in NUMERIC's binary form, times in microseconds
+//! since the Unix epoch.
 
 use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Row};
+use deadpool_postgres::Client;
+use tokio_postgres::Row;
 
 use super::queries;
 use super::write::time_of;
@@ -46,8 +49,7 @@ pub async fn id_of(
     cluster: &str,
     key: &str,
 ) -> ApiResult<Option<i32>> {
-    Ok(client
-        .query_opt(statement, &[&cluster, &key])
+    Ok(client.query_opt(&client.prepare_cached(statement).await?, &[&cluster, &key])
         .await?
         .map(|r| r.get(0)))
 }
@@ -62,7 +64,7 @@ pub async fn points(
 ) -> ApiResult<Vec<HealthPoint>> {
     let rows = client
         .query(
-            queries::POINTS,
+            &client.prepare_cached(queries::POINTS).await?,
             &[&owner, &time_of(from_us), &time_of(to_us), &limit],
         )
         .await?;
@@ -75,8 +77,7 @@ pub async fn point_before(
     owner: i32,
     before_us: i64,
 ) -> ApiResult<Option<HealthPoint>> {
-    client
-        .query_opt(queries::POINT_BEFORE, &[&owner, &time_of(before_us)])
+    client.query_opt(&client.prepare_cached(queries::POINT_BEFORE).await?, &[&owner, &time_of(before_us)])
         .await?
         .as_ref()
         .map(point)
@@ -97,7 +98,8 @@ pub async fn point_buckets(
     let width = resolution.width_us().ok_or(ApiError::Invalid)?;
     let (from, to) = (time_of(bucket_start(from_us, width)), time_of(to_us));
     let params: [&(dyn ToSql + Sync); 3] = [&owner, &from, &to];
-    let rows = client.query_raw(queries::POINTS_ALL, params).await?;
+    let statement = client.prepare_cached(queries::POINTS_ALL).await?;
+    let rows = client.query_raw(&statement, params).await?;
     pin_mut!(rows);
     let mut points = Vec::new();
     let mut starts = 0;
@@ -136,7 +138,7 @@ pub async fn prices(
 ) -> ApiResult<Vec<PriceRow>> {
     let rows = client
         .query(
-            queries::PRICES,
+            &client.prepare_cached(queries::PRICES).await?,
             &[&pool, &time_of(from_us), &time_of(to_us), &limit],
         )
         .await?;
@@ -173,7 +175,7 @@ pub async fn market(
 ) -> ApiResult<Vec<MarketPoint>> {
     let rows = client
         .query(
-            queries::MARKET,
+            &client.prepare_cached(queries::MARKET).await?,
             &[&cluster, &time_of(from_us), &time_of(to_us), &limit],
         )
         .await?;
@@ -185,8 +187,7 @@ pub async fn market_before(
     cluster: &str,
     before_us: i64,
 ) -> ApiResult<Option<MarketPoint>> {
-    client
-        .query_opt(queries::MARKET_BEFORE, &[&cluster, &time_of(before_us)])
+    client.query_opt(&client.prepare_cached(queries::MARKET_BEFORE).await?, &[&cluster, &time_of(before_us)])
         .await?
         .as_ref()
         .map(market_point)
@@ -210,7 +211,7 @@ pub async fn market_buckets(
         &time_of(to_us),
         &limit,
     ];
-    let rows = client.query(queries::MARKET_BUCKETS, &params).await?;
+    let rows = client.query(&client.prepare_cached(queries::MARKET_BUCKETS).await?, &params).await?;
     rows.iter()
         .map(|row| {
             Ok(MarketBucket {
@@ -256,7 +257,7 @@ pub struct EventFilter {
 
 /// Events with at in [from, to) and id below `before_id`, newest first.
 pub async fn events(
-    client: &deadpool_postgres::Client,
+    client: &Client,
     cluster: &str,
     filter: EventFilter,
     from_us: i64,

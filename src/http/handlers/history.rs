@@ -97,13 +97,13 @@ pub async fn owner_history(
     let Some(id) = read::id_of(&client, queries::OWNER_ID, cluster, &out.owner).await? else {
         return answer(&req, &out);
     };
-    out.initial = read::point_before(&client, id, w.from_us)
-        .await?
-        .as_ref()
-        .map(HealthPointWire::from);
+    // The line's start and the page, asked at once (one connection pipelines them).
+    let initial = read::point_before(&client, id, w.from_us);
     match w.resolution.width_us() {
         None => {
-            let rows = read::points(&client, id, w.page_from(), w.to_us, w.limit + 1).await?;
+            let page_rows = read::points(&client, id, w.page_from(), w.to_us, w.limit + 1);
+            let (initial, rows) = futures_util::try_join!(initial, page_rows)?;
+            out.initial = initial.as_ref().map(HealthPointWire::from);
             let (rows, more) = page(rows, w.limit);
             if more && let Some(last) = rows.last() {
                 out.next_cursor = Some(w.next(Listing::OwnerPoints, last.at_us + 1));
@@ -116,8 +116,9 @@ pub async fn owner_history(
         Some(width) => {
             let limit = w.limit as usize;
             let buckets =
-                read::point_buckets(&client, id, w.resolution, w.page_from(), w.to_us, limit + 1)
-                    .await?;
+                read::point_buckets(&client, id, w.resolution, w.page_from(), w.to_us, limit + 1);
+            let (initial, buckets) = futures_util::try_join!(initial, buckets)?;
+            out.initial = initial.as_ref().map(HealthPointWire::from);
             let (buckets, more) = page(buckets, w.limit);
             if more && let Some(last) = buckets.last() {
                 out.next_cursor = Some(w.next(Listing::OwnerPoints, last.start_us + width));
@@ -307,14 +308,12 @@ pub async fn market(
     }
     let client = state.db.get().await?;
     let cluster = state.cluster.as_str();
-    out.initial = read::market_before(&client, cluster, w.from_us)
-        .await?
-        .as_ref()
-        .map(MarketPointWire::from);
+    let initial = read::market_before(&client, cluster, w.from_us);
     match w.resolution {
         Resolution::Raw => {
-            let rows: Vec<MarketPoint> =
-                read::market(&client, cluster, w.page_from(), w.to_us, w.limit + 1).await?;
+            let rows = read::market(&client, cluster, w.page_from(), w.to_us, w.limit + 1);
+            let (initial, rows): (_, Vec<MarketPoint>) = futures_util::try_join!(initial, rows)?;
+            out.initial = initial.as_ref().map(MarketPointWire::from);
             let (rows, more) = page(rows, w.limit);
             if more && let Some(last) = rows.last() {
                 out.next_cursor = Some(w.next(Listing::Market, last.at_us + 1));
@@ -333,8 +332,9 @@ pub async fn market(
                 w.page_from(),
                 w.to_us,
                 w.limit + 1,
-            )
-            .await?;
+            );
+            let (initial, rows) = futures_util::try_join!(initial, rows)?;
+            out.initial = initial.as_ref().map(MarketPointWire::from);
             let (rows, more) = page(rows, w.limit);
             if more && let Some(last) = rows.last() {
                 out.next_cursor = Some(w.next(Listing::Market, last.start_us + width));
