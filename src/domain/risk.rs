@@ -12,7 +12,7 @@ use ruint::aliases::U256;
 
 use super::wad::{
     Big, MAX_TOTAL_EXPONENT, PoolPricing, PositionAmounts, WAD, borrow_debt_in, deposit_tokens_in,
-    health_factor_from_sums, position_tokens_128, position_values_128, token_values_128,
+    health_factor_from_sums, health_factor_from_sums_in, position_tokens_128, position_values_128, token_values_128,
     total_exponent, value_wad_in,
 };
 use super::wide::Wide;
@@ -132,8 +132,15 @@ impl Sums {
         self.debt = self.debt.saturating_add(debt);
     }
 
-    /// The §3 account health factor of these sums.
+    /// The §3 account health factor of these sums: in 256 bits when both
+    /// sums fit (the usual case, the same integer), else at the definition's
+    /// width.
     pub fn health_factor(&self) -> u128 {
+        if let (Some(weighted), Some(debt)) = (fits_256(self.weighted), fits_256(self.debt))
+            && let Ok(hf) = health_factor_from_sums_in(weighted, debt)
+        {
+            return hf;
+        }
         health_factor_from_sums(self.weighted, self.debt)
     }
 
@@ -146,6 +153,64 @@ impl Sums {
     pub fn bad_debt(&self) -> Big {
         self.debt.saturating_sub(self.collateral)
     }
+}
+
+/// An account's sums (§3) at its pools' current prices, unpriced pools
+/// counting nothing: added in 256 bits from hardware-integer position values
+/// when everything fits (the usual case), else position by position at the
+/// definition's width. The same sums either way.
+pub fn account_sums<'a, I>(positions: I) -> Sums
+where
+    I: IntoIterator<Item = (&'a PoolPricing, &'a PositionAmounts)>,
+    I::IntoIter: Clone,
+{
+    let positions = positions.into_iter();
+    if let Some(sums) = account_sums_256(positions.clone()) {
+        return sums;
+    }
+    let mut sums = Sums::default();
+    for (pool, position) in positions {
+        let price = pool
+            .price()
+            .map(|(price, _)| u128::from(price.unsigned_abs()));
+        sums.add(position_values(
+            pool,
+            position,
+            price,
+            pool.oracle_expo.unwrap_or(0),
+        ));
+    }
+    sums
+}
+
+/// The value when it is below 2^256.
+fn fits_256(value: Big) -> Option<U256> {
+    let limbs = value.as_limbs();
+    limbs[4..]
+        .iter()
+        .all(|&l| l == 0)
+        .then(|| U256::from_limbs([limbs[0], limbs[1], limbs[2], limbs[3]]))
+}
+
+fn account_sums_256<'a>(
+    positions: impl Iterator<Item = (&'a PoolPricing, &'a PositionAmounts)>,
+) -> Option<Sums> {
+    let (mut collateral, mut weighted, mut debt) = (U256::ZERO, U256::ZERO, U256::ZERO);
+    for (pool, position) in positions {
+        let Some((price, expo)) = pool.price() else {
+            continue;
+        };
+        let (c, cw, d) =
+            position_values_128(pool, position, u128::from(price.unsigned_abs()), expo)?;
+        collateral = collateral.checked_add(U256::from(c))?;
+        weighted = weighted.checked_add(U256::from(cw))?;
+        debt = debt.checked_add(U256::from(d))?;
+    }
+    Some(Sums {
+        weighted: weighted.widen(),
+        collateral: collateral.widen(),
+        debt: debt.widen(),
+    })
 }
 
 /// On which side of the liquidation price the account is under water.

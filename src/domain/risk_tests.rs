@@ -197,7 +197,12 @@ proptest! {
             let price = pool.price().map(|(price, _)| u128::from(price.unsigned_abs()));
             sums.add(position_values(pool, p, price, pool.oracle_expo.unwrap_or(0)));
         }
-        prop_assert_eq!(sums.health_factor(), crate::domain::wad::account_health_factor(items.iter().map(|(pool, p)| (pool, p))));
+        let pairs = || items.iter().map(|(pool, p)| (pool, p));
+        // The 256-bit sums are the definition's sums.
+        prop_assert_eq!(account_sums(pairs()), sums);
+        // And their health factor, fast path or not, is the §3 one.
+        prop_assert_eq!(sums.health_factor(), crate::domain::wad::account_health_factor(pairs()));
+        prop_assert_eq!(sums.health_factor(), health_factor_from_sums(sums.weighted, sums.debt));
     }
 
     /// The liquidation price is where the account crosses 1: with x's terms
