@@ -37,6 +37,7 @@ impl Engine {
             stored_hf: None,
             quote: None,
             recorded: self.unpark(&key),
+            deferred: None,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -54,6 +55,7 @@ impl Engine {
 
     /// Forgets a slot: out of the index, the ranking, the LRU and its pools.
     pub(super) fn release(&mut self, id: Slot) {
+        self.settle_note(id);
         let owner = &mut self.owners[id as usize];
         let positions = std::mem::take(&mut owner.positions);
         let (key, hf) = (owner.key, owner.hf);

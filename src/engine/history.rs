@@ -17,7 +17,7 @@ use crate::domain::history::liquidated::{Liquidation, LiquidationWatch, Position
 use crate::domain::history::rule::{Baseline, point_events, qualifies};
 use crate::domain::history::{Cause, EventKind};
 use crate::domain::pubkey::Pubkey;
-use crate::domain::risk::{Sums, position_values};
+use crate::domain::risk::{Sums, account_sums};
 use crate::domain::wad::{
     Big, NO_DEBT_HEALTH_FACTOR, PositionAmounts, WAD, borrow_debt, deposit_tokens, value_wad,
 };
@@ -61,7 +61,8 @@ pub struct PriceRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Point(PointRecord),
-    Event(EventRecord),
+    /// Boxed: rare, and twice a point's size (a move's records are moved whole).
+    Event(Box<EventRecord>),
     Price(PriceRecord),
     /// A sample of the market (taken by the caller, `market_sample`).
     Market(MarketSample),
@@ -96,6 +97,25 @@ pub(super) struct Recorder {
     liquidations: LiquidationWatch,
     /// Position changes now come from a reload (cause `load`).
     loading: bool,
+    /// Re-scored values that qualify, noted once the feed has published
+    /// (`take_history`), or before anything else touches their owner.
+    deferred: Vec<Option<Deferred>>,
+}
+
+/// A re-scored owner's value waiting to be noted.
+struct Deferred {
+    id: Slot,
+    cause: Cause,
+    valued: Valued,
+}
+
+/// An owner's value as a point records it: its collateral and debt values
+/// (narrowed to 256 bits, zero exactly when zero) and the slot of the value.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Valued {
+    collateral: U256,
+    debt: U256,
+    slot: u64,
 }
 
 /// What a past baseline holds, as read back from the database.
@@ -104,20 +124,22 @@ pub struct Baselines {
     pub oracles: Vec<(Pubkey, Oracle)>,
 }
 
-/// An owner's sums at current prices: C, Cw and D over its priced pools.
-pub(super) fn sums_of(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> Sums {
-    let mut sums = Sums::default();
-    for p in positions {
-        if let Some(pool) = pools.get(&p.pool) {
-            let pricing = &pool.state.pricing;
-            let price = pricing
-                .price()
-                .map(|(price, _)| u128::from(price.unsigned_abs()));
-            let expo = pricing.oracle_expo.unwrap_or(0);
-            sums.add(position_values(pricing, &p.amounts, price, expo));
-        }
-    }
-    sums
+/// An owner's sums at current prices (C, Cw and D over its priced pools),
+/// and its value as a point records it.
+pub(super) fn valued_of(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> (Sums, Valued) {
+    let held = || {
+        positions
+            .iter()
+            .filter_map(|p| Some((p, &pools.get(&p.pool)?.state)))
+    };
+    let sums = account_sums(held().map(|(p, pool)| (&pool.pricing, &p.amounts)));
+    let slot = held().map(|(p, pool)| p.slot.max(pool.slot)).max();
+    let valued = Valued {
+        collateral: narrow(sums.collateral),
+        debt: narrow(sums.debt),
+        slot: slot.unwrap_or(0),
+    };
+    (sums, valued)
 }
 
 fn narrow(value: Big) -> U256 {
@@ -181,12 +203,14 @@ impl Engine {
         if self.history.take().is_some() {
             for owner in &mut self.owners {
                 owner.recorded = None;
+                owner.deferred = None;
             }
         }
     }
 
     /// What was recorded since the last call, in the order it happened.
     pub fn take_history(&mut self) -> Vec<Record> {
+        self.settle_notes();
         self.history
             .as_mut()
             .map(|h| std::mem::take(&mut h.records))
@@ -228,14 +252,56 @@ impl Engine {
         self.history.is_some() && qualifies(owner.recorded.map(|b| b.health_factor), hf, false)
     }
 
+    /// A re-scored owner's value qualifies: it is noted later, off the path
+    /// of the feed's publish. Nothing else changes the owner before: every
+    /// other change notes it first (`settle_note`), as the next re-score does.
+    pub(super) fn defer_note(&mut self, id: Slot, cause: Cause, valued: Valued) {
+        let Some(history) = self.history.as_mut() else {
+            return;
+        };
+        let owner = &mut self.owners[id as usize];
+        debug_assert!(owner.deferred.is_none(), "settled before re-scoring");
+        owner.deferred = Some(history.deferred.len() as u32);
+        history.deferred.push(Some(Deferred { id, cause, valued }));
+    }
+
+    /// Notes owner `id`'s deferred value, if one waits.
+    pub(super) fn settle_note(&mut self, id: Slot) {
+        let Some(at) = self.owners[id as usize].deferred.take() else {
+            return;
+        };
+        let deferred = self
+            .history
+            .as_mut()
+            .and_then(|h| h.deferred.get_mut(at as usize))
+            .and_then(Option::take);
+        if let Some(d) = deferred {
+            self.note_owner(d.id, d.cause, false, Some(d.valued));
+        }
+    }
+
+    /// Notes every deferred value, in the order the re-scores made them.
+    pub(super) fn settle_notes(&mut self) {
+        let Some(history) = self.history.as_mut() else {
+            return;
+        };
+        if history.deferred.is_empty() {
+            return;
+        }
+        for d in std::mem::take(&mut history.deferred).into_iter().flatten() {
+            self.owners[d.id as usize].deferred = None;
+            self.note_owner(d.id, d.cause, false, Some(d.valued));
+        }
+    }
+
     /// Records owner `id`'s current value if it qualifies, with the events
-    /// it brings; `sums` when already taken.
+    /// it brings; its sums and slot when already taken (`valued`).
     pub(super) fn note_owner(
         &mut self,
         id: Slot,
         cause: Cause,
         positions_changed: bool,
-        sums: Option<Sums>,
+        valued: Option<Valued>,
     ) {
         let Some(history) = self.history.as_mut() else {
             return;
@@ -245,24 +311,18 @@ impl Engine {
         if !qualifies(last.map(|b| b.health_factor), owner.hf, positions_changed) {
             return;
         }
-        let sums = sums.unwrap_or_else(|| sums_of(&self.pools, &owner.positions));
-        let slot = owner
-            .positions
-            .iter()
-            .filter_map(|p| Some(p.slot.max(self.pools.get(&p.pool)?.state.slot)))
-            .max()
-            .unwrap_or(0);
-        let now = Baseline::of(
-            owner.hf,
-            sums.collateral == Big::ZERO,
-            sums.debt == Big::ZERO,
-        );
+        let Valued {
+            collateral,
+            debt,
+            slot,
+        } = valued.unwrap_or_else(|| valued_of(&self.pools, &owner.positions).1);
+        let now = Baseline::of(owner.hf, collateral == U256::ZERO, debt == U256::ZERO);
         history.records.push(Record::Point(PointRecord {
             owner: owner.key,
             slot,
             health_factor: owner.hf,
-            collateral: narrow(sums.collateral),
-            debt: narrow(sums.debt),
+            collateral,
+            debt,
             cause,
         }));
         let pools = || -> Vec<Pubkey> {
@@ -276,7 +336,7 @@ impl Engine {
             pools
         };
         for kind in point_events(last, now) {
-            history.records.push(Record::Event(EventRecord {
+            history.records.push(Record::Event(Box::new(EventRecord {
                 kind,
                 owner: owner.key,
                 slot,
@@ -284,7 +344,7 @@ impl Engine {
                 health_factor_after: now.health_factor,
                 liquidation: None,
                 pools: pools(),
-            }));
+            })));
         }
         self.owners[id as usize].recorded = Some(now);
     }
@@ -315,7 +375,7 @@ impl Engine {
             cause,
         }));
         for kind in point_events(last, now) {
-            history.records.push(Record::Event(EventRecord {
+            history.records.push(Record::Event(Box::new(EventRecord {
                 kind,
                 owner: key,
                 slot,
@@ -323,7 +383,7 @@ impl Engine {
                 health_factor_after: hf,
                 liquidation: None,
                 pools: Vec::new(),
-            }));
+            })));
         }
         history.parked.insert(key, now);
     }
@@ -392,7 +452,7 @@ impl Engine {
         let mut pools = vec![debt_pool, collateral_pool];
         pools.sort_unstable();
         pools.dedup();
-        history.records.push(Record::Event(EventRecord {
+        history.records.push(Record::Event(Box::new(EventRecord {
             kind: EventKind::Liquidated,
             owner: key,
             slot,
@@ -400,11 +460,43 @@ impl Engine {
             health_factor_after,
             liquidation: Some((debt_pool, repaid, collateral_pool, seized)),
             pools,
-        }));
+        })));
     }
 
     /// The market as it stands (decisions §12): the §10 sums at current prices.
+    ///
+    /// Read from the owners under water alone, not the book: only they have
+    /// debt under water, and only they have bad debt while no pool weighs
+    /// collateral above 1 WAD (C < D then means Cw < D). With every pool
+    /// priced, every resident owner counts. Otherwise the book's full pass.
     pub fn market_sample(&self) -> MarketSample {
+        let plain = self.pools.values().all(|p| {
+            let pricing = &p.state.pricing;
+            pricing.price().is_some() && pricing.liquidation_threshold_wad <= WAD
+        });
+        if !plain {
+            return self.market_sample_of_book();
+        }
+        let (mut debt, mut bad) = (Big::ZERO, Big::ZERO);
+        for (_, key) in &self.ranking {
+            if let Some(&id) = self.index.get(key) {
+                let (sums, _) = valued_of(&self.pools, &self.owners[id as usize].positions);
+                debt = debt.saturating_add(sums.debt);
+                bad = bad.saturating_add(sums.bad_debt());
+            }
+        }
+        MarketSample {
+            owners: self.index.len() as u64,
+            under_water: self.ranking.len() as u64,
+            at_risk: self.watched_below(AT_RISK_BELOW).len() as u64,
+            debt_under_water: narrow(debt),
+            bad_debt: narrow(bad),
+        }
+    }
+
+    /// The market sample by a pass over the whole book (the risk lens at no
+    /// shock).
+    pub(super) fn market_sample_of_book(&self) -> MarketSample {
         let book = self
             .shock(&[], 0)
             .expect("a shock of no pool names no pool");

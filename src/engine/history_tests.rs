@@ -129,6 +129,57 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// The market sample read from the owners under water is the book's.
+    #[test]
+    fn the_market_sample_is_the_books(ops in proptest::collection::vec(op(), 1..60)) {
+        let (mut engine, mut model) = fresh(1_000);
+        for (t, op) in ops.iter().enumerate() {
+            apply(&mut engine, &mut model, op, t as i64);
+            prop_assert_eq!(engine.market_sample(), engine.market_sample_of_book(), "op {} {:?}", t, op);
+        }
+    }
+}
+
+/// Every record as text, in a stable order (records of one take have one time).
+fn all_of(records: &[Record]) -> Vec<String> {
+    let mut out: Vec<String> = records.iter().map(|r| format!("{r:?}")).collect();
+    out.sort();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Re-scored values are noted after the publish, or before anything else
+    /// touches their owner: taking the records after a run of changes gives
+    /// exactly the records of taking them after each change.
+    #[test]
+    fn deferred_notes_record_what_each_change_would(
+        ops in proptest::collection::vec(op(), 1..60),
+        takes in proptest::collection::vec(any::<bool>(), 60),
+        max_owners in prop_oneof![Just(1_000usize), 2usize..6],
+    ) {
+        let (mut each, mut model) = fresh(max_owners);
+        let (mut runs, mut other) = fresh(max_owners);
+        each.start_history(no_past());
+        runs.start_history(no_past());
+        let (mut eager, mut batched) = (Vec::new(), Vec::new());
+        for (t, op) in ops.iter().enumerate() {
+            apply(&mut each, &mut model, op, t as i64);
+            apply(&mut runs, &mut other, op, t as i64);
+            eager.extend(each.take_history());
+            if takes[t] {
+                batched.extend(runs.take_history());
+            }
+        }
+        batched.extend(runs.take_history());
+        prop_assert_eq!(all_of(&eager), all_of(&batched));
+    }
+}
+
 /// Pools in `fresh`, each with a first price row.
 const POOLS_AND_NO_OWNER: usize = super::tests::POOLS;
 

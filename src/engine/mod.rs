@@ -69,6 +69,8 @@ struct Owner {
     quote: Option<Box<Quote>>,
     /// Its last recorded history point, while history is recorded.
     recorded: Option<Baseline>,
+    /// Where its re-scored value waits among history's deferred notes.
+    deferred: Option<u32>,
 }
 
 pub struct Engine {
@@ -129,6 +131,7 @@ impl Engine {
     /// Forgets everything (before a full reload); `end_reload` then tells the
     /// feed what the reload changed.
     pub fn clear(&mut self) {
+        self.settle_notes();
         let (record, version) = (self.record_events, self.version);
         let events = std::mem::take(&mut self.events);
         let was_unhealthy: FastMap<Pubkey, u64> = if record {
@@ -318,6 +321,10 @@ impl Engine {
             })
             .collect();
         let existing = self.index.get(&key).copied();
+        if let Some(id) = existing {
+            // History notes a re-scored value before the change that follows it.
+            self.settle_note(id);
+        }
         if held.is_empty() {
             if let Some(id) = existing {
                 let hf = self.owners[id as usize].hf;

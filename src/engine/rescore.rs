@@ -11,29 +11,32 @@ impl Engine {
     /// healthy, or stays in the watch band, is updated in place, without touching
     /// the LRU order or the ranking (the common case of a price move).
     pub(super) fn rescore_pool(&mut self, id: PoolId, cause: Cause) {
+        // An earlier re-score's values are noted before this one moves them.
+        self.settle_notes();
         // In slot order: owners and their positions were allocated in load order,
         // so this walks memory forwards instead of in the set's hash order (the
         // re-score is bound by cache misses, not arithmetic).
         let mut members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
         members.sort_unstable();
         let (pools, owners, this) = (&self.pools, &self.owners, &*self);
-        // While history records, each owner's sums are taken in the same pass
-        // as its health factor (the §3 value of those sums), on every core;
-        // they are kept for the owners whose new value will be recorded.
+        // While history records, each owner's sums and slot are taken in the
+        // same pass as its health factor (the §3 value of those sums), on
+        // every core; they are kept for the owners whose new value will be
+        // recorded, and noted after the feed's publish (`defer_note`).
         let recording = self.is_recording_history();
         let scored = par_map(&members, |&member| {
             let owner = &owners[member as usize];
-            let (hf, sums) = if recording {
-                let sums = history::sums_of(pools, &owner.positions);
-                (sums.health_factor(), Some(sums))
+            let (hf, valued) = if recording {
+                let (sums, valued) = history::valued_of(pools, &owner.positions);
+                (sums.health_factor(), Some(valued))
             } else {
                 (score(pools, &owner.positions), None)
             };
-            let sums = sums.filter(|_| this.history_qualifies(owner, hf));
-            (hf, quote_of(pools, &owner.positions, hf), sums)
+            let valued = valued.filter(|_| this.history_qualifies(owner, hf));
+            (hf, quote_of(pools, &owner.positions, hf), valued)
         });
         self.dirty.reserve(members.len());
-        for (member, (hf, quote, sums)) in members.into_iter().zip(scored) {
+        for (member, (hf, quote, valued)) in members.into_iter().zip(scored) {
             let key = self.owners[member as usize].key;
             if self.index.get(&key) != Some(&member) {
                 continue; // evicted during this loop: re-loaded by the caller
@@ -57,15 +60,15 @@ impl Engine {
                 } else {
                     self.dirty.remove(&owner.key);
                 }
-                if sums.is_some() {
-                    self.note_owner(member, cause, false, sums);
+                if let Some(valued) = valued {
+                    self.defer_note(member, cause, valued);
                 }
                 continue;
             }
             let old = owner.hf;
             self.refile(member, hf, Some(old), false, quote);
-            if sums.is_some() {
-                self.note_owner(member, cause, false, sums);
+            if let Some(valued) = valued {
+                self.defer_note(member, cause, valued);
             }
         }
         // Owners that left the watch band upwards are evictable again.
