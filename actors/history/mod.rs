@@ -49,13 +49,18 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
 /// Records arriving this recently mean a move is being published: its COPY
 /// waits for the burst to pass (PostgreSQL would take a core from the feed).
 const QUIET_FOR: Duration = Duration::from_millis(100);
-/// ...but never so long that a record waits more than a second in all.
-const WAIT_AT_MOST: Duration = Duration::from_millis(600);
+/// What a COPY and its commit are allowed within the second, on top of the
+/// wait and of the tick that notices it.
+const STORE_TAKES: Duration = Duration::from_millis(150);
 
 /// Whether waiting records are stored now: the queue is quiet, or its oldest
-/// record has waited long enough that the next tick could pass the second.
-pub fn flush_due(since_last: Duration, oldest_waited: Duration) -> bool {
-    since_last >= QUIET_FOR || oldest_waited >= WAIT_AT_MOST
+/// record has waited so long that waiting for the next tick (`every` away)
+/// could break the one-second promise.
+pub fn flush_due(since_last: Duration, oldest_waited: Duration, every: Duration) -> bool {
+    let wait_at_most = Duration::from_secs(1)
+        .saturating_sub(every)
+        .saturating_sub(STORE_TAKES);
+    since_last >= QUIET_FOR || oldest_waited >= wait_at_most
 }
 
 pub struct HistoryWriter {
@@ -84,6 +89,9 @@ pub struct HistoryWriter {
     /// When records last arrived, and when the oldest waiting ones did.
     last_arrival: Option<Instant>,
     oldest_waiting: Option<Instant>,
+    /// Looks again once the queue has been quiet for `QUIET_FOR`, rather than
+    /// at the next tick (a burst is stored before the next one, not with it).
+    quiet_check: Option<SpawnHandle>,
 }
 
 impl HistoryWriter {
@@ -106,6 +114,7 @@ impl HistoryWriter {
             checkpoint_due: false,
             last_arrival: None,
             oldest_waiting: None,
+            quiet_check: None,
         }
     }
 
@@ -113,7 +122,8 @@ impl HistoryWriter {
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
         let waiting = |at: Option<Instant>| at.map_or(Duration::MAX, |at| now - at);
-        if flush_due(waiting(self.last_arrival), waiting(self.oldest_waiting).min(Duration::from_secs(3600))) {
+        let (last, oldest) = (waiting(self.last_arrival), waiting(self.oldest_waiting));
+        if flush_due(last, oldest, self.flush_every) {
             self.flush(ctx);
         }
     }
@@ -149,9 +159,7 @@ impl HistoryWriter {
             match result {
                 Ok(Flushed::Stored) | Ok(Flushed::AlreadyStored) => {
                     act.queue.stored();
-                    for (owner, (at, baseline)) in last_points(&batch.rows) {
-                        act.unsaved.insert(owner, (at, baseline));
-                    }
+                    last_points(&batch.rows, &mut act.unsaved);
                     if let Some(last) = batch.rows.iter().map(|r| r.at_us).max() {
                         act.stored_upto = act.stored_upto.max(last);
                     }
@@ -309,6 +317,13 @@ impl Handler<Records> for HistoryWriter {
         let now = Instant::now();
         self.last_arrival = Some(now);
         self.oldest_waiting.get_or_insert(now);
+        if let Some(check) = self.quiet_check.take() {
+            ctx.cancel_future(check);
+        }
+        self.quiet_check = Some(ctx.run_later(QUIET_FOR, |act, ctx| {
+            act.quiet_check = None;
+            act.tick(ctx);
+        }));
         if self.queue.len() >= MAX_BATCH {
             self.flush(ctx);
         }
@@ -471,10 +486,15 @@ mod tests {
     #[test]
     fn a_burst_is_stored_after_it_passes_and_within_a_second() {
         let ms = Duration::from_millis;
-        assert!(!flush_due(ms(20), ms(20)), "records still arriving");
-        assert!(flush_due(ms(100), ms(100)), "quiet for long enough");
-        assert!(flush_due(ms(10), ms(600)), "waited long enough");
-        // The next tick at most 250 ms later: stored within a second.
-        assert!(WAIT_AT_MOST + Duration::from_millis(250) < Duration::from_secs(1));
+        let every = ms(250);
+        assert!(!flush_due(ms(20), ms(20), every), "records still arriving");
+        assert!(flush_due(ms(100), ms(100), every), "quiet for long enough");
+        assert!(!flush_due(ms(10), ms(590), every), "still time to wait");
+        assert!(flush_due(ms(10), ms(600), every), "waited long enough");
+        // Looking once a second, every look stores.
+        assert!(flush_due(ms(0), ms(0), ms(1000)));
+        // Nothing waits: the oldest is "waited forever", which changes nothing
+        // (the queue is empty and the flush stores nothing).
+        assert!(flush_due(Duration::MAX, Duration::MAX, every));
     }
 }

@@ -53,7 +53,7 @@ impl Queue {
             && let Some(batch) = self.in_flight.as_mut()
         {
             let n = over.min(batch.rows.len());
-            batch.rows.drain(..n);
+            std::sync::Arc::make_mut(&mut batch.rows).drain(..n);
             over -= n;
             self.dropped += n as u64;
             if batch.rows.is_empty() {
@@ -78,7 +78,7 @@ impl Queue {
                 .take(max.max(1))
                 .take_while(|(e, _)| *e == epoch)
                 .count();
-            let rows = self.waiting.drain(..n).map(|(_, r)| r).collect();
+            let rows = std::sync::Arc::new(self.waiting.drain(..n).map(|(_, r)| r).collect());
             let seq = self.take_seq(epoch);
             self.in_flight = Some(Batch { epoch, seq, rows });
         }

@@ -309,7 +309,7 @@ async fn rows_of_a_day_with_no_partition_yet_land_in_that_day() {
     let batch = Batch {
         epoch,
         seq: 1,
-        rows,
+        rows: std::sync::Arc::new(rows),
     };
     let mut ids = Ids::default();
     assert_eq!(

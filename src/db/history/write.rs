@@ -22,11 +22,12 @@ use crate::engine::FastMap;
 use crate::engine::history::{MarketSample, Oracle, Record, Stamped};
 
 /// Records of one leader (its epoch), numbered in the order they are stored.
+/// The rows are shared: the queue keeps the batch while a store of it runs.
 #[derive(Debug, Clone)]
 pub struct Batch {
     pub epoch: i64,
     pub seq: i64,
-    pub rows: Vec<Stamped>,
+    pub rows: std::sync::Arc<Vec<Stamped>>,
 }
 
 /// How a batch ended.
@@ -47,10 +48,19 @@ pub struct Ids {
 }
 
 impl Ids {
-    /// Adds what `other` learned.
-    pub fn merge(&mut self, other: Ids) {
-        self.owners.extend(other.owners);
-        self.pools.extend(other.pools);
+    /// Adds what `other` learned. The writer lends its ids to each store and
+    /// takes them back here: the larger map is kept, the smaller added to it
+    /// (re-adding a hundred thousand owners after every flush cost a core).
+    pub fn merge(&mut self, mut other: Ids) {
+        for (mine, theirs) in [
+            (&mut self.owners, &mut other.owners),
+            (&mut self.pools, &mut other.pools),
+        ] {
+            if mine.len() < theirs.len() {
+                std::mem::swap(mine, theirs);
+            }
+            mine.extend(theirs.drain());
+        }
     }
 }
 
@@ -114,7 +124,7 @@ pub async fn store(
     let mut events = Vec::new();
     let mut prices = Vec::new();
     let mut market = Vec::new();
-    for row in &batch.rows {
+    for row in batch.rows.iter() {
         match &row.record {
             Record::Point(p) => points.push((row.at_us, p)),
             Record::Event(e) => events.push((row.at_us, e)),
@@ -256,10 +266,9 @@ pub async fn store(
     Ok(Flushed::Stored)
 }
 
-/// Each owner's last point in `rows`: its baseline and time (what a
+/// Each owner's last point in `rows`, with its time, into `last` (what a
 /// checkpoint writes once the batch is stored).
-pub fn last_points(rows: &[Stamped]) -> BTreeMap<Pubkey, (i64, Baseline)> {
-    let mut last = BTreeMap::new();
+pub fn last_points(rows: &[Stamped], last: &mut FastMap<Pubkey, (i64, Baseline)>) {
     for row in rows {
         if let Record::Point(p) = &row.record {
             let baseline = Baseline::of(
@@ -270,7 +279,6 @@ pub fn last_points(rows: &[Stamped]) -> BTreeMap<Pubkey, (i64, Baseline)> {
             last.insert(p.owner, (row.at_us, baseline));
         }
     }
-    last
 }
 
 /// Writes the owners' last recorded values (by id), holding every point stored
