@@ -156,6 +156,15 @@ pub async fn seed(url: &str, owners: i64, days: u64, points_per_day: i64, pools:
         .await
         .unwrap();
     }
+    // The owners' last values above hold every point, as a leader's checkpoint
+    // would: a replica taking over reads only what came after it.
+    db.execute(
+        "INSERT INTO history_writers (cluster, epoch, flushed, checkpoint_at)
+         VALUES ('localnet', 1, 0, now())",
+        &[],
+    )
+    .await
+    .unwrap();
     // One at a time: VACUUM cannot run inside the transaction a batch makes.
     for table in [
         "history_points",
@@ -268,6 +277,17 @@ pub async fn reads(url: &str, api: &str, requests: usize, days: i64) {
     }
 }
 
+/// Whether the service records history now (GET /api/health).
+async fn recording(api: &str) -> bool {
+    let health: serde_json::Value = reqwest::get(format!("{api}/api/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    health["checks"]["history"]["recording"] == true
+}
+
 /// The flushes the service has made so far (from /metrics).
 async fn flushes(api: &str) -> f64 {
     let text = reqwest::get(format!("{api}/metrics"))
@@ -284,6 +304,15 @@ async fn flushes(api: &str) -> f64 {
 
 pub async fn store(url: &str, api: &str, rounds: usize) {
     let db = connect(url).await;
+    // The leader records once it has read its baselines back.
+    let started = Instant::now();
+    while !recording(api).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "history is not recording"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let pool0 = crate::key("load pool 0");
     let base = crate::market::pool_price(0);
     for round in 0..rounds {
