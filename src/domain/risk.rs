@@ -12,8 +12,8 @@ use ruint::aliases::U256;
 
 use super::wad::{
     Big, MAX_TOTAL_EXPONENT, PoolPricing, PositionAmounts, WAD, borrow_debt_in, deposit_tokens_in,
-    health_factor_from_sums, health_factor_from_sums_in, position_tokens_128, position_values_128, token_values_128,
-    total_exponent, value_wad_in,
+    health_factor_from_sums, health_factor_from_sums_in, position_tokens_128, position_values_128,
+    token_values_128, total_exponent, value_wad_in,
 };
 use super::wide::Wide;
 

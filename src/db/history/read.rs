@@ -4,10 +4,10 @@
 //! since the Unix epoch.
 
 use chrono::{DateTime, Utc};
-use futures_util::{StreamExt, pin_mut};
-use tokio_postgres::types::ToSql;
 use deadpool_postgres::Client;
+use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::queries;
 use super::write::time_of;
@@ -49,7 +49,8 @@ pub async fn id_of(
     cluster: &str,
     key: &str,
 ) -> ApiResult<Option<i32>> {
-    Ok(client.query_opt(&client.prepare_cached(statement).await?, &[&cluster, &key])
+    Ok(client
+        .query_opt(&client.prepare_cached(statement).await?, &[&cluster, &key])
         .await?
         .map(|r| r.get(0)))
 }
@@ -77,7 +78,11 @@ pub async fn point_before(
     owner: i32,
     before_us: i64,
 ) -> ApiResult<Option<HealthPoint>> {
-    client.query_opt(&client.prepare_cached(queries::POINT_BEFORE).await?, &[&owner, &time_of(before_us)])
+    client
+        .query_opt(
+            &client.prepare_cached(queries::POINT_BEFORE).await?,
+            &[&owner, &time_of(before_us)],
+        )
         .await?
         .as_ref()
         .map(point)
@@ -187,7 +192,11 @@ pub async fn market_before(
     cluster: &str,
     before_us: i64,
 ) -> ApiResult<Option<MarketPoint>> {
-    client.query_opt(&client.prepare_cached(queries::MARKET_BEFORE).await?, &[&cluster, &time_of(before_us)])
+    client
+        .query_opt(
+            &client.prepare_cached(queries::MARKET_BEFORE).await?,
+            &[&cluster, &time_of(before_us)],
+        )
         .await?
         .as_ref()
         .map(market_point)
@@ -211,7 +220,12 @@ pub async fn market_buckets(
         &time_of(to_us),
         &limit,
     ];
-    let rows = client.query(&client.prepare_cached(queries::MARKET_BUCKETS).await?, &params).await?;
+    let rows = client
+        .query(
+            &client.prepare_cached(queries::MARKET_BUCKETS).await?,
+            &params,
+        )
+        .await?;
     rows.iter()
         .map(|row| {
             Ok(MarketBucket {
