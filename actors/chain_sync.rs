@@ -15,11 +15,11 @@ use deadpool_postgres::Pool;
 use futures_util::{StreamExt, TryStreamExt};
 
 use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
-use crate::actors::chain_stream::{StreamDeps, StreamReport, stream_forever};
+use crate::actors::chain_stream::{Source, StreamDeps, StreamReport, stream_forever};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::actors::leader_lease::LeaderChanged;
-use crate::config::Config;
+use crate::config::{ChainSource, Config};
 use crate::db::queries;
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
@@ -54,13 +54,17 @@ pub struct SyncStatus {
     pub lag_slots: Option<u64>,
 }
 
-/// The websocket, as /api/health reports it.
+/// The live source, as /api/health reports it.
 #[derive(Debug, Clone, Default)]
 pub struct StreamStatus {
+    /// "websocket" or "grpc".
+    pub source: &'static str,
     pub connected: bool,
     pub last_notification_at: Option<DateTime<Utc>>,
     /// Connections made so far (reconnects are the ones after the first).
     pub connections: u64,
+    /// Why the source is down, while it is.
+    pub last_error: Option<String>,
 }
 
 impl SyncStatus {
@@ -99,9 +103,9 @@ struct Refresher {
 
 pub struct ChainSync {
     refresher: Refresher,
-    ws_url: String,
-    ws_silence: Duration,
-    /// The websocket task while leading.
+    source: Source,
+    silence: Duration,
+    /// The live source's task while leading.
     stream: Option<tokio::task::JoinHandle<()>>,
     /// The reconcile running now, if any (cancelled when the lease is lost).
     refresh: Option<SpawnHandle>,
@@ -112,13 +116,28 @@ pub struct ChainSync {
 }
 
 impl ChainSync {
-    /// The settings it reads: rpc.ws_url,
-    /// rpc.url, rpc.ws_silence_ms, rpc.timeout_ms and sync.interval_seconds.
+    /// The settings it reads: rpc.source, rpc.ws_url, rpc.grpc_url,
+    /// rpc.grpc_x_token, rpc.url, rpc.ws_silence_ms, rpc.timeout_ms and
+    /// sync.interval_seconds.
     pub fn new(deps: ChainDeps, config: &Config) -> ChainSync {
         let interval = Duration::from_secs(config.sync.interval_seconds);
+        let rpc = &config.rpc;
+        let source = match rpc.source {
+            ChainSource::Websocket => Source::Websocket {
+                url: crate::chain::websocket::ws_url(&rpc.ws_url, &rpc.url),
+            },
+            ChainSource::Grpc => Source::Grpc(crate::chain::grpc::Endpoint {
+                url: rpc.grpc_url.clone(),
+                x_token: Some(rpc.grpc_x_token.clone()).filter(|t| !t.is_empty()),
+            }),
+        };
+        let stream = StreamStatus {
+            source: source.name(),
+            ..StreamStatus::default()
+        };
         ChainSync {
-            ws_url: crate::chain::stream::ws_url(&config.rpc.ws_url, &config.rpc.url),
-            ws_silence: Duration::from_millis(config.rpc.ws_silence_ms.max(30)),
+            source,
+            silence: Duration::from_millis(rpc.ws_silence_ms.max(30)),
             stream: None,
             refresh: None,
             again: false,
@@ -133,7 +152,7 @@ impl ChainSync {
                 last_error: None,
                 started_at: Utc::now(),
                 leader: false,
-                stream: StreamStatus::default(),
+                stream,
                 lag_slots: None,
             },
             running: false,
@@ -246,8 +265,8 @@ impl Handler<LeaderChanged> for ChainSync {
                 writer,
                 cache,
                 ingest,
-                ws_url: self.ws_url.clone(),
-                silence: self.ws_silence,
+                source: self.source.clone(),
+                silence: self.silence,
             };
             self.stream = Some(actix_rt::spawn(stream_forever(
                 deps,
@@ -263,13 +282,20 @@ impl Handler<StreamReport> for ChainSync {
     fn handle(&mut self, msg: StreamReport, ctx: &mut Self::Context) {
         let stream = &mut self.status.stream;
         match msg {
-            StreamReport::Up => {
+            StreamReport::Up { reconcile } => {
                 stream.connected = true;
                 stream.connections += 1;
-                // Subscribed first, now reconcile what the socket may have missed.
-                self.start_refresh(ctx);
+                stream.last_error = None;
+                // Subscribed first, now reconcile what the source may have
+                // missed (nothing when it resent it).
+                if reconcile {
+                    self.start_refresh(ctx);
+                }
             }
-            StreamReport::Down { .. } => stream.connected = false,
+            StreamReport::Down { reason } => {
+                stream.connected = false;
+                stream.last_error = Some(reason);
+            }
             StreamReport::Notified { at } => stream.last_notification_at = Some(at),
         }
     }

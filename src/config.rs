@@ -60,8 +60,15 @@ pub struct RpcConfig {
     pub url: String,
     /// The RPC websocket (short env: WS_URL); empty: derived from `url`.
     pub ws_url: String,
-    /// A websocket silent this long (pings unanswered) is dropped and reconnected.
+    /// A live source (websocket or gRPC stream) silent this long is dropped
+    /// and reconnected.
     pub ws_silence_ms: u64,
+    /// Where live account updates come from (decisions §14).
+    pub source: ChainSource,
+    /// The Yellowstone gRPC endpoint (short env: GRPC_URL), for `source = "grpc"`.
+    pub grpc_url: String,
+    /// Sent as the `x-token` header (short env: GRPC_X_TOKEN); empty: none.
+    pub grpc_x_token: String,
     pub timeout_ms: u64,
     pub max_rps: u32,
     pub max_concurrency: usize,
@@ -132,6 +139,24 @@ impl HistoryConfig {
     }
 }
 
+/// The live source of account updates: the RPC node's websocket, or a
+/// Yellowstone gRPC (Geyser) endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChainSource {
+    Websocket,
+    Grpc,
+}
+
+impl ChainSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChainSource::Websocket => "websocket",
+            ChainSource::Grpc => "grpc",
+        }
+    }
+}
+
 /// The cluster the service indexes; rows carry it and reads filter on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -156,6 +181,8 @@ const SHORT_ENV_NAMES: &[(&str, &str)] = &[
     ("DATABASE_URL", "database.url"),
     ("RPC_URL", "rpc.url"),
     ("WS_URL", "rpc.ws_url"),
+    ("GRPC_URL", "rpc.grpc_url"),
+    ("GRPC_X_TOKEN", "rpc.grpc_x_token"),
     ("CLUSTER", "chain.cluster"),
     ("PROGRAM_ID", "chain.program_id"),
     ("SUPER_ADMIN_PUBKEY", "auth.super_admin_pubkey"),
@@ -209,6 +236,9 @@ impl Config {
         }
         if self.rpc.max_rps == 0 || self.rpc.max_concurrency == 0 {
             return Err("rpc.max_rps and rpc.max_concurrency must be positive".into());
+        }
+        if self.rpc.source == ChainSource::Grpc && self.rpc.grpc_url.is_empty() {
+            return Err("rpc.source = \"grpc\" needs rpc.grpc_url (GRPC_URL)".into());
         }
         if self.auth.nonce_ttl_seconds == 0 {
             return Err("auth.nonce_ttl_seconds must be positive".into());

@@ -1,55 +1,72 @@
 //! The live chain, on the leader only (`chain_sync` starts and stops it with
-//! the ingester lease): the RPC websocket's notifications (`chain::stream`)
-//! turned into index writes within milliseconds, where the poll took up to
+//! the ingester lease): account updates from the configured source
+//! (`chain::source`: the RPC websocket, or a Yellowstone gRPC stream) turned
+//! into index writes within milliseconds, where the poll took up to
 //! `sync.interval_seconds`.
 //!
-//! Notifications are gathered (what arrives within 20 ms, at most 100
-//! accounts) and go through the one ingest step (`crate::ingest`) under §7's
-//! slot rule: an account whose notification slot proves it newer than what the
-//! index may hold is written as it came; the others (some nodes, surfpool
-//! among them, stamp every notification with the subscription's slot), and
-//! any write the stored row's newer slot refuses, are re-read over HTTP in one
-//! getMultipleAccounts through the chain reader's gate and written with the
-//! read's own slot. A re-read that does not show the notified data yet is
-//! repeated shortly. Each write's changes go straight to this replica's
-//! engine (`health_cache::commit`). Only registered pools and their positions
-//! are indexed; a notification for another pool is ignored. Accounts that stop
-//! matching (closed positions) get no notification: reconciliation removes
-//! them.
+//! Updates are gathered (what arrives within 20 ms, at most 100 accounts) and
+//! go through the one ingest step (`crate::ingest`): a websocket's under §7's
+//! slot rule, with re-reads (`notified`); a gRPC stream's as written, under
+//! the (slot, write version) order rule (`streamed`). Each write's changes go
+//! straight to this replica's engine (`health_cache::commit`). Only
+//! registered pools and their positions are indexed.
 //!
-//! After every (re)connect the subscriptions come first, then a reconcile (a
-//! full refresh), so nothing changed while the socket was down is missed.
-//! A dead or frozen socket is noticed by `chain::stream` (silence timeout) and
-//! reconnected with backoff and jitter.
+//! After every (re)connect the subscription comes first, then a reconcile (a
+//! full refresh), so nothing changed while the source was down is missed;
+//! unless a gRPC stream resumed from the last slot it delivered (replay). A
+//! dead or frozen source is noticed by its silence and reconnected
+//! (`chain::source` has the schedule).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod notified;
+mod streamed;
+
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
-use rand::Rng;
 use tokio::sync::mpsc;
 
-use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts};
+use crate::actors::chain_reader::{ChainReader, GetSlot};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{HealthCache, Reaches, commit};
-use crate::chain::stream::{Notified, StreamEvent, run_connection};
+use crate::chain::grpc::{self, Resume};
+use crate::chain::source::{Backoff, Ended, Notified, PROBE_EVERY, StreamEvent, listens};
+use crate::chain::websocket;
 use crate::db::registered::is_registered;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ApiResult;
-use crate::ingest::{Ingest, NotifiedWrite, sort_out};
+use crate::ingest::{Ingest, NotifiedWrite};
 
-/// Notifications gathered into one re-read.
+/// Updates gathered into one batch.
 const GATHER_FOR: Duration = Duration::from_millis(20);
 const GATHER_MAX: usize = 100;
-/// Reconnect backoff: from the first to the last, doubling, with ±25% jitter.
-const BACKOFF_FIRST: Duration = Duration::from_millis(500);
-const BACKOFF_LAST: Duration = Duration::from_secs(30);
-/// A re-read that does not yet show the notified data is tried again after
-/// this, at most this many times.
-const SETTLE_AFTER: Duration = Duration::from_millis(100);
-const SETTLE_TRIES: usize = 20;
+/// How often the source's slot is held against the RPC node's (lag).
+const LAG_EVERY: Duration = Duration::from_secs(5);
+
+/// Where live updates come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Websocket { url: String },
+    Grpc(grpc::Endpoint),
+}
+
+impl Source {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Source::Websocket { .. } => "websocket",
+            Source::Grpc(_) => "grpc",
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        match self {
+            Source::Websocket { url } => url,
+            Source::Grpc(endpoint) => &endpoint.url,
+        }
+    }
+}
 
 /// What the stream needs; owned by the task.
 #[derive(Clone)]
@@ -59,7 +76,7 @@ pub struct StreamDeps {
     pub writer: Writers,
     pub cache: Addr<HealthCache>,
     pub ingest: Ingest,
-    pub ws_url: String,
+    pub source: Source,
     pub silence: Duration,
 }
 
@@ -67,8 +84,10 @@ pub struct StreamDeps {
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub enum StreamReport {
-    /// Subscribed: reconcile now.
-    Up,
+    /// Subscribed; reconcile unless the source resent what was missed.
+    Up {
+        reconcile: bool,
+    },
     Down {
         reason: String,
     },
@@ -80,67 +99,170 @@ pub enum StreamReport {
 /// Streams forever: connect, subscribe, apply, and after any failure wait and
 /// reconnect. Stopped by aborting its task.
 pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
-    let mut backoff = BACKOFF_FIRST;
+    let mut backoff = Backoff::default();
+    let mut resume = Resume::default();
+    let source = deps.source.name();
     loop {
         let (tx, rx) = mpsc::channel(4096);
         let started = Instant::now();
-        let connection = run_connection(&deps.ws_url, &deps.ingest.program, deps.silence, &tx);
-        let applying = apply_notifications(&deps, rx, &to);
-        let reason = tokio::select! {
-            reason = connection => reason,
-            () = applying => "stopped applying".to_string(),
+        let connection = async {
+            match &deps.source {
+                Source::Websocket { url } => {
+                    websocket::run_connection(url, &deps.ingest.program, deps.silence, &tx).await
+                }
+                Source::Grpc(endpoint) => {
+                    let program = deps.ingest.program;
+                    grpc::run_connection(endpoint, &program, deps.silence, &mut resume, &tx).await
+                }
+            }
         };
-        tracing::warn!(url = %deps.ws_url, %reason, "chain websocket down; polling continues, reconnecting");
-        to.do_send(StreamReport::Down { reason });
-        // A connection that lived a while starts the backoff over.
-        if started.elapsed() > BACKOFF_LAST {
-            backoff = BACKOFF_FIRST;
-        }
-        let jitter = rand::thread_rng().gen_range(0.75..1.25);
-        tokio::time::sleep(backoff.mul_f64(jitter)).await;
-        backoff = (backoff * 2).min(BACKOFF_LAST);
+        let applying = apply_updates(&deps, rx, &to);
+        let ended = tokio::select! {
+            ended = connection => ended,
+            () = applying => Ended::reached("stopped applying"),
+        };
+        tracing::warn!(
+            source,
+            url = %deps.source.url(),
+            reason = %ended.reason,
+            "chain stream down; polling continues, reconnecting"
+        );
+        to.do_send(StreamReport::Down {
+            reason: ended.reason.clone(),
+        });
+        let wait = backoff.wait_jittered(started.elapsed());
+        wait_for_node(deps.source.url(), wait, ended.reached).await;
     }
 }
 
-/// Gathers notifications and applies them, until the connection's sender goes.
-async fn apply_notifications(
+/// Waits out the backoff. A node that refused the connection itself is asked
+/// meanwhile whether it listens again, and tried at once when it does.
+async fn wait_for_node(url: &str, wait: Duration, reached: bool) {
+    if reached {
+        tokio::time::sleep(wait).await;
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        tokio::time::sleep(PROBE_EVERY.min(deadline - now)).await;
+        if listens(url).await {
+            return;
+        }
+    }
+}
+
+/// Gathers updates and applies them, until the connection's sender goes.
+async fn apply_updates(
     deps: &StreamDeps,
     mut rx: mpsc::Receiver<StreamEvent>,
     to: &Recipient<StreamReport>,
 ) {
-    let mut registered = Registered::default();
-    // Until the chain's slot at subscription is known, no notification's slot
-    // proves anything: every account is re-read.
-    let mut trusted_above = u64::MAX;
+    let mut state = Applying::default();
     while let Some(event) = rx.recv().await {
-        // When the batch's first notification arrived (freshness metrics).
+        // When the batch's first update arrived (freshness metrics).
         let heard = Instant::now();
         let mut batch = Vec::new();
         match event {
-            StreamEvent::Subscribed => {
-                tracing::info!(url = %deps.ws_url, "chain websocket subscribed");
-                to.do_send(StreamReport::Up);
-                trusted_above = subscribed_at(deps).await;
+            StreamEvent::Account(account) => batch.push(account),
+            other => {
+                state.on(deps, other, to).await;
                 continue;
             }
-            StreamEvent::Account(account) => batch.push(account),
         }
         let until = tokio::time::Instant::now() + GATHER_FOR;
         while batch.len() < GATHER_MAX {
             match tokio::time::timeout_at(until, rx.recv()).await {
                 Ok(Some(StreamEvent::Account(account))) => batch.push(account),
-                Ok(Some(StreamEvent::Subscribed)) => {
-                    to.do_send(StreamReport::Up);
-                    trusted_above = subscribed_at(deps).await;
-                }
+                Ok(Some(other)) => state.on(deps, other, to).await,
                 _ => break,
             }
         }
         crate::metrics::sync_notified(batch.len() as u64);
+        crate::metrics::stream::updates(deps.source.name(), batch.len() as u64);
         to.do_send(StreamReport::Notified { at: Utc::now() });
-        if let Err(e) = apply(deps, &mut registered, trusted_above, &batch, heard).await {
+        let applied = match deps.source {
+            Source::Websocket { .. } => {
+                notified::apply(
+                    deps,
+                    &mut state.registered,
+                    state.trusted_above,
+                    &batch,
+                    heard,
+                )
+                .await
+            }
+            Source::Grpc(_) => streamed::apply(deps, &mut state.registered, &batch, heard).await,
+        };
+        if let Err(e) = applied {
             // The next reconcile brings these accounts anyway.
-            tracing::warn!(error = %e, accounts = batch.len(), "notified accounts not applied");
+            tracing::warn!(error = %e, accounts = batch.len(), "streamed accounts not applied");
+        }
+    }
+}
+
+/// What the apply loop keeps between batches.
+struct Applying {
+    registered: Registered,
+    /// A websocket notification stamped at or below this slot may carry the
+    /// subscription's slot: it proves nothing (until known, nothing does).
+    trusted_above: u64,
+    /// The source's latest slot, and when it was last held against the node's.
+    source_slot: Option<u64>,
+    lag_checked: Option<Instant>,
+    subscriptions: u64,
+}
+
+impl Default for Applying {
+    fn default() -> Self {
+        Applying {
+            registered: Registered::default(),
+            trusted_above: u64::MAX,
+            source_slot: None,
+            lag_checked: None,
+            subscriptions: 0,
+        }
+    }
+}
+
+impl Applying {
+    async fn on(&mut self, deps: &StreamDeps, event: StreamEvent, to: &Recipient<StreamReport>) {
+        match event {
+            StreamEvent::Subscribed { replayed } => {
+                tracing::info!(
+                    source = deps.source.name(),
+                    replayed,
+                    "chain stream subscribed"
+                );
+                self.subscriptions += 1;
+                if self.subscriptions > 1 {
+                    crate::metrics::stream::reconnected(deps.source.name());
+                }
+                to.do_send(StreamReport::Up {
+                    reconcile: !replayed,
+                });
+                if let Source::Websocket { .. } = deps.source {
+                    self.trusted_above = subscribed_at(deps).await;
+                }
+            }
+            StreamEvent::Slot(slot) => {
+                self.source_slot = Some(self.source_slot.unwrap_or(0).max(slot));
+                if self.lag_checked.is_none_or(|at| at.elapsed() >= LAG_EVERY) {
+                    self.lag_checked = Some(Instant::now());
+                    let (chain, source, theirs) = (deps.chain.clone(), deps.source.name(), slot);
+                    // Off the apply loop: the node's answer may take a while.
+                    actix_rt::spawn(async move {
+                        let deadline = Duration::from_secs(2);
+                        if let Ok(Ok(tip)) = chain.send(GetSlot { deadline }).await {
+                            crate::metrics::stream::lag(source, tip.saturating_sub(theirs));
+                        }
+                    });
+                }
+            }
+            StreamEvent::Account(_) => unreachable!("accounts are batched by the caller"),
         }
     }
 }
@@ -163,7 +285,7 @@ async fn subscribed_at(deps: &StreamDeps) -> u64 {
 /// The registered pools: known ones in memory; any other is looked up in the
 /// database each time it shows up (one indexed read), since it may have been
 /// registered a moment ago, on any replica. Not remembering a miss is what
-/// keeps a pool's first notifications after its registration from being lost.
+/// keeps a pool's first updates after its registration from being lost.
 #[derive(Default)]
 struct Registered {
     pools: HashSet<Pubkey>,
@@ -182,73 +304,8 @@ impl Registered {
     }
 }
 
-/// One batch through the ingest step: written as notified where the slot rule
-/// allows, the rest re-read and written with the read's slot.
-async fn apply(
-    deps: &StreamDeps,
-    registered: &mut Registered,
-    trusted_above: u64,
-    batch: &[Notified],
-    heard: Instant,
-) -> ApiResult<()> {
-    let mut wanted = sort_out(batch);
-    let mut keep = HashSet::new();
-    for pool in wanted.all_pools() {
-        if registered.contains(deps, &pool).await? {
-            keep.insert(pool);
-        }
-    }
-    wanted.retain(|pool| keep.contains(pool));
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let (writes, mut reread) = deps.ingest.notified(batch, &wanted, trusted_above);
-    for write in writes {
-        let account = write.account();
-        if !commit_notified(deps, write, heard).await? {
-            reread.insert(account); // the row holds a newer read
-        }
-    }
-    if reread.is_empty() {
-        return Ok(());
-    }
-    let again = wanted.only(&reread);
-    let keys = again.keys();
-    // The latest data each account was notified with.
-    let notified: HashMap<Pubkey, &[u8]> = batch
-        .iter()
-        .map(|n| (n.pubkey, n.data.as_slice()))
-        .collect();
-    let read = || async { deps.chain.send(ReadAccounts { keys: keys.clone() }).await? };
-    let mut reads = read().await?;
-    // A read that does not show what was notified may come from a view not yet
-    // caught up (surfpool answers HTTP reads from the last slot for a moment):
-    // read again shortly. A newer change comes with its own notification.
-    for _ in 0..SETTLE_TRIES {
-        let behind = keys.iter().zip(reads.iter()).any(|(key, read)| {
-            notified
-                .get(key)
-                .is_some_and(|data| read.account.as_ref().map(|a| a.data.as_slice()) != Some(*data))
-        });
-        if !behind {
-            break;
-        }
-        tokio::time::sleep(SETTLE_AFTER).await;
-        reads = read().await?;
-    }
-    let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
-    for write in deps.ingest.reread(&again, &reads) {
-        commit_notified(deps, write, heard).await?;
-    }
-    Ok(())
-}
-
-/// Commits one account's write; false when the slot guard refused it.
-async fn commit_notified(
-    deps: &StreamDeps,
-    write: NotifiedWrite,
-    heard: Instant,
-) -> ApiResult<bool> {
+/// Commits one account's write; false when the order rule refused it.
+async fn commit_write(deps: &StreamDeps, write: NotifiedWrite, heard: Instant) -> ApiResult<bool> {
     let reaches = Reaches::Queued { heard: Some(heard) };
     Ok(match write {
         NotifiedWrite::Pool(w) => commit(&deps.writer, &deps.cache, w, reaches)
@@ -258,4 +315,12 @@ async fn commit_notified(
             .await?
             .is_empty(),
     })
+}
+
+/// The accounts of a batch, for the websocket's re-read.
+fn latest_data(batch: &[Notified]) -> std::collections::HashMap<Pubkey, &[u8]> {
+    batch
+        .iter()
+        .map(|n| (n.pubkey, n.data.as_slice()))
+        .collect()
 }

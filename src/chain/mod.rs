@@ -1,7 +1,10 @@
 //! The chain at the edge: a rate-limited JSON-RPC transport under the Solana RPC
-//! client, and the typed reads the service makes. Nothing here knows which
+//! client, the typed reads the service makes, and the live sources of account
+//! updates (the RPC websocket, Yellowstone gRPC). Nothing here knows which
 //! cluster it talks to: the same code reads surfpool, devnet or mainnet.
 
+pub mod grpc;
 pub mod rpc;
 pub mod sender;
-pub mod stream;
+pub mod source;
+pub mod websocket;

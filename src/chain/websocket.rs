@@ -1,9 +1,9 @@
-//! The RPC websocket: `programSubscribe` on the lending program, one
+//! The RPC websocket source: `programSubscribe` on the lending program, one
 //! subscription for LendingPool accounts and one for UserPosition accounts
 //! (memcmp on the discriminator, `confirmed`, base64). This file is the wire:
 //! the endpoint, the requests, the messages, and one connection's life
-//! (subscribe, read, ping, notice silence). What a notification does to the
-//! index is `actors::chain_stream`'s.
+//! (subscribe, read, ping, notice silence), reported as `chain::source`
+//! events. What a notification does to the index is `actors::chain_stream`'s.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::source::{Ended, Notified, StreamEvent, listens};
 use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use crate::domain::pubkey::Pubkey;
 
@@ -65,16 +66,6 @@ pub fn subscriptions(program: &Pubkey) -> [String; 2] {
     ]
 }
 
-/// An account as a notification carries it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notified {
-    /// The notification's context slot (some nodes send the subscription's).
-    pub slot: u64,
-    pub pubkey: Pubkey,
-    pub owner: Pubkey,
-    pub data: Vec<u8>,
-}
-
 /// What a text frame from the node means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
@@ -121,18 +112,12 @@ pub fn parse_frame(text: &str) -> Frame {
             slot,
             pubkey,
             owner,
+            lamports: account["lamports"].as_u64(),
             data,
+            write_version: None,
         })
     })();
     parsed.map_or(Frame::Other, Frame::Account)
-}
-
-/// What a connection reports to its owner.
-#[derive(Debug)]
-pub enum StreamEvent {
-    /// Both subscriptions are live: reconcile now.
-    Subscribed,
-    Account(Notified),
 }
 
 /// One connection: connect, subscribe, then forward notifications until the
@@ -143,16 +128,22 @@ pub async fn run_connection(
     program: &Pubkey,
     silence: Duration,
     to: &mpsc::Sender<StreamEvent>,
-) -> String {
+) -> Ended {
     let connect = tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_tungstenite::connect_async(url));
-    let mut socket = match connect.await {
-        Ok(Ok((socket, _))) => socket,
-        Ok(Err(e)) => return format!("connect failed: {e}"),
-        Err(_) => return "connect timed out".into(),
+    let failed = match connect.await {
+        Ok(Ok((socket, _))) => Ok(socket),
+        Ok(Err(e)) => Err(format!("connect failed: {e}")),
+        Err(_) => Err("connect timed out".to_string()),
+    };
+    let mut socket = match failed {
+        Ok(socket) => socket,
+        // Refused outright, or a handshake that went wrong once connected.
+        Err(reason) if listens(url).await => return Ended::reached(reason),
+        Err(reason) => return Ended::unreachable(reason),
     };
     for request in subscriptions(program) {
         if let Err(e) = socket.send(Message::text(request)).await {
-            return format!("subscribe failed: {e}");
+            return Ended::reached(format!("subscribe failed: {e}"));
         }
     }
     let mut confirmed = 0;
@@ -165,18 +156,18 @@ pub async fn run_connection(
             frame = socket.next() => frame,
             _ = ping.tick() => {
                 if heard.elapsed() >= silence {
-                    return format!("silent for {silence:?}");
+                    return Ended::reached(format!("silent for {silence:?}"));
                 }
                 if let Err(e) = socket.send(Message::Ping(Vec::new().into())).await {
-                    return format!("ping failed: {e}");
+                    return Ended::reached(format!("ping failed: {e}"));
                 }
                 continue;
             }
         };
         heard = tokio::time::Instant::now();
         let message = match frame {
-            None => return "closed by the node".into(),
-            Some(Err(e)) => return format!("read failed: {e}"),
+            None => return Ended::reached("closed by the node"),
+            Some(Err(e)) => return Ended::reached(format!("read failed: {e}")),
             Some(Ok(message)) => message,
         };
         let Message::Text(text) = message else {
@@ -185,14 +176,19 @@ pub async fn run_connection(
         match parse_frame(&text) {
             Frame::Subscribed { .. } => {
                 confirmed += 1;
-                if confirmed == 2 && to.send(StreamEvent::Subscribed).await.is_err() {
-                    return "stopped".into();
+                // A websocket resends nothing: what the socket missed
+                // while down is the reconciliation's.
+                let subscribed = StreamEvent::Subscribed { replayed: false };
+                if confirmed == 2 && to.send(subscribed).await.is_err() {
+                    return Ended::reached("stopped");
                 }
             }
-            Frame::Refused { id, error } => return format!("subscription {id} refused: {error}"),
+            Frame::Refused { id, error } => {
+                return Ended::reached(format!("subscription {id} refused: {error}"));
+            }
             Frame::Account(account) => {
                 if to.send(StreamEvent::Account(account)).await.is_err() {
-                    return "stopped".into();
+                    return Ended::reached("stopped");
                 }
             }
             Frame::Other => {}
@@ -269,7 +265,9 @@ mod tests {
                 slot: 42,
                 pubkey: key,
                 owner,
-                data: vec![1, 2, 3]
+                lamports: Some(1),
+                data: vec![1, 2, 3],
+                write_version: None,
             })
         );
         assert_eq!(parse_frame("not json"), Frame::Other);

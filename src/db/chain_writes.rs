@@ -95,7 +95,8 @@ impl PoolStateParams {
     }
 }
 
-/// Slots are u64 on chain and bigint in PostgreSQL; real slots are far below i64 max.
+/// Slots and write versions are u64 on chain and bigint in PostgreSQL; real
+/// ones are far below i64 max.
 fn slot_param(slot: u64) -> i64 {
     i64::try_from(slot).unwrap_or(i64::MAX)
 }
@@ -219,6 +220,8 @@ pub struct SyncPool {
     pub pool_address: String,
     pub pool: LendingPool,
     pub slot: u64,
+    /// The write version of a streamed write (gRPC); None for a read.
+    pub write_version: Option<u64>,
     pub symbol: Option<String>,
     /// Written by the background reconciliation: only over an older read
     /// (UPDATE_POOL_STATE_CATCH_UP), never over one of the same slot.
@@ -229,14 +232,14 @@ impl WriteCommand for SyncPool {
     type Output = Option<PoolState>;
     const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Option<PoolState>>> {
-        let query = if self.catch_up {
-            queries::UPDATE_POOL_STATE_CATCH_UP
+        let guard = if self.catch_up {
+            Guard::CatchUp
         } else {
-            queries::UPDATE_POOL_STATE
+            Guard::Newer(self.write_version)
         };
         Box::pin(update_pool_state(
             tx,
-            query,
+            guard,
             self.cluster,
             &self.pool_address,
             &self.pool,
@@ -252,11 +255,21 @@ impl IndexWrite for SyncPool {
     }
 }
 
+/// Which stored rows a pool write may overwrite.
+#[derive(Clone, Copy)]
+enum Guard {
+    /// Older reads only (the reconciliation).
+    CatchUp,
+    /// Older slots, and within the slot: any write for a read (None), older
+    /// writes for a streamed write of that version.
+    Newer(Option<u64>),
+}
+
 /// The slot-guarded refresh of a pool row: the row as stored, or `None` when
 /// it holds a newer read.
 async fn update_pool_state(
     tx: &Transaction<'_>,
-    query: &'static str,
+    guard: Guard,
     cluster: &'static str,
     pool_address: &str,
     pool: &LendingPool,
@@ -264,9 +277,17 @@ async fn update_pool_state(
     symbol: Option<&str>,
 ) -> ApiResult<Option<PoolState>> {
     let state = PoolStateParams::new(cluster, pool_address, pool, slot, symbol);
+    let mut params = state.params();
+    let (query, version) = match guard {
+        Guard::CatchUp => (queries::UPDATE_POOL_STATE_CATCH_UP, None),
+        Guard::Newer(version) => (queries::UPDATE_POOL_STATE, version.map(slot_param)),
+    };
+    if let Guard::Newer(_) = guard {
+        params.push(&version);
+    }
     let stmt = tx.prepare_cached(query).await?;
     Ok(tx
-        .query_opt(&stmt, &state.params())
+        .query_opt(&stmt, &params)
         .await?
         .as_ref()
         .and_then(pool_state))
@@ -286,6 +307,8 @@ pub struct SyncPosition {
     pub owner: Pubkey,
     pub position: Option<UserPosition>,
     pub slot: u64,
+    /// The write version of a streamed write (gRPC); None for a read.
+    pub write_version: Option<u64>,
 }
 
 impl WriteCommand for SyncPosition {
@@ -295,9 +318,10 @@ impl WriteCommand for SyncPosition {
         Box::pin(async move {
             let mut changes = Vec::new();
             if let Some(pool) = &self.pool {
+                // The pool's state comes from a read made with the position's.
                 let written = update_pool_state(
                     tx,
-                    queries::UPDATE_POOL_STATE,
+                    Guard::Newer(None),
                     self.cluster,
                     &self.pool_address,
                     pool,
@@ -308,6 +332,7 @@ impl WriteCommand for SyncPosition {
                 changes.extend(written.map(Change::Pool));
             }
             let slot = slot_param(self.slot);
+            let version = self.write_version.map(slot_param);
             match &self.position {
                 Some(p) => {
                     let stmt = tx.prepare_cached(queries::UPSERT_POSITION).await?;
@@ -325,6 +350,7 @@ impl WriteCommand for SyncPosition {
                                 &p.borrow_idx_snap.to_string(),
                                 &p.original_deposit.to_string(),
                                 &slot,
+                                &version,
                             ],
                         )
                         .await?;

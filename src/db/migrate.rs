@@ -39,6 +39,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../sql/0008_position_notify_columns.sql"),
     ),
     ("0009_history", include_str!("../../sql/0009_history.sql")),
+    (
+        "0010_write_version",
+        include_str!("../../sql/0010_write_version.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

@@ -208,6 +208,10 @@ pub const HEALTH_COUNTS: &str = "SELECT
 
 /// A row when pool $2 is registered in cluster $1.
 pub const POOL_IS_REGISTERED: &str = "SELECT 1 FROM pools WHERE cluster = $1 AND pool_address = $2";
+
+/// The owner and pool of an indexed position.
+pub const POSITION_HOLDER: &str =
+    "SELECT owner, pool_address FROM positions WHERE cluster = $1 AND position_address = $2";
 /// A registered pool's stored symbol (a re-registration reports it).
 pub const POOL_SYMBOL: &str = "SELECT symbol FROM pools WHERE cluster = $1 AND pool_address = $2";
 
@@ -270,9 +274,10 @@ pub const REGISTER_POOL: &str = concat!("INSERT INTO pools (cluster, pool_addres
 
 /// Sync: refreshes the chain state unless the row holds a newer read; the given
 /// symbol only fills a null one; the oracle observation time moves when the price
-/// does. Returns the row as the engine reads it, when written.
+/// does. Returns the row as the engine reads it, when written. `$version` is
+/// what the row's write_version becomes, `$guard` when the row may be written.
 macro_rules! pool_state_update {
-    ($cmp:literal) => {
+    ($version:literal, $guard:literal) => {
         concat!(
             "UPDATE pools SET paused = $3,
         total_deposits = $4::text::numeric, total_borrows = $5::text::numeric,
@@ -289,10 +294,13 @@ macro_rules! pool_state_update {
                                   THEN CASE WHEN $22::bigint IS NULL THEN NULL ELSE now() END
                                   ELSE pools.oracle_observed_at END,
         oracle_price = $22, oracle_conf = $23::text::numeric, oracle_expo = $24, pyth_price_feed = $25,
-        slot = $26, symbol = COALESCE(pools.symbol, $27), last_synced_at = now()
-    WHERE cluster = $1 AND pool_address = $2 AND slot ",
-            $cmp,
-            " $26
+        slot = $26, symbol = COALESCE(pools.symbol, $27), last_synced_at = now(),
+        write_version = ",
+            $version,
+            "
+    WHERE cluster = $1 AND pool_address = $2 AND ",
+            $guard,
+            "
     RETURNING ",
             engine_pool_columns!()
         )
@@ -300,25 +308,29 @@ macro_rules! pool_state_update {
 }
 
 /// The pool's chain state read at slot $26, unless the row holds a newer read.
-pub const UPDATE_POOL_STATE: &str = pool_state_update!("<=");
+/// A read (write version $28 null) counts as the newest write of its slot; a
+/// streamed write ($28 its write version) goes only over an older slot or an
+/// older write of the same slot (decisions §14).
+pub const UPDATE_POOL_STATE: &str = pool_state_update!(
+    "$28",
+    "(slot < $26 OR (slot = $26 AND ($28::bigint IS NULL OR write_version < $28)))"
+);
 /// The same for the background reconciliation: only over an older read. A
 /// read of the same slot already stored came from a targeted read (a
 /// notification, an on-demand sync) made no earlier than the bulk one; on a
 /// chain whose state changes within a slot (surfpool) the bulk read may be the
 /// older of the two.
-pub const UPDATE_POOL_STATE_CATCH_UP: &str = pool_state_update!("<");
+pub const UPDATE_POOL_STATE_CATCH_UP: &str = pool_state_update!("NULL", "slot < $26");
 
 pub const SET_POOL_DECIMALS: &str =
     "UPDATE pools SET decimals = $3 WHERE cluster = $1 AND pool_address = $2";
 
 // ---- positions ----------------------------------------------------------------
 
-/// The upsert of a position read, refused when the row holds a newer read.
+/// The upsert of a position read, refused when the row holds a newer read
+/// (`$guard`, over the stored `positions` and the `EXCLUDED` read).
 macro_rules! position_upsert {
-    ($insert:literal) => {
-        position_upsert!($insert, "<=")
-    };
-    ($insert:literal, $cmp:literal) => {
+    ($insert:literal, $guard:literal) => {
         concat!(
             $insert,
             "
@@ -326,21 +338,27 @@ macro_rules! position_upsert {
         pool_address = EXCLUDED.pool_address, owner = EXCLUDED.owner,
         deposit_shares = EXCLUDED.deposit_shares, borrow_principal = EXCLUDED.borrow_principal,
         deposit_idx_snap = EXCLUDED.deposit_idx_snap, borrow_idx_snap = EXCLUDED.borrow_idx_snap,
-        original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot, last_synced_at = now()
-    WHERE positions.slot ",
-            $cmp,
-            " EXCLUDED.slot"
+        original_deposit = EXCLUDED.original_deposit, slot = EXCLUDED.slot,
+        write_version = EXCLUDED.write_version, last_synced_at = now()
+    WHERE ",
+            $guard
         )
     };
 }
 
-/// Upserts one position read at slot $10, unless the row holds a newer read;
-/// returns the row as the engine reads it, when written.
+/// Upserts one position read at slot $10 (with write version $11 when it was
+/// streamed), unless the row holds a newer read or write (as UPDATE_POOL_STATE
+/// rules); returns the row as the engine reads it, when written.
 pub const UPSERT_POSITION: &str = concat!(
-    position_upsert!("INSERT INTO positions (cluster, position_address, pool_address,
-        owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
+    position_upsert!(
+        "INSERT INTO positions (cluster, position_address, pool_address,
+        owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot,
+        write_version)
     VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::numeric, $7::text::numeric,
-        $8::text::numeric, $9::text::numeric, $10)"),
+        $8::text::numeric, $9::text::numeric, $10, $11)",
+        "positions.slot < EXCLUDED.slot OR (positions.slot = EXCLUDED.slot
+        AND (EXCLUDED.write_version IS NULL OR positions.write_version < EXCLUDED.write_version))"
+    ),
     " RETURNING ",
     engine_position_columns!()
 );
@@ -367,7 +385,7 @@ pub const UPSERT_POSITIONS_BULK: &str = concat!(
         "INSERT INTO positions (cluster, position_address, pool_address,
         owner, deposit_shares, borrow_principal, deposit_idx_snap, borrow_idx_snap, original_deposit, slot)
     SELECT $1, a, $2, o, ds, bp, dis, bis, od, $3 FROM incoming",
-        "<"
+        "positions.slot < EXCLUDED.slot"
     ),
     " RETURNING ",
     engine_position_columns!(),

@@ -5,12 +5,14 @@
 //! writes returns the engine changes it made (`db::chain_writes::IndexWrite`),
 //! which `actors::health_cache::commit` hands to this replica's engine.
 //!
-//! Pure: decoding, the account checks, and the slot rule of notifications. The
+//! Pure: decoding, the account checks, the slot rule of notifications and
+//! the order rule of streamed writes (`streamed`). The
 //! reads and the writes are its callers' (`http::handlers`, `actors::chain_stream`,
 //! `actors::chain_sync`); whether a pool is registered is asked of
 //! `db::registered`, before any read.
 
 mod notified;
+mod streamed;
 
 use crate::chain::rpc::{AccountRead, RawAccount};
 use crate::db::chain_writes::{RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition};
@@ -22,6 +24,7 @@ use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
 pub use notified::{Notifications, NotifiedWrite, sort_out};
+pub use streamed::{Streamed, latest};
 
 /// What every ingest needs to know: whose accounts, and under which cluster
 /// the rows are kept.
@@ -60,6 +63,7 @@ impl Ingest {
             pool_address: pool.to_string(),
             pool: check_pool(&self.program, read.parts())?,
             slot: read.slot,
+            write_version: None,
             symbol: symbol.map(str::to_string),
             catch_up,
         })
@@ -91,6 +95,7 @@ impl Ingest {
             owner: *owner,
             position,
             slot: pool_read.slot.min(position_read.slot),
+            write_version: None,
         };
         Ok((write, exists))
     }

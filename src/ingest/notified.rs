@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Ingest;
 use crate::chain::rpc::AccountRead;
-use crate::chain::stream::Notified;
+use crate::chain::source::Notified;
 use crate::db::chain_writes::{SyncPool, SyncPosition};
 use crate::domain::accounts::{
     LendingPool, POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool,
@@ -212,6 +212,7 @@ impl Ingest {
             owner: state.owner,
             position: Some(state),
             slot,
+            write_version: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::chain::stream::Notified;
+use crate::chain::source::Notified;
 use crate::domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
 
 const CLUSTER: &str = "localnet";
@@ -49,7 +49,9 @@ fn notified(pubkey: Pubkey, data: Vec<u8>, slot: u64) -> Notified {
         slot,
         pubkey,
         owner: ingest().program,
+        lamports: Some(1),
         data,
+        write_version: None,
     }
 }
 
@@ -233,4 +235,99 @@ fn a_reread_position_carries_its_pools_state_and_skips_what_is_gone() {
         panic!("{writes:?}")
     };
     assert_eq!((w.slot, w.pool.is_some()), (21, true));
+}
+
+fn streamed(pubkey: Pubkey, data: Vec<u8>, slot: u64, write_version: u64) -> Notified {
+    Notified {
+        write_version: Some(write_version),
+        ..notified(pubkey, data, slot)
+    }
+}
+
+#[test]
+fn a_streamed_write_is_written_as_it_came_with_its_version() {
+    let (i, pool, user) = (ingest(), Pubkey::new_unique(), Pubkey::new_unique());
+    match i.streamed(&streamed(pool, pool_data(5), 70, 3)) {
+        Streamed::Write { pool: p, write } => {
+            let NotifiedWrite::Pool(w) = *write else {
+                panic!("{write:?}")
+            };
+            assert_eq!(p, pool);
+            assert_eq!((w.slot, w.write_version, w.catch_up), (70, Some(3), false));
+            assert_eq!(w.pool.oracle_price, Some(5));
+        }
+        other => panic!("{other:?}"),
+    }
+    let position = Pubkey::new_unique();
+    // Longer data than the layout is fine (decisions §6).
+    let mut data = position_data(user, pool, 8);
+    data.extend([0; 16]);
+    match i.streamed(&streamed(position, data, 71, 4)) {
+        Streamed::Write { pool: p, write } => {
+            let NotifiedWrite::Position(w) = *write else {
+                panic!("{write:?}")
+            };
+            assert_eq!(p, pool);
+            assert_eq!((w.slot, w.write_version, w.owner), (71, Some(4), user));
+            assert!(w.pool.is_none(), "a streamed position carries no pool read");
+            assert_eq!(w.position.unwrap().deposit_shares, 8);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unusable_streamed_accounts_are_skipped_and_closed_ones_named() {
+    let (i, pool, user) = (ingest(), Pubkey::new_unique(), Pubkey::new_unique());
+    let key = Pubkey::new_unique();
+    let skipped = |n: Notified| match i.streamed(&n) {
+        Streamed::Skipped(why) => why,
+        other => panic!("{other:?}"),
+    };
+    let short = position_data(user, pool, 1)[..40].to_vec();
+    assert_eq!(skipped(streamed(key, short, 5, 1)), "undecodable position");
+    assert_eq!(
+        skipped(streamed(key, pool_data(1)[..20].to_vec(), 5, 1)),
+        "undecodable pool"
+    );
+    assert_eq!(
+        skipped(streamed(key, vec![7; 64], 5, 1)),
+        "unknown discriminator"
+    );
+    // Another program's account, or one with no lamports left: closed (the
+    // caller removes it when it is a position it holds).
+    let other = Notified {
+        owner: Pubkey::new_unique(),
+        ..streamed(key, position_data(user, pool, 1), 6, 2)
+    };
+    let emptied = Notified {
+        lamports: Some(0),
+        ..streamed(key, position_data(user, pool, 1), 7, 3)
+    };
+    for n in [other, emptied] {
+        let slot = n.slot;
+        assert!(matches!(
+            i.streamed(&n),
+            Streamed::Closed { account, slot: s } if account == key && s == slot
+        ));
+    }
+}
+
+#[test]
+fn a_batch_keeps_each_accounts_highest_slot_and_version() {
+    let (a, b) = (Pubkey::new_unique(), Pubkey::new_unique());
+    let batch = [
+        streamed(a, vec![1], 10, 5),
+        streamed(a, vec![2], 10, 4), // older, arrived later
+        streamed(b, vec![3], 9, 9),
+        streamed(b, vec![4], 11, 1), // a later slot wins over any version
+        streamed(a, vec![5], 10, 5), // a repeat: the later arrival
+    ];
+    let kept: Vec<(Pubkey, Vec<u8>)> = latest(&batch)
+        .into_iter()
+        .map(|n| (n.pubkey, n.data.clone()))
+        .collect();
+    let mut want = vec![(a, vec![5]), (b, vec![4])];
+    want.sort();
+    assert_eq!(kept, want);
 }

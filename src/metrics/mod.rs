@@ -16,6 +16,7 @@
 pub mod history;
 pub mod http;
 pub mod process;
+pub mod stream;
 
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -141,14 +141,21 @@ pub struct SyncCheck {
     pub stream: StreamCheck,
 }
 
-/// The RPC websocket (on the leader; a follower does not stream).
+/// The live chain source (on the leader; a follower does not stream). Down
+/// does not by itself degrade health: the JSON-RPC poll keeps the index fresh.
 #[derive(Serialize, ToSchema)]
 pub struct StreamCheck {
+    /// "websocket" or "grpc" (`rpc.source`).
+    #[schema(example = "websocket")]
+    pub source: &'static str,
     pub connected: bool,
     #[serde(rename = "lastNotificationAt")]
     pub last_notification_at: Option<String>,
     /// Connections made after the first.
     pub reconnects: u64,
+    /// Why the source is down, while it is (e.g. the server refused the token).
+    #[serde(rename = "lastError")]
+    pub last_error: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]

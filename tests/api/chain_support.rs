@@ -71,6 +71,13 @@ impl LocalChain {
             .expect("surfnet_setAccount");
     }
 
+    /// The chain's slot now (`confirmed`).
+    pub async fn slot(&self) -> u64 {
+        lendex::chain::rpc::get_slot(&self.rpc)
+            .await
+            .expect("getSlot")
+    }
+
     pub async fn remove(&self, key: &Pubkey) {
         surfnet_reset_account(&self.rpc, key)
             .await

@@ -160,12 +160,14 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                 positions: last.map(|(_, r)| r.positions),
                 last_error: status.last_error,
                 stream: StreamCheck {
+                    source: status.stream.source,
                     connected: status.stream.connected,
                     last_notification_at: status
                         .stream
                         .last_notification_at
                         .map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
                     reconnects: status.stream.connections.saturating_sub(1),
+                    last_error: status.stream.last_error,
                 },
             }
         }
@@ -180,9 +182,11 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             positions: None,
             last_error: Some("sync worker unavailable".into()),
             stream: StreamCheck {
+                source: state.config.rpc.source.as_str(),
                 connected: false,
                 last_notification_at: None,
                 reconnects: 0,
+                last_error: None,
             },
         },
     }

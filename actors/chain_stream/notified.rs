@@ -1,0 +1,81 @@
+//! A websocket batch (decisions §7): an account whose notification slot
+//! proves it newer than what the index may hold is written as it came; the
+//! others (some nodes, surfpool among them, stamp every notification with the
+//! subscription's slot), and any write the stored row's newer slot refuses,
+//! are re-read over HTTP in one getMultipleAccounts through the chain reader's
+//! gate and written with the read's own slot. A re-read that does not show the
+//! notified data yet is repeated shortly. Accounts that stop matching (closed
+//! positions) get no notification: reconciliation removes them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use super::{Registered, StreamDeps, commit_write, latest_data};
+use crate::actors::chain_reader::ReadAccounts;
+use crate::chain::source::Notified;
+use crate::domain::pubkey::Pubkey;
+use crate::error::ApiResult;
+use crate::ingest::sort_out;
+
+/// A re-read that does not yet show the notified data is tried again after
+/// this, at most this many times.
+const SETTLE_AFTER: Duration = Duration::from_millis(100);
+const SETTLE_TRIES: usize = 20;
+
+/// One batch through the ingest step: written as notified where the slot rule
+/// allows, the rest re-read and written with the read's slot.
+pub(super) async fn apply(
+    deps: &StreamDeps,
+    registered: &mut Registered,
+    trusted_above: u64,
+    batch: &[Notified],
+    heard: Instant,
+) -> ApiResult<()> {
+    let mut wanted = sort_out(batch);
+    let mut keep = HashSet::new();
+    for pool in wanted.all_pools() {
+        if registered.contains(deps, &pool).await? {
+            keep.insert(pool);
+        }
+    }
+    wanted.retain(|pool| keep.contains(pool));
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let (writes, mut reread) = deps.ingest.notified(batch, &wanted, trusted_above);
+    for write in writes {
+        let account = write.account();
+        if !commit_write(deps, write, heard).await? {
+            reread.insert(account); // the row holds a newer read
+        }
+    }
+    if reread.is_empty() {
+        return Ok(());
+    }
+    let again = wanted.only(&reread);
+    let keys = again.keys();
+    // The latest data each account was notified with.
+    let notified = latest_data(batch);
+    let read = || async { deps.chain.send(ReadAccounts { keys: keys.clone() }).await? };
+    let mut reads = read().await?;
+    // A read that does not show what was notified may come from a view not yet
+    // caught up (surfpool answers HTTP reads from the last slot for a moment):
+    // read again shortly. A newer change comes with its own notification.
+    for _ in 0..SETTLE_TRIES {
+        let behind = keys.iter().zip(reads.iter()).any(|(key, read)| {
+            notified
+                .get(key)
+                .is_some_and(|data| read.account.as_ref().map(|a| a.data.as_slice()) != Some(*data))
+        });
+        if !behind {
+            break;
+        }
+        tokio::time::sleep(SETTLE_AFTER).await;
+        reads = read().await?;
+    }
+    let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
+    for write in deps.ingest.reread(&again, &reads) {
+        commit_write(deps, write, heard).await?;
+    }
+    Ok(())
+}

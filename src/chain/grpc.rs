@@ -1,0 +1,397 @@
+//! The Yellowstone gRPC (Geyser) source: one `Subscribe` stream carrying the
+//! program's LendingPool and UserPosition accounts (owned by the program, a
+//! memcmp on each discriminator: two named filters) and slot updates, at
+//! `confirmed`. Every account write comes with its slot and write version.
+//! The server's pings are answered. After a reconnect the stream resumes from
+//! the last slot it delivered when the server still holds it (replay);
+//! otherwise, or when the server refuses, the caller reconciles. This file
+//! is the wire: requests, updates, and one connection's life, reported as
+//! `chain::source` events; `actors::chain_stream` applies them.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use yellowstone_grpc_client::{ClientTlsConfig, GeyserGrpcClient};
+use yellowstone_grpc_proto::prelude::{
+    CommitmentLevel, SlotStatus, SubscribeRequest, SubscribeRequestFilterAccounts,
+    SubscribeRequestFilterAccountsFilter, SubscribeRequestFilterAccountsFilterMemcmp,
+    SubscribeRequestFilterSlots, SubscribeRequestPing, SubscribeUpdate,
+    subscribe_request_filter_accounts_filter::Filter,
+    subscribe_request_filter_accounts_filter_memcmp::Data, subscribe_update::UpdateOneof,
+};
+use yellowstone_grpc_proto::tonic::Code;
+
+use super::source::{Ended, Notified, StreamEvent, listens};
+use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
+use crate::domain::pubkey::Pubkey;
+
+/// The subscription's named filters.
+pub const POOLS_FILTER: &str = "lendex_pools";
+pub const POSITIONS_FILTER: &str = "lendex_positions";
+pub const SLOTS_FILTER: &str = "lendex_slots";
+
+/// Connecting (TCP, TLS, HTTP/2) must finish within this; so must the
+/// replay question.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// After subscribing, how long a refusal of `from_slot` is waited for before
+/// the subscription counts as made.
+const REFUSAL_WAIT: Duration = Duration::from_secs(1);
+
+/// The subscription: the program's pools and positions, slot updates, at
+/// `confirmed`; from `from_slot` when resuming.
+pub fn subscribe_request(program: &Pubkey, from_slot: Option<u64>) -> SubscribeRequest {
+    let accounts = |discriminator: &[u8; 8]| SubscribeRequestFilterAccounts {
+        owner: vec![program.to_string()],
+        filters: vec![SubscribeRequestFilterAccountsFilter {
+            filter: Some(Filter::Memcmp(SubscribeRequestFilterAccountsFilterMemcmp {
+                offset: 0,
+                data: Some(Data::Bytes(discriminator.to_vec())),
+            })),
+        }],
+        ..Default::default()
+    };
+    SubscribeRequest {
+        accounts: HashMap::from([
+            (POOLS_FILTER.to_string(), accounts(&POOL_DISCRIMINATOR)),
+            (
+                POSITIONS_FILTER.to_string(),
+                accounts(&POSITION_DISCRIMINATOR),
+            ),
+        ]),
+        slots: HashMap::from([(
+            SLOTS_FILTER.to_string(),
+            SubscribeRequestFilterSlots {
+                filter_by_commitment: Some(true),
+                interslot_updates: Some(false),
+            },
+        )]),
+        commitment: Some(CommitmentLevel::Confirmed as i32),
+        from_slot,
+        ..Default::default()
+    }
+}
+
+/// The answer to a server's ping: a request carrying only `ping`, which
+/// leaves the subscription's filters as they are.
+pub fn ping_answer() -> SubscribeRequest {
+    SubscribeRequest {
+        ping: Some(SubscribeRequestPing { id: 1 }),
+        ..Default::default()
+    }
+}
+
+/// What one update from the server means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    Account(Notified),
+    /// A slot confirmed (or finalized).
+    Slot(u64),
+    Ping,
+    /// Nothing for the index (pongs, other slot statuses, kinds not asked for).
+    Other,
+    /// Not a usable update: counted and skipped.
+    Bad(&'static str),
+}
+
+pub fn decode(update: SubscribeUpdate) -> Update {
+    match update.update_oneof {
+        Some(UpdateOneof::Account(update)) => {
+            let Some(info) = update.account else {
+                return Update::Bad("no account");
+            };
+            let key = |bytes: &[u8]| <[u8; 32]>::try_from(bytes).ok().map(Pubkey::new_from_array);
+            let (Some(pubkey), Some(owner)) = (key(&info.pubkey), key(&info.owner)) else {
+                return Update::Bad("malformed key");
+            };
+            Update::Account(Notified {
+                slot: update.slot,
+                pubkey,
+                owner,
+                lamports: Some(info.lamports),
+                data: info.data,
+                write_version: Some(info.write_version),
+            })
+        }
+        Some(UpdateOneof::Slot(slot)) => {
+            let confirmed = [SlotStatus::SlotConfirmed, SlotStatus::SlotFinalized]
+                .iter()
+                .any(|s| *s as i32 == slot.status);
+            if confirmed {
+                Update::Slot(slot.slot)
+            } else {
+                Update::Other
+            }
+        }
+        Some(UpdateOneof::Ping(_)) => Update::Ping,
+        _ => Update::Other,
+    }
+}
+
+/// Where the next subscription resumes: the highest slot of any account
+/// update received (that slot again: its writes may have been cut off, and a
+/// repeat is harmless under the order rule).
+#[derive(Debug, Default, Clone)]
+pub struct Resume {
+    pub last_slot: Option<u64>,
+}
+
+/// The endpoint and the token a connection uses.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub url: String,
+    pub x_token: Option<String>,
+}
+
+/// One connection: connect, subscribe (resuming when the server holds the
+/// last slot), then forward updates until the stream ends, errs or carries
+/// nothing for `silence` (pings count). Returns why it ended.
+pub async fn run_connection(
+    endpoint: &Endpoint,
+    program: &Pubkey,
+    silence: Duration,
+    resume: &mut Resume,
+    to: &mpsc::Sender<StreamEvent>,
+) -> Ended {
+    let mut client = match connect(endpoint).await {
+        Ok(client) => client,
+        Err(ended) => return ended,
+    };
+    let mut from = match resume.last_slot {
+        Some(last) => replay_from(&mut client, last).await,
+        None => None,
+    };
+    let (mut sink, mut stream) = loop {
+        let request = subscribe_request(program, from);
+        let (mut sink, mut stream) = match client.subscribe_with_request(Some(request)).await {
+            Ok(subscribed) => subscribed,
+            Err(e) => return Ended::reached(format!("subscribe failed: {e}")),
+        };
+        // A server that no longer holds the slot (or cannot replay) says so
+        // first: subscribe again from now, and let the caller reconcile.
+        let first = tokio::time::timeout(REFUSAL_WAIT, stream.next()).await;
+        match first {
+            Ok(Some(Err(status))) if from.is_some() && refuses_replay(status.code()) => {
+                tracing::info!(%status, "gRPC replay refused; subscribing from now");
+                from = None;
+                continue;
+            }
+            Ok(Some(Err(status))) => return Ended::reached(format!("stream failed: {status}")),
+            Ok(None) => return Ended::reached("closed by the server"),
+            Ok(Some(Ok(update))) => {
+                if to
+                    .send(StreamEvent::Subscribed {
+                        replayed: from.is_some(),
+                    })
+                    .await
+                    .is_err()
+                {
+                    return Ended::reached("stopped");
+                }
+                if let Err(ended) = forward(update, resume, &mut sink, to).await {
+                    return ended;
+                }
+            }
+            Err(_) => {
+                let subscribed = StreamEvent::Subscribed {
+                    replayed: from.is_some(),
+                };
+                if to.send(subscribed).await.is_err() {
+                    return Ended::reached("stopped");
+                }
+            }
+        }
+        break (sink, stream);
+    };
+    if let Some(from) = from {
+        crate::metrics::stream::replayed("grpc");
+        tracing::info!(from_slot = from, "gRPC stream resumed");
+    }
+    loop {
+        let update = match tokio::time::timeout(silence, stream.next()).await {
+            Err(_) => return Ended::reached(format!("silent for {silence:?}")),
+            Ok(None) => return Ended::reached("closed by the server"),
+            Ok(Some(Err(status))) => return Ended::reached(format!("stream failed: {status}")),
+            Ok(Some(Ok(update))) => update,
+        };
+        // (The request side stays open while `sink` lives: closing it would
+        // end the subscription on some servers.)
+        if let Err(ended) = forward(update, resume, &mut sink, to).await {
+            return ended;
+        }
+    }
+}
+
+/// One update: accounts and slots to the caller, pings answered, anything
+/// unusable counted.
+async fn forward(
+    update: SubscribeUpdate,
+    resume: &mut Resume,
+    sink: &mut yellowstone_grpc_client::SubscribeRequestSink,
+    to: &mpsc::Sender<StreamEvent>,
+) -> Result<(), Ended> {
+    let event = match decode(update) {
+        Update::Account(account) => {
+            resume.last_slot = Some(resume.last_slot.unwrap_or(0).max(account.slot));
+            StreamEvent::Account(account)
+        }
+        Update::Slot(slot) => StreamEvent::Slot(slot),
+        Update::Ping => {
+            return sink
+                .send(ping_answer())
+                .await
+                .map_err(|e| Ended::reached(format!("ping answer failed: {e}")));
+        }
+        Update::Other => return Ok(()),
+        Update::Bad(why) => {
+            crate::metrics::stream::skipped("grpc", why);
+            return Ok(());
+        }
+    };
+    to.send(event).await.map_err(|_| Ended::reached("stopped"))
+}
+
+/// How Yellowstone refuses a `from_slot` it cannot serve: out of range (the
+/// slot is gone), or an internal error when replay is not kept at all.
+fn refuses_replay(code: Code) -> bool {
+    matches!(
+        code,
+        Code::OutOfRange | Code::Internal | Code::InvalidArgument | Code::Unimplemented
+    )
+}
+
+/// Resume from `last` when the server says it still holds it; when it does
+/// not answer the question, try anyway (a refusal is handled on subscribe).
+async fn replay_from(client: &mut GeyserGrpcClient, last: u64) -> Option<u64> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, client.subscribe_replay_info()).await {
+        Ok(Ok(info)) => info
+            .first_available
+            .filter(|first| *first <= last)
+            .map(|_| last),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "gRPC replay info unavailable; trying from_slot");
+            Some(last)
+        }
+        Err(_) => Some(last),
+    }
+}
+
+async fn connect(endpoint: &Endpoint) -> Result<GeyserGrpcClient, Ended> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| Ended::reached(format!("{what}: {e}"));
+    let mut builder = GeyserGrpcClient::build_from_shared(endpoint.url.clone())
+        .map_err(|e| bad("bad gRPC URL", &e))?
+        .x_token(endpoint.x_token.clone())
+        .map_err(|e| bad("bad x-token", &e))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(5))
+        .keep_alive_while_idle(true);
+    if endpoint.url.starts_with("https://") {
+        builder = builder
+            .tls_config(ClientTlsConfig::new().with_native_roots())
+            .map_err(|e| bad("TLS", &e))?;
+    }
+    match builder.connect().await {
+        Ok(client) => Ok(client),
+        Err(e) if listens(&endpoint.url).await => Err(bad("connect failed", &e)),
+        Err(e) => Err(Ended::unreachable(format!("connect failed: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yellowstone_grpc_proto::prelude::{
+        SubscribeUpdateAccount, SubscribeUpdateAccountInfo, SubscribeUpdatePing,
+        SubscribeUpdateSlot,
+    };
+
+    fn update(oneof: UpdateOneof) -> SubscribeUpdate {
+        SubscribeUpdate {
+            update_oneof: Some(oneof),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_request_names_two_account_filters_and_slots_at_confirmed() {
+        let program = Pubkey::new_from_array([3; 32]);
+        let request = subscribe_request(&program, Some(77));
+        assert_eq!(request.commitment, Some(CommitmentLevel::Confirmed as i32));
+        assert_eq!(request.from_slot, Some(77));
+        for (name, discriminator) in [
+            (POOLS_FILTER, POOL_DISCRIMINATOR),
+            (POSITIONS_FILTER, POSITION_DISCRIMINATOR),
+        ] {
+            let filter = &request.accounts[name];
+            assert_eq!(filter.owner, vec![program.to_string()]);
+            assert!(filter.account.is_empty());
+            assert_eq!(
+                filter.filters[0].filter,
+                Some(Filter::Memcmp(SubscribeRequestFilterAccountsFilterMemcmp {
+                    offset: 0,
+                    data: Some(Data::Bytes(discriminator.to_vec())),
+                }))
+            );
+        }
+        assert_eq!(request.slots[SLOTS_FILTER].filter_by_commitment, Some(true));
+        assert_eq!(subscribe_request(&program, None).from_slot, None);
+        // A ping's answer changes no filter.
+        let ping = ping_answer();
+        assert!(ping.ping.is_some() && ping.accounts.is_empty() && ping.slots.is_empty());
+    }
+
+    #[test]
+    fn updates_decode() {
+        let key = Pubkey::new_from_array([9; 32]);
+        let owner = Pubkey::new_from_array([4; 32]);
+        let account = |pubkey: Vec<u8>| {
+            update(UpdateOneof::Account(SubscribeUpdateAccount {
+                account: Some(SubscribeUpdateAccountInfo {
+                    pubkey,
+                    lamports: 5,
+                    owner: owner.to_bytes().to_vec(),
+                    data: vec![1, 2, 3],
+                    write_version: 12,
+                    ..Default::default()
+                }),
+                slot: 40,
+                ..Default::default()
+            }))
+        };
+        assert_eq!(
+            decode(account(key.to_bytes().to_vec())),
+            Update::Account(Notified {
+                slot: 40,
+                pubkey: key,
+                owner,
+                lamports: Some(5),
+                data: vec![1, 2, 3],
+                write_version: Some(12),
+            })
+        );
+        assert_eq!(decode(account(vec![1; 31])), Update::Bad("malformed key"));
+        assert_eq!(
+            decode(update(UpdateOneof::Account(
+                SubscribeUpdateAccount::default()
+            ))),
+            Update::Bad("no account")
+        );
+        let slot = |status: SlotStatus| {
+            update(UpdateOneof::Slot(SubscribeUpdateSlot {
+                slot: 41,
+                status: status as i32,
+                ..Default::default()
+            }))
+        };
+        assert_eq!(decode(slot(SlotStatus::SlotConfirmed)), Update::Slot(41));
+        assert_eq!(decode(slot(SlotStatus::SlotProcessed)), Update::Other);
+        assert_eq!(
+            decode(update(UpdateOneof::Ping(SubscribeUpdatePing {}))),
+            Update::Ping
+        );
+        assert_eq!(decode(SubscribeUpdate::default()), Update::Other);
+    }
+}

@@ -1,0 +1,380 @@
+//! A scripted Yellowstone gRPC (Geyser) server for the tests: the proto
+//! crate's generated `Geyser` service on 127.0.0.1, speaking the real
+//! protocol to the service's real client. A test sends updates (kept, by
+//! slot, for replays), sets what `SubscribeReplayInfo` answers, requires a
+//! token, drops its clients, stalls, goes down and comes back on its port, and
+//! reads every request a client made.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::Stream;
+use lendex::domain::pubkey::Pubkey;
+use tokio::sync::{mpsc, oneshot};
+use yellowstone_grpc_proto::prelude::geyser_server::{Geyser, GeyserServer};
+use yellowstone_grpc_proto::prelude::*;
+use yellowstone_grpc_proto::tonic::{self, Request, Response, Status, Streaming};
+
+type Updates = Pin<Box<dyn Stream<Item = Result<SubscribeUpdate, Status>> + Send>>;
+
+#[derive(Default)]
+struct Script {
+    token: Option<String>,
+    /// What SubscribeReplayInfo answers (None: replay not kept).
+    first_available: Option<u64>,
+    /// A from_slot is refused even when first_available says it is held.
+    refuse_replay: bool,
+    /// Every update sent, with its slot, for replays.
+    sent: Vec<(u64, SubscribeUpdate)>,
+    /// Live subscribers.
+    clients: Vec<mpsc::Sender<Result<SubscribeUpdate, Status>>>,
+    /// Every request clients made, in order (the subscriptions and pings).
+    requests: Vec<(Instant, SubscribeRequest)>,
+    /// Subscribe calls, refused ones included.
+    attempts: Vec<Instant>,
+}
+
+#[derive(Clone, Default)]
+struct Service(Arc<Mutex<Script>>);
+
+/// The server; shut down when dropped.
+pub struct ScriptedGeyser {
+    pub url: String,
+    port: u16,
+    script: Service,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl ScriptedGeyser {
+    pub async fn start() -> ScriptedGeyser {
+        Self::start_on(0, Service::default()).await
+    }
+
+    /// Requires this `x-token` of every client.
+    pub async fn with_token(token: &str) -> ScriptedGeyser {
+        let server = Self::start().await;
+        server.script().token = Some(token.to_string());
+        server
+    }
+
+    async fn start_on(port: u16, script: Service) -> ScriptedGeyser {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("bind the scripted gRPC server");
+        let port = listener.local_addr().unwrap().port();
+        let (stop, stopped) = oneshot::channel();
+        let service = GeyserServer::new(script.clone());
+        let incoming = futures_util::stream::unfold(listener, |listener| async move {
+            let accepted = listener.accept().await.map(|(socket, _)| socket);
+            Some((accepted, listener))
+        });
+        tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .ok();
+        });
+        ScriptedGeyser {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            script,
+            stop: Some(stop),
+        }
+    }
+
+    fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.0.lock().unwrap()
+    }
+
+    /// Sends an update to every subscriber, and keeps it for replays.
+    pub fn send(&self, slot: u64, update: SubscribeUpdate) {
+        let mut script = self.script();
+        script.sent.push((slot, update.clone()));
+        script
+            .clients
+            .retain(|c| c.try_send(Ok(update.clone())).is_ok());
+    }
+
+    /// Keeps an update for replays without sending it (a write made while a
+    /// client was away).
+    pub fn keep(&self, slot: u64, update: SubscribeUpdate) {
+        self.script().sent.push((slot, update));
+    }
+
+    /// Ends every subscriber's stream with this status.
+    pub fn fail_clients(&self, status: Status) {
+        for c in self.script().clients.drain(..) {
+            let _ = c.try_send(Err(status.clone()));
+        }
+    }
+
+    /// Ends every subscriber's stream (the server closes it).
+    pub fn drop_clients(&self) {
+        self.script().clients.clear();
+    }
+
+    pub fn set_first_available(&self, slot: Option<u64>) {
+        self.script().first_available = slot;
+    }
+
+    pub fn refuse_replay(&self) {
+        self.script().refuse_replay = true;
+    }
+
+    pub fn subscribers(&self) -> usize {
+        self.script()
+            .clients
+            .iter()
+            .filter(|c| !c.is_closed())
+            .count()
+    }
+
+    /// The subscriptions made (requests with filters), in order.
+    pub fn subscriptions(&self) -> Vec<SubscribeRequest> {
+        self.script()
+            .requests
+            .iter()
+            .filter(|(_, r)| !r.accounts.is_empty())
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// When each ping answer arrived.
+    pub fn ping_answers(&self) -> Vec<Instant> {
+        self.script()
+            .requests
+            .iter()
+            .filter(|(_, r)| r.ping.is_some())
+            .map(|(at, _)| *at)
+            .collect()
+    }
+
+    pub fn attempts(&self) -> Vec<Instant> {
+        self.script().attempts.clone()
+    }
+
+    /// Stops listening and drops every client (a node gone), keeping the script.
+    pub fn down(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.drop_clients();
+    }
+
+    /// Listens again on the same port.
+    pub async fn up(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // The old listener may take a moment to let the port go.
+            let bound = tokio::net::TcpListener::bind(("127.0.0.1", self.port)).await;
+            if bound.is_ok() {
+                drop(bound);
+                break;
+            }
+            assert!(Instant::now() < deadline, "port {} stays taken", self.port);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let again = Self::start_on(self.port, self.script.clone()).await;
+        self.stop = Some(again.stop_now());
+    }
+
+    fn stop_now(mut self) -> oneshot::Sender<()> {
+        self.stop.take().unwrap()
+    }
+}
+
+impl Drop for ScriptedGeyser {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Geyser for Service {
+    type SubscribeStream = Updates;
+
+    async fn subscribe(
+        &self,
+        request: Request<Streaming<SubscribeRequest>>,
+    ) -> Result<Response<Updates>, Status> {
+        let token = request
+            .metadata()
+            .get("x-token")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (expected, mut incoming) = {
+            let mut script = self.0.lock().unwrap();
+            script.attempts.push(Instant::now());
+            (script.token.clone(), request.into_inner())
+        };
+        if expected.is_some() && token != expected {
+            return Err(Status::unauthenticated("x-token is not valid"));
+        }
+        let first = incoming
+            .message()
+            .await?
+            .ok_or_else(|| Status::invalid_argument("no request"))?;
+        let (tx, rx) = mpsc::channel(4096);
+        {
+            let mut script = self.0.lock().unwrap();
+            script.requests.push((Instant::now(), first.clone()));
+            if let Some(from) = first.from_slot {
+                let held = script.first_available.is_some_and(|f| f <= from);
+                if !held || script.refuse_replay {
+                    let _ = tx.try_send(Err(Status::out_of_range(format!(
+                        "broadcast from {from} is not available"
+                    ))));
+                    return Ok(Response::new(stream_of(rx)));
+                }
+                for (slot, update) in &script.sent {
+                    if *slot >= from {
+                        let _ = tx.try_send(Ok(update.clone()));
+                    }
+                }
+            }
+            script.clients.push(tx);
+        }
+        // Later requests: pings (answered here with a pong) or new filters.
+        let script = self.0.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(request)) = incoming.message().await {
+                script
+                    .lock()
+                    .unwrap()
+                    .requests
+                    .push((Instant::now(), request));
+            }
+        });
+        Ok(Response::new(stream_of(rx)))
+    }
+
+    type SubscribeDeshredStream =
+        Pin<Box<dyn Stream<Item = Result<SubscribeUpdateDeshred, Status>> + Send>>;
+
+    async fn subscribe_deshred(
+        &self,
+        _: Request<Streaming<SubscribeDeshredRequest>>,
+    ) -> Result<Response<Self::SubscribeDeshredStream>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+
+    type SubscribeGossipStream =
+        Pin<Box<dyn Stream<Item = Result<SubscribeUpdateGossip, Status>> + Send>>;
+
+    async fn subscribe_gossip(
+        &self,
+        _: Request<SubscribeGossipRequest>,
+    ) -> Result<Response<Self::SubscribeGossipStream>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+
+    async fn subscribe_replay_info(
+        &self,
+        _: Request<SubscribeReplayInfoRequest>,
+    ) -> Result<Response<SubscribeReplayInfoResponse>, Status> {
+        Ok(Response::new(SubscribeReplayInfoResponse {
+            first_available: self.0.lock().unwrap().first_available,
+        }))
+    }
+
+    async fn ping(&self, r: Request<PingRequest>) -> Result<Response<PongResponse>, Status> {
+        Ok(Response::new(PongResponse {
+            count: r.into_inner().count,
+        }))
+    }
+
+    async fn get_latest_blockhash(
+        &self,
+        _: Request<GetLatestBlockhashRequest>,
+    ) -> Result<Response<GetLatestBlockhashResponse>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+
+    async fn get_block_height(
+        &self,
+        _: Request<GetBlockHeightRequest>,
+    ) -> Result<Response<GetBlockHeightResponse>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+
+    async fn get_slot(
+        &self,
+        _: Request<GetSlotRequest>,
+    ) -> Result<Response<GetSlotResponse>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+
+    async fn is_blockhash_valid(
+        &self,
+        _: Request<IsBlockhashValidRequest>,
+    ) -> Result<Response<IsBlockhashValidResponse>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+
+    async fn get_version(
+        &self,
+        _: Request<GetVersionRequest>,
+    ) -> Result<Response<GetVersionResponse>, Status> {
+        Err(Status::unimplemented("not scripted"))
+    }
+}
+
+fn stream_of(rx: mpsc::Receiver<Result<SubscribeUpdate, Status>>) -> Updates {
+    Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }))
+}
+
+/// An account write as a Geyser server sends it.
+pub fn account_update(
+    key: &Pubkey,
+    owner: &Pubkey,
+    lamports: u64,
+    data: Vec<u8>,
+    slot: u64,
+    write_version: u64,
+) -> SubscribeUpdate {
+    SubscribeUpdate {
+        filters: vec!["lendex_positions".into()],
+        update_oneof: Some(subscribe_update::UpdateOneof::Account(
+            SubscribeUpdateAccount {
+                account: Some(SubscribeUpdateAccountInfo {
+                    pubkey: key.to_bytes().to_vec(),
+                    lamports,
+                    owner: owner.to_bytes().to_vec(),
+                    data,
+                    write_version,
+                    ..Default::default()
+                }),
+                slot,
+                ..Default::default()
+            },
+        )),
+        ..Default::default()
+    }
+}
+
+pub fn slot_update(slot: u64) -> SubscribeUpdate {
+    SubscribeUpdate {
+        filters: vec!["lendex_slots".into()],
+        update_oneof: Some(subscribe_update::UpdateOneof::Slot(SubscribeUpdateSlot {
+            slot,
+            status: SlotStatus::SlotConfirmed as i32,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+pub fn ping() -> SubscribeUpdate {
+    SubscribeUpdate {
+        update_oneof: Some(subscribe_update::UpdateOneof::Ping(SubscribeUpdatePing {})),
+        ..Default::default()
+    }
+}
