@@ -217,8 +217,10 @@ async fn feed_examples_resume_after_a_drop_with_nothing_lost_or_repeated() {
             "{}: {stderr}",
             script.display()
         );
+        // A `reset` event is printed as a line of its own ("reset <reason>");
+        // the cut itself may read "Connection reset by peer".
         assert!(
-            !stderr.contains("reset"),
+            !stderr.lines().any(|l| l.starts_with("reset ")),
             "{}: resumed, not reset: {stderr}",
             script.display()
         );
