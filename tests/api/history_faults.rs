@@ -150,7 +150,7 @@ async fn a_killed_leaders_unstored_points_are_recorded_by_the_next_once() {
     let http = reqwest::Client::new();
     let env = [("LENDEX_HISTORY__FLUSH_INTERVAL_MS", "200")];
     let ports = [free_port(), free_port()];
-    let mut children: Vec<std::process::Child> =
+    let mut children: Vec<crate::process::Served> =
         ports.iter().map(|p| serve(&db, *p, &env)).collect();
     for port in ports {
         wait_until_up(&http, &format!("http://127.0.0.1:{port}")).await;

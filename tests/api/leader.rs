@@ -1,7 +1,7 @@
 //! One ingester per cluster (issue 8): two `lendex serve` processes on one
 //! database, each with its own counting proxy in front of one surfpool.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use lendex::domain::accounts::*;
@@ -11,23 +11,26 @@ use serde_json::Value;
 use crate::chain_support::*;
 use crate::common::*;
 use crate::health_feed::read_events;
+use crate::process::Served;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lendex");
 
 /// `lendex serve` on `db`, its RPC through `rpc`, refreshing every second.
-fn replica(db: &TestDb, port: u16, rpc: &str, ws: &str) -> Child {
-    Command::new(BIN)
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("RPC_URL", rpc)
-        .env("WS_URL", ws)
-        .env("LENDEX_SYNC__INTERVAL_SECONDS", "1")
-        .env_remove("SUPER_ADMIN_PUBKEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn replica(db: &TestDb, port: u16, rpc: &str, ws: &str) -> Served {
+    Served(
+        Command::new(BIN)
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("RPC_URL", rpc)
+            .env("WS_URL", ws)
+            .env("LENDEX_SYNC__INTERVAL_SECONDS", "1")
+            .env_remove("SUPER_ADMIN_PUBKEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 async fn role(http: &reqwest::Client, port: u16) -> Option<String> {

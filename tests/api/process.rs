@@ -26,20 +26,46 @@ fn lendex(db: &TestDb, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// A `lendex serve` child process, killed when dropped: a test that fails
+/// midway leaves no server behind.
+pub(crate) struct Served(pub std::process::Child);
+
+impl std::ops::Deref for Served {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `lendex serve` on `port` against `db`, no chain, no background sync, plus `env`.
-pub(crate) fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> std::process::Child {
-    Command::new(BIN)
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("RPC_URL", "http://127.0.0.1:9")
-        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-        .envs(env.iter().copied())
-        .env_remove("SUPER_ADMIN_PUBKEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+pub(crate) fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Served {
+    Served(
+        Command::new(BIN)
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("RPC_URL", "http://127.0.0.1:9")
+            .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+            .envs(env.iter().copied())
+            .env_remove("SUPER_ADMIN_PUBKEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 pub(crate) async fn wait_until_up(http: &reqwest::Client, base: &str) {

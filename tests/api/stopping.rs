@@ -12,7 +12,7 @@ use crate::common::*;
 use crate::process::{BIN, serve, wait_until_up};
 
 /// Sends SIGTERM and waits; the exit status and how long the stop took.
-async fn stop(child: std::process::Child) -> (std::process::ExitStatus, Duration) {
+async fn stop(child: crate::process::Served) -> (std::process::ExitStatus, Duration) {
     let started = Instant::now();
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -48,18 +48,20 @@ async fn stop(child: std::process::Child) -> (std::process::ExitStatus, Duration
 async fn a_dead_log_reader_stops_neither_requests_nor_the_stop() {
     let db = TestDb::create().await;
     let port = free_port();
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("RPC_URL", "http://127.0.0.1:9")
-        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-        .env("RUST_LOG", "info")
-        .env_remove("SUPER_ADMIN_PUBKEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = crate::process::Served(
+        Command::new(BIN)
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("RPC_URL", "http://127.0.0.1:9")
+            .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+            .env("RUST_LOG", "info")
+            .env_remove("SUPER_ADMIN_PUBKEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // The reader takes the first lines, then goes away.
     let mut stderr = child.stderr.take().unwrap();
     let mut first = [0u8; 64];
