@@ -380,7 +380,10 @@ impl Refresher {
             ));
             live.push(*key);
         }
-        futures_util::future::try_join_all(pool_writes).await?;
+        // Committed while the scans below are already admitted: the pools'
+        // writes are queued first in the index lane, so every position write
+        // still commits after them.
+        let pools_written = futures_util::future::try_join_all(pool_writes);
 
         // 2. Positions of each live pool: a full scan, then upsert and prune.
         // The pools' scans and writes overlap (the RPC gate still admits the
@@ -419,10 +422,10 @@ impl Refresher {
                 Ok::<_, ApiError>((slot, reconciled.written, reconciled.removed))
             }
         });
-        let done: Vec<(u64, u64, u64)> = futures_util::stream::iter(scans)
+        let scanned = futures_util::stream::iter(scans)
             .buffer_unordered(PARALLEL_SCANS)
-            .try_collect()
-            .await?;
+            .try_collect::<Vec<(u64, u64, u64)>>();
+        let (_, done) = futures_util::future::try_join(pools_written, scanned).await?;
         for (slot, written, removed) in done {
             report.slot = report.slot.min(slot);
             report.positions += written;
