@@ -165,20 +165,66 @@ async fn watch_account(ws: &str, account: Pubkey) -> tokio::sync::mpsc::Unbounde
     rx
 }
 
+/// Pool 0's updates as a Yellowstone gRPC endpoint delivers them (the
+/// floor of the gRPC path: the source's own delivery).
+async fn watch_grpc(url: &str, account: Pubkey) -> tokio::sync::mpsc::UnboundedReceiver<Instant> {
+    use yellowstone_grpc_client::GeyserGrpcClient;
+    use yellowstone_grpc_proto::prelude::{SubscribeRequest, SubscribeRequestFilterAccounts};
+    let mut client = GeyserGrpcClient::build_from_shared(url.to_string())
+        .expect("a gRPC URL")
+        .connect()
+        .await
+        .expect("connect to the gRPC endpoint");
+    let request = SubscribeRequest {
+        accounts: [(
+            "pool".to_string(),
+            SubscribeRequestFilterAccounts {
+                account: vec![account.to_string()],
+                ..Default::default()
+            },
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let (sink, mut stream) = client
+        .subscribe_with_request(Some(request))
+        .await
+        .expect("subscribe");
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let wanted = account.to_bytes().to_vec();
+    actix_rt::spawn(async move {
+        let _sink = sink;
+        while let Some(Ok(update)) = stream.next().await {
+            use yellowstone_grpc_proto::prelude::subscribe_update::UpdateOneof;
+            if let Some(UpdateOneof::Account(a)) = update.update_oneof
+                && a.account.is_some_and(|info| info.pubkey == wanted)
+            {
+                let _ = tx.send(Instant::now());
+            }
+        }
+    });
+    rx
+}
+
 pub async fn price_latency(
     api: &str,
     rpc: &str,
-    ws: &str,
+    source: (&str, Option<&str>),
     program: Pubkey,
     rounds: usize,
     low_percent: i64,
 ) {
+    let (ws, grpc) = source;
     let chain = RpcClient::new(rpc.to_string());
     let (_, pool0) = pool_keys(&program, 0);
     let read = get_accounts(&chain, &[pool0]).await.expect("read pool 0");
     let mut pool = check_pool(&program, read[0].parts()).expect("pool 0 is on the chain");
     let base = market::pool_price(0);
-    let mut notified = watch_account(ws, pool0).await;
+    // The floor: the source's own delivery of pool 0's update.
+    let mut notified = match grpc {
+        Some(url) => watch_grpc(url, pool0).await,
+        None => watch_account(ws, pool0).await,
+    };
     let mut rx = feed::subscribe(api).await;
     let (mut floor, mut first, mut last) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
@@ -224,7 +270,7 @@ pub async fn price_latency(
     let (f50, f99) = feed::p50_p99(&mut first);
     let (l50, l99) = feed::p50_p99(&mut last);
     println!(
-        "chain price change -> feed ({} rounds): chain's own notification median {c50:?} (p99 {c99:?}); first event median {f50:?} (p99 {f99:?}); last event median {l50:?} (p99 {l99:?})",
+        "chain price change -> feed ({} rounds): the source's own delivery median {c50:?} (p99 {c99:?}); first event median {f50:?} (p99 {f99:?}); last event median {l50:?} (p99 {l99:?})",
         first.len()
     );
 }

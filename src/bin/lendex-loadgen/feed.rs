@@ -101,3 +101,50 @@ pub fn p50_p99(v: &mut [Duration]) -> (Duration, Duration) {
     v.sort();
     (v[v.len() / 2], v[(v.len() * 99).div_ceil(100) - 1])
 }
+
+/// The SQL-driven P2: pool 0's price flipped by SQL `rounds` times (as the
+/// chain sync would write it), each timed to the first and last SSE event.
+pub async fn price_latency(url: &str, api: &str, rounds: usize, low_percent: i64) {
+    let db = crate::connect(url).await;
+    let pool0 = crate::key("load pool 0");
+    let mut rx = subscribe(api).await;
+    let (mut first, mut last) = (Vec::new(), Vec::new());
+    let base = crate::market::pool_price(0);
+    for n in 0..rounds {
+        // Alternate: pool 0 at low_percent and back.
+        let price = if n % 2 == 0 {
+            base * low_percent / 100
+        } else {
+            base
+        };
+        let started = Instant::now();
+        db.execute(
+            "UPDATE pools SET oracle_price = $1 WHERE cluster = 'localnet' AND pool_address = $2",
+            &[&price, &pool0],
+        )
+        .await
+        .unwrap();
+        let Some((f, l, events)) = round(&mut rx, started, Duration::from_millis(300)).await else {
+            println!("round {n}: no event within 10 s");
+            continue;
+        };
+        first.push(f);
+        last.push(l);
+        println!("round {n}: {events} events, first after {f:?}, last after {l:?}");
+    }
+    if !first.is_empty() {
+        let (f50, f99) = p50_p99(&mut first);
+        let (l50, l99) = p50_p99(&mut last);
+        println!(
+            "price change -> feed ({} rounds): first event median {f50:?} (p99 {f99:?}); last event median {l50:?} (p99 {l99:?})",
+            first.len()
+        );
+    }
+    let health: serde_json::Value = reqwest::get(format!("{api}/api/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    println!("cache: {}", health["checks"]["cache"]);
+}

@@ -6,7 +6,8 @@
 //! - `price-latency`: times a pool price change until the SSE feed shows it;
 //! - `admin-calls`: complete signed admin calls (nonce, sign, add_admin) per second;
 //! - `held-polls`, `resume`: long polls and feed resumes at scale (`wire`);
-//! - `history-seed`, `history-reads`, `history-store`: history at scale (`history`).
+//! - `history-seed`, `history-reads`, `history-store`: history at scale (`history`);
+//! - `grpc-bridge`, `cut-catch-up`: the two live chain sources (`sources`).
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -23,6 +24,7 @@ mod chain;
 mod feed;
 mod history;
 mod market;
+mod sources;
 mod wire;
 use lendex::domain::wad::WAD;
 
@@ -132,11 +134,40 @@ enum Command {
         chain: ChainArgs,
         #[arg(long, env = "WS_URL", default_value = "ws://127.0.0.1:8900")]
         ws: String,
+        /// Time the floor on this gRPC endpoint instead of the websocket.
+        #[arg(long)]
+        grpc: Option<String>,
         #[arg(long, default_value_t = 20)]
         rounds: usize,
         /// Pool 0's price in the low rounds, in percent (30: every owner sinks).
         #[arg(long, default_value_t = 30)]
         low_percent: i64,
+    },
+    /// Serve the chain's program notifications as a Yellowstone gRPC endpoint.
+    GrpcBridge {
+        #[command(flatten)]
+        chain: ChainArgs,
+        #[arg(long, env = "WS_URL", default_value = "ws://127.0.0.1:8900")]
+        ws: String,
+        #[arg(long, default_value = "127.0.0.1:18095")]
+        listen: String,
+    },
+    /// Cut the live source (through a proxy on `listen`) while pool 0's price
+    /// moves; time the catch-up once it returns.
+    CutCatchUp {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The source the proxy forwards to (its URL).
+        #[arg(long)]
+        upstream: String,
+        #[arg(long, default_value = "127.0.0.1:18096")]
+        listen: String,
+        #[arg(long, default_value_t = 10)]
+        cut_secs: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
     /// Hold `polls` long polls of /api/liquidations at once, change a price,
     /// time every answer (and /api/health meanwhile, and the server's RSS).
@@ -250,14 +281,35 @@ async fn main() {
             api,
             chain: at,
             ws,
+            grpc,
             rounds,
             low_percent,
-        } => chain::price_latency(&api, &at.rpc, &ws, at.program(), rounds, low_percent).await,
+        } => {
+            let source = (ws.as_str(), grpc.as_deref());
+            chain::price_latency(&api, &at.rpc, source, at.program(), rounds, low_percent).await
+        }
+        Command::GrpcBridge {
+            chain: at,
+            ws,
+            listen,
+        } => sources::bridge(&at.rpc, &ws, at.program(), &listen).await,
+        Command::CutCatchUp {
+            api,
+            chain: at,
+            upstream,
+            listen,
+            cut_secs,
+            rounds,
+        } => {
+            let program = at.program();
+            sources::cut_catch_up(&api, &at.rpc, program, &upstream, &listen, cut_secs, rounds)
+                .await
+        }
         Command::PriceLatency {
             api,
             rounds,
             low_percent,
-        } => price_latency(&cli.database_url, &api, rounds, low_percent).await,
+        } => feed::price_latency(&cli.database_url, &api, rounds, low_percent).await,
         Command::HeldPolls {
             api,
             polls,
@@ -520,52 +572,6 @@ async fn hello(bind: &str, body: &std::path::Path, hold_ms: u64) {
     .run()
     .await
     .unwrap();
-}
-
-async fn price_latency(url: &str, api: &str, rounds: usize, low_percent: i64) {
-    let db = connect(url).await;
-    let pool0 = key("load pool 0");
-    let mut rx = feed::subscribe(api).await;
-    let (mut first, mut last) = (Vec::new(), Vec::new());
-    let base = market::pool_price(0);
-    for round in 0..rounds {
-        // Alternate: pool 0 at low_percent and back.
-        let price = if round % 2 == 0 {
-            base * low_percent / 100
-        } else {
-            base
-        };
-        let started = Instant::now();
-        db.execute(
-            "UPDATE pools SET oracle_price = $1 WHERE cluster = 'localnet' AND pool_address = $2",
-            &[&price, &pool0],
-        )
-        .await
-        .unwrap();
-        let Some((f, l, events)) = feed::round(&mut rx, started, Duration::from_millis(300)).await
-        else {
-            println!("round {round}: no event within 10 s");
-            continue;
-        };
-        first.push(f);
-        last.push(l);
-        println!("round {round}: {events} events, first after {f:?}, last after {l:?}");
-    }
-    if !first.is_empty() {
-        let (f50, f99) = feed::p50_p99(&mut first);
-        let (l50, l99) = feed::p50_p99(&mut last);
-        println!(
-            "price change -> feed ({} rounds): first event median {f50:?} (p99 {f99:?}); last event median {l50:?} (p99 {l99:?})",
-            first.len()
-        );
-    }
-    let health: Value = reqwest::get(format!("{api}/api/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    println!("cache: {}", health["checks"]["cache"]);
 }
 
 async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> Option<Value> {

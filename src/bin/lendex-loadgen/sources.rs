@@ -1,0 +1,360 @@
+//! The two live chain sources side by side (scripts/load-test-chain):
+//! - `grpc-bridge`: a Yellowstone gRPC server fed from the local chain. The
+//!   chain's websocket notifications of the program's accounts (read with the
+//!   service's own websocket client, `chain::websocket`) are re-served as
+//!   Geyser `Subscribe` updates, each stamped with the chain's processed slot
+//!   at relay time and a rising write version, with confirmed slot updates and
+//!   a ping every 10 s. It keeps no replay, so the service reconciles after a
+//!   cut, as with the websocket. It adds one hop: what it measures is an upper
+//!   bound of the gRPC path.
+//! - `cut-catch-up`: a TCP proxy in front of either source, which the service
+//!   connects through. Once connected, the proxy cuts every connection and
+//!   refuses new ones for `cut_secs` while pool 0's price moves on the chain
+//!   every second, then listens again; the time until the index holds the last
+//!   price is the figure.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::Stream;
+use solana_commitment_config::CommitmentConfig;
+use solana_rpc_client::nonblocking::rpc_client::RpcClient;
+use tokio::sync::{broadcast, mpsc};
+use yellowstone_grpc_proto::prelude::geyser_server::{Geyser, GeyserServer};
+use yellowstone_grpc_proto::prelude::*;
+use yellowstone_grpc_proto::tonic::{self, Request, Response, Status, Streaming};
+
+use lendex::chain::rpc::{get_accounts, surfnet_set_account};
+use lendex::chain::source::StreamEvent;
+use lendex::domain::accounts::{check_pool, encode_pool, pool_address};
+use lendex::domain::pubkey::Pubkey;
+
+use crate::{key, market};
+
+type Updates = Pin<Box<dyn Stream<Item = Result<SubscribeUpdate, Status>> + Send>>;
+
+/// Relays the chain's program notifications as Geyser updates on `listen`.
+pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
+    let (updates, _) = broadcast::channel::<SubscribeUpdate>(1 << 16);
+    let slot = Arc::new(AtomicU64::new(0));
+    // The chain's processed slot, every 50 ms (and a slot update for it).
+    let chain = RpcClient::new(rpc.to_string());
+    let (slots, watched) = (updates.clone(), slot.clone());
+    tokio::spawn(async move {
+        loop {
+            let processed = chain.get_slot_with_commitment(CommitmentConfig::processed());
+            if let Ok(now) = processed.await
+                && now > watched.swap(now, Ordering::SeqCst)
+            {
+                let _ = slots.send(slot_update(now));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let (relay, ws, stamp) = (updates.clone(), ws.to_string(), slot.clone());
+    tokio::spawn(async move {
+        let version = AtomicU64::new(1);
+        loop {
+            let (tx, mut rx) = mpsc::channel(4096);
+            let connection = lendex::chain::websocket::run_connection(
+                &ws,
+                &program,
+                Duration::from_secs(30),
+                &tx,
+            );
+            let forward = async {
+                while let Some(event) = rx.recv().await {
+                    if let StreamEvent::Account(n) = event {
+                        let slot = stamp.load(Ordering::SeqCst).max(n.slot);
+                        let v = version.fetch_add(1, Ordering::SeqCst);
+                        let _ = relay.send(account_update(&n, slot, v));
+                    }
+                }
+            };
+            tokio::select! {
+                ended = connection => eprintln!("bridge: chain websocket ended: {}", ended.reason),
+                () = forward => {}
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let listener = tokio::net::TcpListener::bind(listen).await.expect("bind");
+    println!("gRPC bridge on http://{listen}");
+    let incoming = futures_util::stream::unfold(listener, |listener| async move {
+        Some((listener.accept().await.map(|(s, _)| s), listener))
+    });
+    tonic::transport::Server::builder()
+        .add_service(GeyserServer::new(Bridge(updates)))
+        .serve_with_incoming(incoming)
+        .await
+        .expect("serve");
+}
+
+fn account_update(n: &lendex::chain::source::Notified, slot: u64, version: u64) -> SubscribeUpdate {
+    SubscribeUpdate {
+        update_oneof: Some(subscribe_update::UpdateOneof::Account(
+            SubscribeUpdateAccount {
+                account: Some(SubscribeUpdateAccountInfo {
+                    pubkey: n.pubkey.to_bytes().to_vec(),
+                    lamports: n.lamports.unwrap_or(1),
+                    owner: n.owner.to_bytes().to_vec(),
+                    data: n.data.clone(),
+                    write_version: version,
+                    ..Default::default()
+                }),
+                slot,
+                ..Default::default()
+            },
+        )),
+        ..Default::default()
+    }
+}
+
+fn slot_update(slot: u64) -> SubscribeUpdate {
+    SubscribeUpdate {
+        update_oneof: Some(subscribe_update::UpdateOneof::Slot(SubscribeUpdateSlot {
+            slot,
+            status: SlotStatus::SlotConfirmed as i32,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+struct Bridge(broadcast::Sender<SubscribeUpdate>);
+
+#[tonic::async_trait]
+impl Geyser for Bridge {
+    type SubscribeStream = Updates;
+
+    async fn subscribe(
+        &self,
+        request: Request<Streaming<SubscribeRequest>>,
+    ) -> Result<Response<Updates>, Status> {
+        let mut incoming = request.into_inner();
+        // The filters are the service's own: everything relayed matches them.
+        tokio::spawn(async move { while let Ok(Some(_)) = incoming.message().await {} });
+        let live = self.0.subscribe();
+        let pings = tokio::time::interval(Duration::from_secs(10));
+        let stream = futures_util::stream::unfold((live, pings), |(mut live, mut pings)| async {
+            loop {
+                tokio::select! {
+                    update = live.recv() => match update {
+                        Ok(u) => return Some((Ok(u), (live, pings))),
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
+                    _ = pings.tick() => {
+                        let ping = SubscribeUpdate {
+                            update_oneof: Some(subscribe_update::UpdateOneof::Ping(SubscribeUpdatePing {})),
+                            ..Default::default()
+                        };
+                        return Some((Ok(ping), (live, pings)));
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    type SubscribeDeshredStream =
+        Pin<Box<dyn Stream<Item = Result<SubscribeUpdateDeshred, Status>> + Send>>;
+    async fn subscribe_deshred(
+        &self,
+        _: Request<Streaming<SubscribeDeshredRequest>>,
+    ) -> Result<Response<Self::SubscribeDeshredStream>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+    type SubscribeGossipStream =
+        Pin<Box<dyn Stream<Item = Result<SubscribeUpdateGossip, Status>> + Send>>;
+    async fn subscribe_gossip(
+        &self,
+        _: Request<SubscribeGossipRequest>,
+    ) -> Result<Response<Self::SubscribeGossipStream>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+    async fn subscribe_replay_info(
+        &self,
+        _: Request<SubscribeReplayInfoRequest>,
+    ) -> Result<Response<SubscribeReplayInfoResponse>, Status> {
+        Ok(Response::new(SubscribeReplayInfoResponse {
+            first_available: None,
+        }))
+    }
+    async fn ping(&self, r: Request<PingRequest>) -> Result<Response<PongResponse>, Status> {
+        Ok(Response::new(PongResponse {
+            count: r.into_inner().count,
+        }))
+    }
+    async fn get_latest_blockhash(
+        &self,
+        _: Request<GetLatestBlockhashRequest>,
+    ) -> Result<Response<GetLatestBlockhashResponse>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+    async fn get_block_height(
+        &self,
+        _: Request<GetBlockHeightRequest>,
+    ) -> Result<Response<GetBlockHeightResponse>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+    async fn get_slot(
+        &self,
+        _: Request<GetSlotRequest>,
+    ) -> Result<Response<GetSlotResponse>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+    async fn is_blockhash_valid(
+        &self,
+        _: Request<IsBlockhashValidRequest>,
+    ) -> Result<Response<IsBlockhashValidResponse>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+    async fn get_version(
+        &self,
+        _: Request<GetVersionRequest>,
+    ) -> Result<Response<GetVersionResponse>, Status> {
+        Err(Status::unimplemented("bridge"))
+    }
+}
+
+/// A TCP proxy that can be cut: every connection dropped and new ones
+/// refused, then listening again on the same address.
+struct Link {
+    listen: String,
+    upstream: String,
+    accepting: Option<tokio::task::JoinHandle<()>>,
+    open: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Link {
+    async fn up(&mut self) {
+        let listener = loop {
+            match tokio::net::TcpListener::bind(&self.listen).await {
+                Ok(l) => break l,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        let (upstream, open) = (self.upstream.clone(), self.open.clone());
+        self.accepting = Some(tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                open.lock().unwrap().push(task.abort_handle());
+            }
+        }));
+    }
+
+    fn down(&mut self) {
+        if let Some(accepting) = self.accepting.take() {
+            accepting.abort();
+        }
+        for task in self.open.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// The host:port of a URL.
+fn authority(url: &str) -> String {
+    let (host, port) = lendex::chain::source::endpoint_of(url).expect("a source URL");
+    format!("{host}:{port}")
+}
+
+/// Whether the service's live source is connected.
+async fn connected(api: &str) -> bool {
+    let health = reqwest::get(format!("{api}/api/health")).await;
+    let Ok(health) = health else { return false };
+    let body: serde_json::Value = health.json().await.unwrap_or_default();
+    body["checks"]["sync"]["stream"]["connected"] == true
+}
+
+/// Pool 0's oracle price as the index holds it.
+async fn indexed_price(api: &str, pool: &Pubkey) -> Option<String> {
+    let body: serde_json::Value = reqwest::get(format!("{api}/api/pools/status"))
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    body["pools"]
+        .as_array()?
+        .iter()
+        .find(|p| p["pool_address"] == pool.to_string())?["oracle_price"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// `rounds` cuts of `cut_secs` each; prints the catch-up after each.
+pub async fn cut_catch_up(
+    api: &str,
+    rpc: &str,
+    program: Pubkey,
+    upstream: &str,
+    listen: &str,
+    cut_secs: u64,
+    rounds: usize,
+) {
+    let mut link = Link {
+        listen: listen.to_string(),
+        upstream: authority(upstream),
+        accepting: None,
+        open: Arc::default(),
+    };
+    link.up().await;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !connected(api).await {
+        assert!(Instant::now() < deadline, "the service never connected");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let chain = RpcClient::new(rpc.to_string());
+    let mint = key("load mint 0").parse().expect("a key");
+    let pool0 = pool_address(&program, &mint).0;
+    let read = get_accounts(&chain, &[pool0]).await.expect("read pool 0");
+    let mut pool = check_pool(&program, read[0].parts()).expect("pool 0 is on the chain");
+    let base = market::pool_price(0);
+    let mut took = Vec::new();
+    for round in 0..rounds {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        link.down();
+        let mut price = base;
+        for s in 0..cut_secs {
+            // A move a second, a different price each time.
+            price = base * (90 + ((round as i64 * 7 + s as i64) % 20)) / 100;
+            pool.oracle_price = Some(price);
+            surfnet_set_account(&chain, &pool0, &program, 10_000_000, &encode_pool(&pool))
+                .await
+                .expect("surfnet_setAccount");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        link.up().await;
+        let back = Instant::now();
+        let want = price.to_string();
+        while indexed_price(api, &pool0).await.as_deref() != Some(want.as_str()) {
+            assert!(back.elapsed() < Duration::from_secs(120), "never caught up");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let caught = back.elapsed();
+        while !connected(api).await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        println!(
+            "round {round}: caught up {caught:?} after the source returned (reconnected after {:?})",
+            back.elapsed()
+        );
+        took.push(caught);
+    }
+    took.sort();
+    println!(
+        "cut of {cut_secs} s, price moving: caught up median {:?}, slowest {:?} ({} rounds)",
+        took[took.len() / 2],
+        took[took.len() - 1],
+        took.len()
+    );
+}
