@@ -2,7 +2,7 @@
 //! (`Subscriber`: offer a batch of frames, or drop it) and the connection's side
 //! (`FeedStream`: the bytes actix writes to the socket).
 //!
-//! What one slow subscriber can hold is bounded (issue 11): frames are shared
+//! What one slow subscriber can hold is bounded: frames are shared
 //! `Bytes` (one copy per batch, whoever reads it), the unread backlog is counted
 //! in bytes and capped, and the stream hands actix at most `SLICE` bytes at a
 //! time, so actix's write buffer never holds a private copy of a 5 MB snapshot.

@@ -1,4 +1,4 @@
-//! JSON bodies for the errors actix-http answers by itself (issue 11): a request
+//! JSON bodies for the errors actix-http answers by itself: a request
 //! it cannot parse (400: a malformed request line, a bad Content-Length, or
 //! Content-Length with chunked), a head over its buffer (431), and a head that
 //! does not arrive in time (408) are written by its dispatcher with an empty

@@ -1,6 +1,6 @@
 //! The TCP socket under a connection, for options the routes need: every socket
 //! sends small answers at once (no Nagle delay), and a feed subscriber's socket
-//! is bounded (issue 11): a fixed send buffer, so the kernel does not grow it to
+//! is bounded: a fixed send buffer, so the kernel does not grow it to
 //! megabytes for a client that does not read, and a user timeout, so a peer that
 //! acknowledges nothing for that long is cut and its socket released.
 

@@ -1,4 +1,4 @@
-//! The live chain (issue 8): with the poll at 60 s, changes made on the chain
+//! The live chain: with the poll at 60 s, changes made on the chain
 //! reach the index through the RPC websocket alone.
 
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! Defects an outside probe found (issue 11), each reproduced: NUL bytes in text
+//! Defects an outside probe found, each reproduced: NUL bytes in text
 //! fields, an SSE snapshot cut at the subscriber buffer, closed subscribers that
 //! lingered, slow subscribers without bound, and a cache health that hid a lost
 //! LISTEN connection.

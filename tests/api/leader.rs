@@ -1,4 +1,4 @@
-//! One ingester per cluster (issue 8): two `lendex serve` processes on one
+//! One ingester per cluster: two `lendex serve` processes on one
 //! database, each with its own counting proxy in front of one surfpool.
 
 use std::process::{Command, Stdio};

@@ -1,4 +1,4 @@
-//! The batched writer (issue 9): a run of transaction records is one multi-row
+//! The batched writer: a run of transaction records is one multi-row
 //! statement, a bad write still fails alone, writes of one signature in one
 //! batch end as if applied in arrival order, and a stalled table answers 503
 //! within database.write_timeout_ms without holding up the other lanes.

@@ -1,4 +1,4 @@
-//! Wire-speed measurements (issue 22), against a running service on a seeded
+//! Wire-speed measurements, against a running service on a seeded
 //! market:
 //! - `held_polls`: N long polls of GET /api/liquidations held at once (the
 //!   server's RSS before and after), one price change, and how long each
