@@ -135,6 +135,9 @@ pub fn decode(update: SubscribeUpdate) -> Update {
 #[derive(Debug, Default, Clone)]
 pub struct Resume {
     pub last_slot: Option<u64>,
+    /// The slot a resumed subscription started from, until the first slot
+    /// update says how many slots the server resent.
+    replaying_from: Option<u64>,
 }
 
 /// The endpoint and the token a connection uses.
@@ -180,6 +183,7 @@ pub async fn run_connection(
             Ok(Some(Err(status))) => return Ended::reached(format!("stream failed: {status}")),
             Ok(None) => return Ended::reached("closed by the server"),
             Ok(Some(Ok(update))) => {
+                resume.replaying_from = from;
                 if to
                     .send(StreamEvent::Subscribed {
                         replayed: from.is_some(),
@@ -194,6 +198,7 @@ pub async fn run_connection(
                 }
             }
             Err(_) => {
+                resume.replaying_from = from;
                 let subscribed = StreamEvent::Subscribed {
                     replayed: from.is_some(),
                 };
@@ -236,7 +241,12 @@ async fn forward(
             resume.last_slot = Some(resume.last_slot.unwrap_or(0).max(account.slot));
             StreamEvent::Account(account)
         }
-        Update::Slot(slot) => StreamEvent::Slot(slot),
+        Update::Slot(slot) => {
+            if let Some(from) = resume.replaying_from.take() {
+                crate::metrics::stream::replayed_slots("grpc", slot.saturating_sub(from));
+            }
+            StreamEvent::Slot(slot)
+        }
         Update::Ping => {
             return sink
                 .send(ping_answer())

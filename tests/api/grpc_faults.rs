@@ -82,6 +82,16 @@ async fn a_cut_stream_resumes_from_the_last_slot_with_nothing_lost() {
     let stream = stream_check(app).await;
     assert_eq!(stream["connected"], true, "{stream}");
     assert_eq!(stream["reconnects"], 1, "{stream}");
+    // The first slot update after the resume says how far it replayed.
+    server.send(slot + 5, slot_update(slot + 5));
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            metric(app, "lendex_stream_replayed_slots_total", "grpc").await >= 5.0
+        })
+        .await,
+        "{}",
+        app.metrics_text().await
+    );
 }
 
 #[actix_rt::test]
