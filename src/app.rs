@@ -24,6 +24,7 @@ use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, StartError};
 use crate::feed::gate::StreamGate;
 use crate::http;
+use crate::http::drain::Drain;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
@@ -38,6 +39,8 @@ pub struct Service {
     pub cache: Addr<HealthCache>,
     /// History's writer (None when history is off).
     pub history: Option<Addr<HistoryWriter>>,
+    /// The stop sequence's hold on the health check and the held polls.
+    pub drain: Drain,
 }
 
 /// Starts everything inside the current actix system. The database may be down:
@@ -115,6 +118,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         tracing::warn!("health-factor cache not loaded at start; retrying in the background");
     }
 
+    let drain = Drain::default();
     let state = web::Data::new(AppState {
         cluster: config.chain.cluster,
         ingest,
@@ -130,6 +134,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         streams: StreamGate::new(config.server.max_streams_per_ip, config.server.max_streams),
         metrics: crate::metrics::install(),
         history: history.clone(),
+        drain: drain.clone(),
         config: config.clone(),
     });
     forget_idle_clients(state.clone());
@@ -142,20 +147,38 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         writer,
         cache,
         history,
+        drain,
     })
 }
 
-/// Runs the service until SIGINT/SIGTERM: the server stops accepting, finishes its
+/// Runs the service until SIGINT/SIGTERM: the replica drains (its health check
+/// fails for `server.drain_ms` while it still answers, so a balancer moves
+/// away first), stops accepting, ends its streams and held polls, finishes its
 /// in-flight requests, then every queued write is flushed before returning.
 pub async fn serve(config: Config) -> Result<(), StartError> {
+    let drain_for = Duration::from_millis(config.server.drain_ms);
     let service = start(config).await?;
-    let (handle, cache) = (service.server.handle(), service.cache.clone());
+    let (handle, cache, drain) = (
+        service.server.handle(),
+        service.cache.clone(),
+        service.drain.clone(),
+    );
     actix_rt::spawn(async move {
         stop_signal().await;
+        drain.begin();
+        tracing::info!(
+            drain_ms = drain_for.as_millis() as u64,
+            "stopping: health fails while the balancer moves away"
+        );
+        // A second signal skips the wait: an operator in a hurry.
+        tokio::select! {
+            () = tokio::time::sleep(drain_for) => {}
+            () = stop_signal() => {}
+        }
         tracing::info!("stopping: no new connections; ending feed streams; finishing requests");
-        // Stop accepting first, then end the SSE streams (they never finish on
-        // their own, so a graceful stop would wait its whole timeout for them);
-        // requests in flight finish normally.
+        // Stop accepting first, then end the SSE streams and held polls (they
+        // would keep a graceful stop waiting); requests in flight finish.
+        drain.close();
         let stopped = handle.stop(true);
         let _ = cache.send(CloseStreams).await;
         stopped.await;

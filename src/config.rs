@@ -44,6 +44,12 @@ pub struct ServerConfig {
     pub max_streams_per_ip: usize,
     /// Open SSE streams in total.
     pub max_streams: usize,
+    /// A request answered slower than this is logged at INFO even when its
+    /// route is a polled read (decisions §1).
+    pub slow_request_ms: u64,
+    /// On SIGTERM, how long the health check fails while requests are still
+    /// answered, before streams close and the server stops (decisions §13).
+    pub drain_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

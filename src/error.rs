@@ -48,6 +48,9 @@ pub enum ApiError {
     Internal(Cause),
     RpcUnavailable(Cause),
     DatabaseUnavailable(Cause),
+    /// This replica is draining before a stop (decisions §13): a new stream
+    /// is sent elsewhere by the balancer (503, Retry-After).
+    Draining,
 }
 
 /// Why a server-side failure happened: the source error (or a description of
@@ -140,6 +143,7 @@ impl ApiError {
             ApiError::Internal(_) => "internal error".into(),
             ApiError::RpcUnavailable(_) => "rpc unavailable".into(),
             ApiError::DatabaseUnavailable(_) => "database unavailable".into(),
+            ApiError::Draining => "draining".into(),
         }
     }
 
@@ -166,7 +170,9 @@ impl ApiError {
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::RpcUnavailable(_) => StatusCode::BAD_GATEWAY,
-            ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::DatabaseUnavailable(_) | ApiError::Draining => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 }
@@ -212,6 +218,11 @@ impl ResponseError for ApiError {
         match self {
             ApiError::RateLimited { retry_after_secs } => {
                 response.insert_header(("Retry-After", retry_after_secs.to_string()));
+            }
+            ApiError::Draining => {
+                response.insert_header(("Retry-After", "1"));
+                // The balancer's next attempt goes to another replica.
+                response.force_close();
             }
             // The rest of a late body may never come: do not keep the socket.
             ApiError::RequestTimeout => {

@@ -173,9 +173,14 @@ where
         return Ok(not_modified(&body));
     };
     let deadline = tokio::time::Instant::now() + cond.wait;
+    // A replica closing for a stop answers what it holds: the client's next
+    // poll goes to another replica.
+    let closing = state.drain.closing();
+    tokio::pin!(closing);
     loop {
         let recheck = (tokio::time::Instant::now() + RECHECK).min(deadline);
         tokio::select! {
+            () = &mut closing => return Ok(not_modified(&body)),
             changed = changes.changed() => {
                 if changed.is_err() {
                     // No more change signals (the service is stopping): wait out.

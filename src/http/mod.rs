@@ -4,6 +4,7 @@
 
 pub mod body;
 pub mod conditional;
+pub mod drain;
 pub mod extract;
 pub mod handlers;
 pub mod held_polls;

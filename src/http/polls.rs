@@ -11,13 +11,15 @@
 //! goes on to the App, whose handlers parse the query the same way, `serve`
 //! the same bytes (the cache renders on a miss), and answer every error.
 
+use std::time::Duration;
+
 use actix_http::body::BoxBody;
 use actix_http::{HttpMessage, Method, Request, Response};
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 
 use super::conditional::{self, Conditional};
-use super::observe::Observed;
+use super::observe::{Answered, Observed};
 use super::query::Query;
 use super::single_flight::{self, Key};
 use super::state::AppState;
@@ -97,12 +99,16 @@ pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
 /// The answer to `req` when it is one of the polls and already rendered (a
 /// 200, or a 304 for a client that holds it); None sends the request on to
 /// the App, which also holds a long poll.
-pub fn answer(rendered: &SharedRendered, req: &Request) -> Option<Response<BoxBody>> {
+pub fn answer(
+    rendered: &SharedRendered,
+    req: &Request,
+    slow_after: Duration,
+) -> Option<Response<BoxBody>> {
     if req.method() != Method::GET {
         return None;
     }
     let poll = POLLS.iter().find(|poll| poll.route == req.path())?;
-    let observed = Observed::start(req.method(), req.path());
+    let observed = Observed::start();
     let query = Query(req.uri().query().unwrap_or_default()).check().ok()?;
     let answer = (poll.parse)(query).ok()?;
     let cond = Conditional::of(req.headers(), query).ok()?;
@@ -111,7 +117,17 @@ pub fn answer(rendered: &SharedRendered, req: &Request) -> Option<Response<BoxBo
         return None;
     }
     let response = cond.respond(&body);
-    observed.finish(poll.route, req.method(), response.status().as_u16());
+    observed.finish(
+        Answered {
+            route: poll.route,
+            method: req.method(),
+            path: req.path(),
+            // Answered at once: it was not held, whatever it asked.
+            held: false,
+            status: response.status().as_u16(),
+        },
+        slow_after,
+    );
     Some(response.into())
 }
 
@@ -154,6 +170,7 @@ mod tests {
     use crate::feed::rendered::Body;
 
     const BODY: &[u8] = br#"{"positions":[]}"#;
+    const SLOW: Duration = Duration::from_millis(100);
 
     fn rendered_for(answer: Answer, second: i64) -> SharedRendered {
         let rendered = SharedRendered::default();
@@ -181,8 +198,12 @@ mod tests {
     async fn a_rendered_poll_is_answered_with_the_handlers_bytes() {
         let (rendered, response) = within_one_second(|now| {
             let rendered = rendered_for(unhealthy_answer(Query("limit=7")).unwrap(), now);
-            let response = answer(&rendered, &get("/api/positions/unhealthy?limit=7"));
-            let again = answer(&rendered, &get("/api/positions/unhealthy?limit=1&limit=7"));
+            let response = answer(&rendered, &get("/api/positions/unhealthy?limit=7"), SLOW);
+            let again = answer(
+                &rendered,
+                &get("/api/positions/unhealthy?limit=1&limit=7"),
+                SLOW,
+            );
             (again.is_some(), response)
         });
         // A repeated parameter: the last one counts, as in the handler.
@@ -219,9 +240,19 @@ mod tests {
         let (not_modified, held, bad_wait) = within_one_second(|now| {
             let rendered = rendered_for(unhealthy_answer(Query("")).unwrap(), now);
             (
-                answer(&rendered, &with_tag("/api/positions/unhealthy")).map(|r| r.status()),
-                answer(&rendered, &with_tag("/api/positions/unhealthy?wait_ms=500")).is_none(),
-                answer(&rendered, &with_tag("/api/positions/unhealthy?wait_ms=x")).is_none(),
+                answer(&rendered, &with_tag("/api/positions/unhealthy"), SLOW).map(|r| r.status()),
+                answer(
+                    &rendered,
+                    &with_tag("/api/positions/unhealthy?wait_ms=500"),
+                    SLOW,
+                )
+                .is_none(),
+                answer(
+                    &rendered,
+                    &with_tag("/api/positions/unhealthy?wait_ms=x"),
+                    SLOW,
+                )
+                .is_none(),
             )
         });
         assert_eq!(not_modified, Some(actix_http::StatusCode::NOT_MODIFIED));
@@ -235,7 +266,7 @@ mod tests {
         let rendered = rendered_for(unhealthy_answer(Query("")).unwrap(), now);
         let served = within_one_second(|now| {
             let rendered = rendered_for(unhealthy_answer(Query("")).unwrap(), now);
-            answer(&rendered, &get("/api/positions/unhealthy")).is_some()
+            answer(&rendered, &get("/api/positions/unhealthy"), SLOW).is_some()
         });
         assert!(served, "the rendered answer itself is served");
         let head = TestRequest::with_uri("/api/positions/unhealthy")
@@ -255,11 +286,11 @@ mod tests {
             get("/api/positions/%75nhealthy"),
             get("/api/positions/unhealthy/stream"),
         ] {
-            assert!(answer(&rendered, &req).is_none(), "{:?}", req.uri());
+            assert!(answer(&rendered, &req, SLOW).is_none(), "{:?}", req.uri());
         }
         // Rendered in an earlier second: stale for oracle ages, so not served.
         let old = rendered_for(unhealthy_answer(Query("")).unwrap(), now - 1);
-        assert!(answer(&old, &get("/api/positions/unhealthy")).is_none());
+        assert!(answer(&old, &get("/api/positions/unhealthy"), SLOW).is_none());
     }
 
     #[test]
@@ -267,18 +298,19 @@ mod tests {
         let now = now_seconds();
         let liquidations = liquidations_answer(Query("limit=5")).unwrap();
         let rendered = rendered_for(liquidations, now);
-        assert!(answer(&rendered, &get("/api/liquidations?limit=5")).is_some());
-        assert!(answer(&rendered, &get("/api/positions/at-risk?limit=5")).is_none());
-        assert!(answer(&rendered, &get("/api/positions/unhealthy?limit=5")).is_none());
+        assert!(answer(&rendered, &get("/api/liquidations?limit=5"), SLOW).is_some());
+        assert!(answer(&rendered, &get("/api/positions/at-risk?limit=5"), SLOW).is_none());
+        assert!(answer(&rendered, &get("/api/positions/unhealthy?limit=5"), SLOW).is_none());
         let at_risk = at_risk_answer(Query("below=1500000000000000000")).unwrap();
         let rendered = rendered_for(at_risk, now);
         assert!(
             answer(
                 &rendered,
-                &get("/api/positions/at-risk?below=1500000000000000000")
+                &get("/api/positions/at-risk?below=1500000000000000000"),
+                SLOW
             )
             .is_some()
         );
-        assert!(answer(&rendered, &get("/api/positions/at-risk")).is_none());
+        assert!(answer(&rendered, &get("/api/positions/at-risk"), SLOW).is_none());
     }
 }

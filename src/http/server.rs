@@ -20,7 +20,7 @@ use futures_util::TryFutureExt;
 use futures_util::future::{Either, ready};
 
 use super::json_errors::JsonErrors;
-use super::observe::Observed;
+use super::observe::{Answered, Observed, asks_to_wait};
 use super::polls;
 use super::state::AppState;
 use crate::config::ServerConfig;
@@ -46,6 +46,7 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
         builder = builder.workers(config.workers);
     }
     let request_timeout = Duration::from_millis(config.request_timeout_ms);
+    let slow_after = Duration::from_millis(config.slow_request_ms);
     let mut addrs = Vec::new();
     for addr in config.bind.to_socket_addrs().map_err(cannot)? {
         let listener = TcpListener::bind(addr).map_err(cannot)?;
@@ -77,8 +78,11 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
                         // The polled answers the cache has rendered skip the App.
                         {
                             let state = state.clone();
-                            move |req: Request, app: &_| match polls::answer(&state.rendered, &req)
-                            {
+                            move |req: Request, app: &_| match polls::answer(
+                                &state.rendered,
+                                &req,
+                                slow_after,
+                            ) {
                                 Some(response) => Either::Left(ready(Ok(response))),
                                 None => Either::Right(app.call(req).map_ok(Response::from)),
                             }
@@ -114,19 +118,25 @@ fn app(
         InitError = (),
     >,
 > {
+    let slow_after = Duration::from_millis(state.config.server.slow_request_ms);
     App::new()
         .app_data(state)
-        .wrap_fn(|req, srv| {
-            let observed = Observed::start(req.method(), req.path());
+        .wrap_fn(move |req, srv| {
+            let observed = Observed::start();
             let response = srv.call(req);
             async move {
                 let response = response.await?;
                 // Each route is named by its pattern.
                 let request = response.request();
                 observed.finish(
-                    request.match_name().unwrap_or("unmatched"),
-                    request.method(),
-                    response.status().as_u16(),
+                    Answered {
+                        route: request.match_name().unwrap_or("unmatched"),
+                        method: request.method(),
+                        path: request.path(),
+                        held: asks_to_wait(request.query_string()),
+                        status: response.status().as_u16(),
+                    },
+                    slow_after,
                 );
                 Ok(response)
             }

@@ -41,4 +41,6 @@ pub struct AppState {
     pub metrics: crate::metrics::Metrics,
     /// History's writer (None when history is off).
     pub history: Option<Addr<crate::actors::history::HistoryWriter>>,
+    /// Serving, or on the way out from behind the balancer.
+    pub drain: crate::http::drain::Drain,
 }

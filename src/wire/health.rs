@@ -3,12 +3,15 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// `degraded` when any check fails (the HTTP status is 200 either way).
+/// `degraded` when any check fails (the HTTP status is 200 either way);
+/// `draining` (HTTP 503) while a stopping replica waits for its load balancer
+/// to move away (decisions §13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
     Ok,
     Degraded,
+    Draining,
 }
 
 /// `leader`: this replica holds the cluster's ingester lease and does the

@@ -12,6 +12,7 @@ mod chain_support;
 mod common;
 mod conditional_get;
 mod console_browser;
+mod draining;
 mod examples;
 mod feed_resume;
 mod geyser;

@@ -50,7 +50,8 @@ impl Drop for Served {
     }
 }
 
-/// `lendex serve` on `port` against `db`, no chain, no background sync, plus `env`.
+/// `lendex serve` on `port` against `db`, no chain, no background sync, no
+/// drain wait at a stop, plus `env`.
 pub(crate) fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Served {
     Served(
         Command::new(BIN)
@@ -59,6 +60,8 @@ pub(crate) fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Served {
             .env("BIND_ADDR", format!("127.0.0.1:{port}"))
             .env("RPC_URL", "http://127.0.0.1:9")
             .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+            // No balancer in front: a stop need not wait for one to notice.
+            .env("LENDEX_SERVER__DRAIN_MS", "0")
             .envs(env.iter().copied())
             .env_remove("SUPER_ADMIN_PUBKEY")
             .stdout(Stdio::null())

@@ -90,7 +90,13 @@ async function checkLink() {
   answered("health");
   const checks = res.data.checks;
   const failing = ["database", "rpc", "sync", "cache"].filter((c) => checks[c] && checks[c].ok === false);
-  if (failing.length) {
+  if (res.data.status === "draining") {
+    badge.textContent = "draining";
+    badge.className = "badge stale";
+    banner.textContent = "This replica is stopping; behind a load balancer the page's next requests go to another one.";
+    banner.className = "warn";
+    banner.hidden = false;
+  } else if (failing.length) {
     badge.textContent = `degraded: ${failing.join(", ")}`;
     badge.className = "badge stale";
     banner.textContent = `The service is degraded (${failing.join(", ")} failing): what it serves from memory goes on, but may fall behind the chain.`;

@@ -1,6 +1,7 @@
-//! GET /api/health: liveness with the state of each backend (spec 4.16). Always
-//! HTTP 200, answered within 3 s whatever the database or the RPC do; a failing
-//! check turns status to "degraded".
+//! GET /api/health: liveness with the state of each backend (spec 4.16). HTTP
+//! 200, answered within 3 s whatever the database or the RPC do; a failing
+//! check turns status to "degraded". A replica draining before a stop answers
+//! 503 "draining", the one answer every load balancer's check understands.
 
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,8 @@ use crate::wire::health::*;
 pub(super) const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
 
 #[utoipa::path(get, path = "/api/health", tag = "health",
-    responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency")))]
+    responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency"),
+        (status = 503, body = HealthResponse, description = "draining: this replica is stopping (decisions §13); a load balancer takes it out of rotation")))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let (db, rpc, sync, cache, lanes, history) = futures_util::join!(
         database_check(&state),
@@ -54,11 +56,17 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     };
     let (database, counts) = db;
     let ok = database.ok && rpc.ok && sync.ok && cache.ok;
-    Ok(HttpResponse::Ok().json(HealthResponse {
-        status: if ok {
-            HealthStatus::Ok
-        } else {
-            HealthStatus::Degraded
+    let draining = state.drain.is_draining();
+    let mut response = if draining {
+        HttpResponse::ServiceUnavailable()
+    } else {
+        HttpResponse::Ok()
+    };
+    Ok(response.json(HealthResponse {
+        status: match (draining, ok) {
+            (true, _) => HealthStatus::Draining,
+            (false, true) => HealthStatus::Ok,
+            (false, false) => HealthStatus::Degraded,
         },
         timestamp: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
         checks: HealthChecks {

@@ -275,11 +275,14 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
     responses((status = 200, content_type = "text/event-stream",
         description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each has an `id: <epoch>.<sequence>`; each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null, slot, published_at_ms}. The snapshot's events carry the id of the last live event they include. A reconnect whose Last-Event-ID cannot resume (another epoch, older than `cache.replay_bytes` of events, garbage) first gets a `reset` event ({reason}) and then the snapshot. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: reconnect with its Last-Event-ID."),
         (status = 429, body = ErrorBody, description = "rate limited: `server.max_streams_per_ip` streams open from this address, or `server.max_streams` in all (Retry-After)"),
-        (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
+        (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet); or draining: this replica is stopping, connect again (Retry-After; a balancer sends it to another replica)")))]
 pub async fn unhealthy_stream(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> ApiResult<HttpResponse> {
+    if state.drain.is_draining() {
+        return Err(ApiError::Draining);
+    }
     let ticket = state
         .streams
         .admit(req.peer_addr().map(|a| a.ip()))
