@@ -3,6 +3,7 @@
 
 mod admin_api;
 mod auth_handshake;
+mod balancer;
 mod chain_api;
 mod chain_edge;
 mod chain_faults;

@@ -1,0 +1,247 @@
+//! Replicas behind the shipped HAProxy configuration (`ops/haproxy/`): a
+//! rolling restart of every replica, drained one by one, costs a client no
+//! failed read or write and a subscriber no refused stream.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::process::{Served, serve, wait_until_up};
+
+/// `ops/haproxy/haproxy.cfg` with `ports` as its servers (r1, r2, ...),
+/// listening on `front`, its stats page on `stats`.
+fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Served {
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/haproxy/haproxy.cfg"),
+    )
+    .unwrap();
+    let marker = "    # Servers: appended by scripts/cluster.";
+    assert!(
+        shipped.contains(marker),
+        "the shipped configuration names where servers go"
+    );
+    let servers: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| format!("    server r{} 127.0.0.1:{port} check\n", i + 1))
+        .collect();
+    let path = dir.join(format!("haproxy-{front}.cfg"));
+    std::fs::write(&path, shipped.replace(marker, &servers)).unwrap();
+    Served(
+        Command::new("haproxy")
+            .args(["-db", "-f"])
+            .arg(&path)
+            .env("LENDEX_LB_BIND", format!("127.0.0.1:{front}"))
+            .env("LENDEX_LB_STATS", format!("127.0.0.1:{stats}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("haproxy (scripts/ensure-haproxy installs it)"),
+    )
+}
+
+fn replica(db: &TestDb, port: u16) -> Served {
+    serve(
+        db,
+        port,
+        &[
+            ("LENDEX_SERVER__DRAIN_MS", "1500"),
+            ("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0"),
+        ],
+    )
+}
+
+/// Whether HAProxy (stats on `stats`) holds `server` in rotation.
+async fn in_rotation(http: &reqwest::Client, stats: u16, server: &str) -> bool {
+    let Ok(res) = http
+        .get(format!("http://127.0.0.1:{stats}/;csv"))
+        .send()
+        .await
+    else {
+        return false;
+    };
+    let csv = res.text().await.unwrap_or_default();
+    // Columns: pxname, svname, ... status is the 18th.
+    csv.lines().any(|line| {
+        let cols: Vec<&str> = line.split(',').collect();
+        cols.len() > 17 && cols[0] == "lendex" && cols[1] == server && cols[17] == "UP"
+    })
+}
+
+async fn healthy(http: &reqwest::Client, port: u16) -> bool {
+    let url = format!("http://127.0.0.1:{port}/api/health");
+    matches!(http.get(url).send().await, Ok(res) if res.status().as_u16() == 200)
+}
+
+#[actix_rt::test]
+async fn a_rolling_restart_behind_haproxy_fails_no_request() {
+    let db = TestDb::create().await;
+    let client = db.connect().await;
+    // Migrated by the first replica; then a pool the answers include.
+    let ports = [free_port(), free_port()];
+    let mut replicas = vec![replica(&db, ports[0])];
+    let http = reqwest::Client::new();
+    wait_until_up(&http, &format!("http://127.0.0.1:{}", ports[0])).await;
+    insert_pool(&client, ORACLE_DOLLAR).await;
+    replicas.push(replica(&db, ports[1]));
+    let (front, stats) = (free_port(), free_port());
+    let dir = std::env::temp_dir();
+    let _lb = balancer(&ports, front, stats, &dir);
+    let base = format!("http://127.0.0.1:{front}");
+    for server in ["r1", "r2"] {
+        assert!(
+            eventually(Duration::from_secs(20), async || in_rotation(
+                &http, stats, server
+            )
+            .await)
+            .await,
+            "{server} in rotation"
+        );
+    }
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            matches!(http.get(format!("{base}/api/pools")).send().await,
+                Ok(res) if res.status().as_u16() == 200)
+        })
+        .await,
+        "the balancer serves"
+    );
+
+    // A poller and a subscriber through the balancer, for the whole restart.
+    let done = Arc::new(AtomicBool::new(false));
+    let (answered, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let poller = {
+        let (http, base, done) = (http.clone(), base.clone(), done.clone());
+        let (answered, failed) = (answered.clone(), failed.clone());
+        tokio::spawn(async move {
+            let mut failures = Vec::new();
+            let mut n = 0u64;
+            while !done.load(Relaxed) {
+                // Reads, and every fourth request a write: a POST once sent
+                // is never retried by the balancer, so only the drain keeps
+                // it from a replica that is closing.
+                n += 1;
+                let request = if n.is_multiple_of(4) {
+                    http.post(format!("{base}/api/transactions"))
+                        .json(&serde_json::json!({
+                            "signature": format!("through-the-balancer-{n}"),
+                            "wallet": lendex::domain::pubkey::Pubkey::new_unique().to_string(),
+                            "action": "deposit", "amount": "1"
+                        }))
+                } else {
+                    http.get(format!("{base}/api/pools"))
+                };
+                match request.send().await {
+                    Ok(res) if res.status().as_u16() == 200 => {
+                        answered.fetch_add(1, Relaxed);
+                    }
+                    other => {
+                        failed.fetch_add(1, Relaxed);
+                        failures.push(format!("{other:?}"));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            failures
+        })
+    };
+    let streams_opened = Arc::new(AtomicU64::new(0));
+    let subscriber = {
+        let (http, base, done) = (http.clone(), base.clone(), done.clone());
+        let opened = streams_opened.clone();
+        tokio::spawn(async move {
+            let mut refused = Vec::new();
+            while !done.load(Relaxed) {
+                match http
+                    .get(format!("{base}/api/positions/unhealthy/stream"))
+                    .send()
+                    .await
+                {
+                    Ok(mut res) if res.status().as_u16() == 200 => {
+                        opened.fetch_add(1, Relaxed);
+                        loop {
+                            tokio::select! {
+                                chunk = res.chunk() => if !matches!(chunk, Ok(Some(_))) { break },
+                                () = tokio::time::sleep(Duration::from_millis(200)) => {
+                                    if done.load(Relaxed) { break }
+                                }
+                            }
+                        }
+                    }
+                    other => refused.push(format!("{other:?}")),
+                }
+            }
+            refused
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Each replica in turn: SIGTERM (it drains), wait for its exit, start it
+    // again on its port, wait until the balancer sees it up.
+    for (i, port) in ports.into_iter().enumerate() {
+        let started = Instant::now();
+        let killed = Command::new("kill")
+            .args(["-TERM", &replicas[i].id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        // The balancer takes it out of rotation while it still serves.
+        let server = format!("r{}", i + 1);
+        assert!(
+            eventually(Duration::from_secs(5), async || !in_rotation(
+                &http, stats, &server
+            )
+            .await)
+            .await,
+            "{server} left rotation"
+        );
+        assert!(
+            replicas[i].try_wait().unwrap().is_none(),
+            "{server} was still running when the balancer let it go"
+        );
+        let mut old = std::mem::replace(&mut replicas[i], replica_placeholder());
+        let status = tokio::task::spawn_blocking(move || old.0.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "r{} exit {status:?}", i + 1);
+        assert!(
+            started.elapsed() >= Duration::from_millis(1400),
+            "it drained first"
+        );
+        replicas[i] = replica(&db, port);
+        assert!(eventually(Duration::from_secs(20), async || healthy(&http, port).await).await);
+        assert!(
+            eventually(Duration::from_secs(20), async || in_rotation(
+                &http, stats, &server
+            )
+            .await)
+            .await,
+            "{server} back in rotation"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    done.store(true, Relaxed);
+    let failures = poller.await.unwrap();
+    let refused = subscriber.await.unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} requests failed during the rolling restart: {:?}",
+        failures.len(),
+        answered.load(Relaxed) + failures.len() as u64,
+        &failures[..failures.len().min(5)]
+    );
+    assert!(answered.load(Relaxed) > 100, "the poller kept polling");
+    assert!(refused.is_empty(), "streams refused: {refused:?}");
+    assert!(
+        streams_opened.load(Relaxed) >= 2,
+        "the subscriber's stream was ended by its replica's drain and opened again"
+    );
+}
+
+/// Stands in for a replica between its stop and its restart.
+fn replica_placeholder() -> Served {
+    Served(Command::new("true").spawn().unwrap())
+}
