@@ -175,7 +175,7 @@ mod tests {
         // Every closed set of strings is an enum in the document.
         let schemas = &doc["components"]["schemas"];
         for (schema, field, values) in [
-            ("HealthResponse", "status", vec!["ok", "degraded"]),
+            ("HealthResponse", "status", vec!["ok", "degraded", "draining"]),
             ("SyncCheck", "role", vec!["leader", "follower"]),
             (
                 "LaneCheck",
