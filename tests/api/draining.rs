@@ -9,7 +9,7 @@ use lendex::domain::pubkey::Pubkey;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::process::{BIN, Served, serve, wait_until_up};
+use crate::process::{Served, serve, serve_command, stop, wait_until_up};
 
 fn terminate(child: &Served) {
     let killed = Command::new("kill")
@@ -137,18 +137,12 @@ async fn polled_reads_are_counted_not_logged_and_the_rest_is_logged() {
     for slow_ms in ["100", "0"] {
         let db = TestDb::create().await;
         let port = free_port();
+        let env = [
+            ("LENDEX_SERVER__SLOW_REQUEST_MS", slow_ms),
+            ("RUST_LOG", "info"),
+        ];
         let mut child = Served(
-            Command::new(BIN)
-                .arg("serve")
-                .env("DATABASE_URL", &db.url)
-                .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-                .env("RPC_URL", "http://127.0.0.1:9")
-                .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-                .env("LENDEX_SERVER__DRAIN_MS", "0")
-                .env("LENDEX_SERVER__SLOW_REQUEST_MS", slow_ms)
-                .env("RUST_LOG", "info")
-                .env_remove("SUPER_ADMIN_PUBKEY")
-                .stdout(Stdio::null())
+            serve_command(&db, port, &env)
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap(),
@@ -208,11 +202,7 @@ async fn polled_reads_are_counted_not_logged_and_the_rest_is_logged() {
             .sum::<f64>();
         assert_eq!(counted, 20.0, "{metrics}");
 
-        terminate(&child);
-        let status = tokio::task::spawn_blocking(move || child.wait())
-            .await
-            .unwrap()
-            .unwrap();
+        let (status, _) = stop(child).await;
         assert!(status.success());
         let logs = logs.join().unwrap();
         let lines = |path: &str| {

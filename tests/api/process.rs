@@ -53,22 +53,54 @@ impl Drop for Served {
 /// `lendex serve` on `port` against `db`, no chain, no background sync, no
 /// drain wait at a stop, plus `env`.
 pub(crate) fn serve(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Served {
-    Served(
-        Command::new(BIN)
-            .arg("serve")
-            .env("DATABASE_URL", &db.url)
-            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-            .env("RPC_URL", "http://127.0.0.1:9")
-            .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-            // No balancer in front: a stop need not wait for one to notice.
-            .env("LENDEX_SERVER__DRAIN_MS", "0")
-            .envs(env.iter().copied())
-            .env_remove("SUPER_ADMIN_PUBKEY")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    )
+    Served(serve_command(db, port, env).spawn().unwrap())
+}
+
+/// The command `serve` runs, for a test that wants its output (stderr).
+pub(crate) fn serve_command(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("RPC_URL", "http://127.0.0.1:9")
+        .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
+        // No balancer in front: a stop need not wait for one to notice.
+        .env("LENDEX_SERVER__DRAIN_MS", "0")
+        .envs(env.iter().copied())
+        .env_remove("SUPER_ADMIN_PUBKEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// Sends SIGTERM and waits; the exit status and how long the stop took.
+pub(crate) async fn stop(child: Served) -> (std::process::ExitStatus, Duration) {
+    let started = Instant::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut child = child;
+    // Bounded: a stop that hangs fails the test instead of the suite.
+    let status = tokio::task::spawn_blocking(move || {
+        let until = Instant::now() + Duration::from_secs(40);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+    .await
+    .unwrap()
+    .expect("the service did not stop within 40 s");
+    (status, started.elapsed())
 }
 
 pub(crate) async fn wait_until_up(http: &reqwest::Client, base: &str) {
@@ -88,7 +120,7 @@ pub(crate) async fn wait_until_up(http: &reqwest::Client, base: &str) {
 async fn sigterm_with_feed_subscribers_stops_promptly() {
     let db = TestDb::create().await;
     let port = free_port();
-    let mut child = serve(
+    let child = serve(
         &db,
         port,
         &[("LENDEX_SERVER__SHUTDOWN_TIMEOUT_SECONDS", "30")],
@@ -110,17 +142,7 @@ async fn sigterm_with_feed_subscribers_stops_promptly() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let started = Instant::now();
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    let took = started.elapsed();
+    let (status, took) = stop(child).await;
     assert!(status.success(), "exit 0 after SIGTERM, got {status:?}");
     assert!(took < Duration::from_secs(10), "the stop took {took:?}");
     for s in streams {

@@ -3,42 +3,13 @@
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lendex::domain::pubkey::Pubkey;
 use serde_json::json;
 
 use crate::common::*;
-use crate::process::{BIN, serve, wait_until_up};
-
-/// Sends SIGTERM and waits; the exit status and how long the stop took.
-async fn stop(child: crate::process::Served) -> (std::process::ExitStatus, Duration) {
-    let started = Instant::now();
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let mut child = child;
-    // Bounded: a stop that hangs fails the test instead of the suite.
-    let status = tokio::task::spawn_blocking(move || {
-        let until = Instant::now() + Duration::from_secs(40);
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return Some(status);
-            }
-            if Instant::now() > until {
-                let _ = child.kill();
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    })
-    .await
-    .unwrap()
-    .expect("the service did not stop within 40 s");
-    (status, started.elapsed())
-}
+use crate::process::{BIN, Served, serve, serve_command, stop, wait_until_up};
 
 /// `scripts/run 2>&1 | tee run.log`, then Ctrl-C: tee exits and stderr is a
 /// broken pipe. Requests are still answered, a committed write is still
@@ -48,16 +19,8 @@ async fn stop(child: crate::process::Served) -> (std::process::ExitStatus, Durat
 async fn a_dead_log_reader_stops_neither_requests_nor_the_stop() {
     let db = TestDb::create().await;
     let port = free_port();
-    let mut child = crate::process::Served(
-        Command::new(BIN)
-            .arg("serve")
-            .env("DATABASE_URL", &db.url)
-            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-            .env("RPC_URL", "http://127.0.0.1:9")
-            .env("LENDEX_SYNC__INTERVAL_SECONDS", "0")
-            .env("RUST_LOG", "info")
-            .env_remove("SUPER_ADMIN_PUBKEY")
-            .stdout(Stdio::null())
+    let mut child = Served(
+        serve_command(&db, port, &[("RUST_LOG", "info")])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
