@@ -175,7 +175,11 @@ mod tests {
         // Every closed set of strings is an enum in the document.
         let schemas = &doc["components"]["schemas"];
         for (schema, field, values) in [
-            ("HealthResponse", "status", vec!["ok", "degraded", "draining"]),
+            (
+                "HealthResponse",
+                "status",
+                vec!["ok", "degraded", "draining"],
+            ),
             ("SyncCheck", "role", vec!["leader", "follower"]),
             (
                 "LaneCheck",
