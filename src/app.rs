@@ -77,7 +77,10 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
             Duration::from_secs(config.history.market_interval_seconds),
         )
     });
-    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, &config, link);
+    // One replica of the cluster ingests, records history and writes the
+    // health factors back: the holder of the lease, when anything needs one.
+    let leased = config.sync.interval_seconds > 0 || history.is_some();
+    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, &config, link, leased);
     let rendered = cache.rendered();
     let cache = cache.start();
     let deps = ChainDeps {
@@ -88,13 +91,9 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         ingest,
     };
     let sync = ChainSync::new(deps, &config).start();
-    // One replica of the cluster ingests and records history: the lease's
-    // holder. Both are told when it is taken and lost.
-    if config.sync.interval_seconds > 0 || history.is_some() {
-        let mut told = vec![sync.clone().recipient()];
-        if history.is_some() {
-            told.push(cache.clone().recipient());
-        }
+    // Both are told when the lease is taken and lost.
+    if leased {
+        let told = vec![sync.clone().recipient(), cache.clone().recipient()];
         actix_rt::spawn(hold_lease(
             config.database.url.clone(),
             config.chain.cluster.as_str(),

@@ -67,6 +67,22 @@ pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
     }
 }
 
+/// Who writes the engine's health factors back to `positions`: one writer
+/// per cluster. Every replica computes the same values from the same rows;
+/// several writing them raced for the same row locks (deadlocks, retried
+/// write-backs) and multiplied the database's work by the replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HfWriter {
+    /// No replica holds the ingester lease (no background sync, no
+    /// history): each writes its own.
+    Every,
+    /// This replica holds the lease: it writes.
+    Leader,
+    /// Another replica holds it, or nobody yet: the values are taken as
+    /// stored by it. A sync that waits on its write still writes.
+    Follower,
+}
+
 impl Pending {
     fn is_empty(&self) -> bool {
         !self.reload_all
@@ -123,17 +139,23 @@ pub struct HealthCache {
     pub(super) borrow_generation: u64,
     /// History's writer and this replica's part in it (None: history is off).
     pub(super) history: Option<super::history::HistoryLink>,
+    /// Whether this replica writes the health factors back.
+    pub(super) hf_writer: HfWriter,
 }
 
 impl HealthCache {
     /// Reads with `db`, writes health factors through `writer`; `origin` names
-    /// this replica's writes (see `db::listen`); the rest comes from `config`.
+    /// this replica's writes (see `db::listen`); `leased`: the replicas
+    /// contend for the ingester lease, and its holder alone writes the
+    /// health factors (it says so with `LeaderChanged`); the rest comes from
+    /// `config`.
     pub fn new(
         db: Pool,
         writer: Writers,
         origin: String,
         config: &Config,
         history: Option<super::history::HistoryLink>,
+        leased: bool,
     ) -> Self {
         HealthCache {
             db,
@@ -167,6 +189,11 @@ impl HealthCache {
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
             history,
+            hf_writer: if leased {
+                HfWriter::Follower
+            } else {
+                HfWriter::Every
+            },
         }
     }
 
@@ -372,6 +399,12 @@ impl HealthCache {
     /// changed, when `write_back.rs` says (one at a time; it looks again
     /// when it ends).
     pub(super) fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
+        if self.hf_writer == HfWriter::Follower {
+            // The lease holder computes the same values and writes them.
+            let believed = self.engine.take_dirty();
+            self.engine.written(believed, true);
+            return;
+        }
         let Some(wait) = self.writing.schedule(self.engine.dirty_count()) else {
             return;
         };

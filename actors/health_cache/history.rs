@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::actor::HealthCache;
+use super::actor::{HealthCache, HfWriter};
 use crate::actors::history::{HistoryWriter, Records, StepDown, TakeOver};
 use crate::actors::leader_lease::LeaderChanged;
 use crate::engine::history::{Record, Stamped};
@@ -165,6 +165,17 @@ impl Handler<LeaderChanged> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, LeaderChanged(leader): LeaderChanged, ctx: &mut Self::Context) {
+        self.hf_writer = if leader {
+            HfWriter::Leader
+        } else {
+            HfWriter::Follower
+        };
+        if leader {
+            // What the previous writer stored is not known here: every value
+            // is written, those already stored cost a comparison each.
+            self.engine.forget_stored();
+            self.schedule_write_back(ctx);
+        }
         let Some(link) = self.history.as_mut() else {
             return;
         };

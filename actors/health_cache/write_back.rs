@@ -111,6 +111,9 @@ impl WriteBack {
             while let Some((batch, command)) = chunks.next() {
                 let started = Instant::now();
                 let ok = write(&writer, command).await.is_ok();
+                if ok {
+                    crate::metrics::health_factors_written(batch.len());
+                }
                 let _ = me.send(WrittenBack { batch, ok }).await;
                 if !ok {
                     // The database is in trouble: the rest stays dirty for the

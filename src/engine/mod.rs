@@ -504,6 +504,17 @@ impl Engine {
         self.dirty.len()
     }
 
+    /// Forgets what is believed stored: every resident owner's value is to be
+    /// written (a replica that becomes the writer of the health factors,
+    /// having only believed the previous writer until then).
+    pub fn forget_stored(&mut self) {
+        for id in self.index.values() {
+            let owner = &mut self.owners[*id as usize];
+            owner.stored_hf = None;
+            self.dirty.insert(owner.key, owner.hf);
+        }
+    }
+
     /// The outcome of writing what `take_dirty` gave: stored, or to be written again.
     /// Keeps the invariant: `dirty` holds exactly the owners whose value differs
     /// from what is stored, also when values moved while the write was in flight

@@ -422,6 +422,28 @@ fn a_failed_write_is_written_again() {
 }
 
 #[test]
+fn a_new_writer_writes_every_resident_owner_once() {
+    let (mut engine, mut model) = fresh(10);
+    for (owner, slot) in [(1, 1), (2, 2), (3, 3)] {
+        apply(
+            &mut engine,
+            &mut model,
+            &Op::SetOwner(owner, vec![(0, 100, 90)]),
+            slot,
+        );
+    }
+    // Believed stored by another writer.
+    let batch = engine.take_dirty();
+    engine.written(batch, true);
+    assert!(!engine.has_dirty());
+    engine.forget_stored();
+    assert_eq!(engine.dirty_count(), 3);
+    let batch = engine.take_dirty();
+    engine.written(batch, true);
+    assert!(!engine.has_dirty(), "written once, then known stored");
+}
+
+#[test]
 fn a_known_stored_value_is_not_written() {
     let (mut engine, mut model) = fresh(10);
     apply(

@@ -40,6 +40,7 @@ pub const ENGINE_UNHEALTHY: &str = "lendex_engine_unhealthy_owners";
 pub const ENGINE_WATCHED: &str = "lendex_engine_watched_owners";
 pub const ENGINE_POOLS: &str = "lendex_engine_pools";
 pub const ENGINE_EVICTIONS: &str = "lendex_engine_evictions_total";
+pub const HEALTH_FACTORS_WRITTEN: &str = "lendex_engine_health_factors_written_total";
 pub const ENGINE_FEED_VERSION: &str = "lendex_engine_feed_version";
 pub const ENGINE_RESCORE: &str = "lendex_engine_rescore_duration_seconds";
 pub const SSE_SUBSCRIBERS: &str = "lendex_sse_subscribers";
@@ -173,6 +174,10 @@ fn describe() {
     describe_counter!(
         ENGINE_EVICTIONS,
         "Healthy owners evicted from the engine past cache.max_owners"
+    );
+    describe_counter!(
+        HEALTH_FACTORS_WRITTEN,
+        "Owners whose health factor this replica wrote to positions (on a cluster, the lease holder alone)"
     );
     describe_gauge!(
         ENGINE_FEED_VERSION,
@@ -350,6 +355,12 @@ pub fn stream_refused(cap: &'static str) {
 
 pub fn sse_resumed(outcome: &'static str) {
     counter!(SSE_RESUMES, "outcome" => outcome).increment(1);
+}
+
+/// Owners whose health factor this replica wrote back (the lease holder's
+/// alone, on a cluster).
+pub fn health_factors_written(owners: usize) {
+    counter!(HEALTH_FACTORS_WRITTEN).increment(owners as u64);
 }
 
 pub fn long_poll_refused() {

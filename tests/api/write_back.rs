@@ -9,6 +9,7 @@ use std::time::Duration;
 use lendex::domain::pubkey::Pubkey;
 
 use crate::common::*;
+use crate::process::{serve, wait_until_up};
 
 const OWNERS: usize = 2_500;
 
@@ -132,4 +133,71 @@ async fn chunks_that_fail_are_written_later() {
     );
     lock.rollback().await.unwrap();
     assert_every_row_comes_to_store(&db, AFTER).await;
+}
+
+/// Two replicas on one database: the holder of the lease alone writes the
+/// health factors back; the other serves the same values and writes none
+/// (several writers raced for the same rows, deadlocking each other).
+#[actix_rt::test]
+async fn on_a_cluster_the_lease_holder_alone_writes_health_factors() {
+    let test_db = TestDb::create().await;
+    let http = reqwest::Client::new();
+    let ports = [free_port(), free_port()];
+    let mut replicas = Vec::new();
+    for port in ports {
+        replicas.push(serve(&test_db, port, &[]));
+        wait_until_up(&http, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let db = test_db.connect().await;
+    let (collateral, owners) = seed(&db).await;
+    halve(&db, &collateral).await;
+    assert_every_row_comes_to_store(&db, AFTER).await;
+
+    let mut leaders = Vec::new();
+    for port in ports {
+        let base = format!("http://127.0.0.1:{port}");
+        assert!(
+            eventually(Duration::from_secs(10), async || {
+                let body: serde_json::Value = http
+                    .get(format!("{base}/api/positions/{}", owners[7]))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                body["positions"][0]["health_factor_wad"] == AFTER
+            })
+            .await,
+            "{base} serves the moved value"
+        );
+        let health: serde_json::Value = http
+            .get(format!("{base}/api/health"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let metrics = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let written: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("lendex_engine_health_factors_written_total "))
+            .map_or(0.0, |v| v.parse().unwrap());
+        leaders.push((health["checks"]["sync"]["role"] == "leader", written));
+    }
+    let (leader, follower): (Vec<&(bool, f64)>, Vec<_>) =
+        leaders.iter().partition(|(lead, _)| *lead);
+    assert_eq!((leader.len(), follower.len()), (1, 1), "{leaders:?}");
+    // The seed and the move: every owner written twice, by the leader.
+    assert!(leader[0].1 >= (2 * OWNERS) as f64, "{leaders:?}");
+    assert_eq!(follower[0].1, 0.0, "the follower wrote: {leaders:?}");
+    drop(replicas);
 }
