@@ -138,7 +138,7 @@ pub struct HealthCache {
     /// Bumped by every such change: a load that started before is not kept.
     pub(super) borrow_generation: u64,
     /// History's writer and this replica's part in it (None: history is off).
-    pub(super) history: Option<super::history::HistoryLink>,
+    pub(super) history: Option<super::history_link::HistoryLink>,
     /// Whether this replica writes the health factors back.
     pub(super) hf_writer: HfWriter,
 }
@@ -154,7 +154,7 @@ impl HealthCache {
         writer: Writers,
         origin: String,
         config: &Config,
-        history: Option<super::history::HistoryLink>,
+        history: Option<super::history_link::HistoryLink>,
         leased: bool,
     ) -> Self {
         HealthCache {

@@ -10,45 +10,12 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use super::actor::{HealthCache, HfWriter};
-use crate::actors::history::{HistoryWriter, Records, StepDown, TakeOver};
+use crate::actors::history::{Records, StepDown, TakeOver};
 use crate::actors::leader_lease::LeaderChanged;
 use crate::engine::history::{Record, Stamped};
-use crate::feed::rendered::now_micros;
 
 /// A takeover that failed (the database is down) is tried again after this.
 const RETRY_TAKEOVER: Duration = Duration::from_secs(2);
-
-/// The cache's side of history.
-pub struct HistoryLink {
-    writer: Addr<HistoryWriter>,
-    /// This replica holds the lease.
-    leader: bool,
-    /// The writer epoch records are stored under, while recording.
-    epoch: Option<i64>,
-    taking_over: bool,
-    /// The last time stamped: every take is stamped after it.
-    last_us: i64,
-    market_every: Duration,
-}
-
-impl HistoryLink {
-    pub fn new(writer: Addr<HistoryWriter>, market_every: Duration) -> HistoryLink {
-        HistoryLink {
-            writer,
-            leader: false,
-            epoch: None,
-            taking_over: false,
-            last_us: i64::MIN,
-            market_every,
-        }
-    }
-
-    /// A time after every one stamped before, and after the clock's now.
-    fn tick(&mut self) -> i64 {
-        self.last_us = now_micros().max(self.last_us.saturating_add(1));
-        self.last_us
-    }
-}
 
 /// Stamps a take of records: each at `base`, except that an owner's (or a
 /// pool's) second record of the same take comes a microsecond after its

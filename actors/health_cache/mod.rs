@@ -7,20 +7,23 @@
 //! - `actor`: the pipeline: changed rows read (`db::engine_rows`) one batch at
 //!   a time, applied to the engine, published, written back. Changes arrive
 //!   from the LISTEN connection (`db::listen`) and from this replica's writes;
-//! - `write_back`: the health factors stored, in paced chunks.
+//! - `write_back`: the health factors stored, in paced chunks;
+//! - `history` and `history_link`: what the leader records of history.
 //!
 //! `positions.health_factor_wad` is written only from here (the write-back of
-//! `SetHealthFactors`); a sync answers only once its owner's value is committed.
+//! `SetHealthFactors`), and on a cluster only by the holder of the ingester
+//! lease; a sync answers only once its owner's value is committed.
 
 mod actor;
 mod handlers;
 mod history;
+mod history_link;
 mod messages;
 mod publish;
 mod write_back;
 
 pub use actor::HealthCache;
-pub use history::HistoryLink;
+pub use history_link::HistoryLink;
 pub use messages::{
     Apply, AwaitListening, Borrows, BorrowsChanged, CacheStats, CloseStreams, FlushWrites,
     KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, PoolStatus, Render, Risk, RiskQuery,

@@ -38,6 +38,7 @@ impl Observed {
         let took = self.started.elapsed();
         let Answered {
             route,
+            polled,
             method,
             path,
             held,
@@ -45,7 +46,7 @@ impl Observed {
         } = answered;
         crate::metrics::http::record(route, method.as_str(), status, took);
         let latency_ms = took.as_secs_f64() * 1000.0;
-        match line_for(route, method, status, took, held, slow_after) {
+        match line_for(polled, method, status, took, held, slow_after) {
             Line::Info => tracing::info!(%method, %path, status, latency_ms, "request"),
             Line::Debug => tracing::debug!(%method, %path, status, latency_ms, "request"),
         }
@@ -55,6 +56,8 @@ impl Observed {
 /// A request as it was answered.
 pub struct Answered<'a> {
     pub route: &'a str,
+    /// The route is one machines poll (`polls::is_polled`).
+    pub polled: bool,
     pub method: &'a Method,
     pub path: &'a str,
     /// Whether it asked to be held (`wait_ms`): a long poll's wait is its
@@ -71,9 +74,10 @@ pub fn asks_to_wait(query: &str) -> bool {
 }
 
 /// The level of a request's line: DEBUG for the successful, timely reads of
-/// the routes machines poll; INFO for the rest (writes, errors, slow answers).
+/// the routes machines poll (`polled`); INFO for the rest (writes, errors,
+/// slow answers).
 pub fn line_for(
-    route: &str,
+    polled: bool,
     method: &Method,
     status: u16,
     took: Duration,
@@ -82,29 +86,12 @@ pub fn line_for(
 ) -> Line {
     let read = method == Method::GET || method == Method::HEAD;
     let slow = took > slow_after && !held;
-    if read && status < 400 && !slow && POLLED.contains(&route) {
+    if read && status < 400 && !slow && polled {
         Line::Debug
     } else {
         Line::Info
     }
 }
-
-/// The routes machines poll: decisions §11's six, the history reads, health
-/// (start scripts, the balancer) and the metrics (scrapers).
-const POLLED: [&str; 12] = [
-    super::polls::UNHEALTHY,
-    super::polls::LIQUIDATIONS,
-    super::polls::AT_RISK,
-    "/api/positions/{user}",
-    "/api/positions/{user}/detail",
-    "/api/pools",
-    "/api/positions/{user}/history",
-    "/api/history/events",
-    "/api/history/market",
-    "/api/pools/{pool}/prices",
-    "/api/health",
-    "/metrics",
-];
 
 #[cfg(test)]
 mod tests {
@@ -114,12 +101,13 @@ mod tests {
     const QUICK: Duration = Duration::from_millis(3);
 
     fn level(route: &str, method: Method, status: u16, took: Duration, held: bool) -> Line {
-        line_for(route, &method, status, took, held, SLOW)
+        let polled = crate::http::polls::is_polled(route);
+        line_for(polled, &method, status, took, held, SLOW)
     }
 
     #[test]
     fn the_polled_reads_are_debug_when_they_succeed_in_time() {
-        for route in POLLED {
+        for route in crate::http::polls::POLLED {
             assert_eq!(
                 level(route, Method::GET, 200, QUICK, false),
                 Line::Debug,

@@ -96,6 +96,29 @@ pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
     Ok(Answer::AtRisk { below, limit })
 }
 
+/// The routes machines poll: decisions §11's six, the history reads, health
+/// (start scripts, the balancer) and the metrics (scrapers). Their
+/// successful, timely reads are logged at DEBUG (`observe`).
+pub const POLLED: [&str; 12] = [
+    UNHEALTHY,
+    LIQUIDATIONS,
+    AT_RISK,
+    "/api/positions/{user}",
+    "/api/positions/{user}/detail",
+    "/api/pools",
+    "/api/positions/{user}/history",
+    "/api/history/events",
+    "/api/history/market",
+    "/api/pools/{pool}/prices",
+    "/api/health",
+    "/metrics",
+];
+
+/// Whether `route` (a route's pattern) is one machines poll.
+pub fn is_polled(route: &str) -> bool {
+    POLLED.contains(&route)
+}
+
 /// The answer to `req` when it is one of the polls and already rendered (a
 /// 200, or a 304 for a client that holds it); None sends the request on to
 /// the App, which also holds a long poll.
@@ -120,6 +143,7 @@ pub fn answer(
     observed.finish(
         Answered {
             route: poll.route,
+            polled: true,
             method: req.method(),
             path: req.path(),
             // Answered at once: it was not held, whatever it asked.

@@ -128,9 +128,11 @@ fn app(
                 let response = response.await?;
                 // Each route is named by its pattern.
                 let request = response.request();
+                let route = request.match_name().unwrap_or("unmatched");
                 observed.finish(
                     Answered {
-                        route: request.match_name().unwrap_or("unmatched"),
+                        route,
+                        polled: polls::is_polled(route),
                         method: request.method(),
                         path: request.path(),
                         held: asks_to_wait(request.query_string()),
