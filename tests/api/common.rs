@@ -314,6 +314,16 @@ pub async fn eventually(limit: std::time::Duration, mut check: impl AsyncFnMut()
     check().await
 }
 
+/// GET `url` as JSON (a test's read of a spawned server).
+pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// GET `url` as text (a spawned server's /metrics).
+pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
+    http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
 /// A loopback port nobody listens on right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

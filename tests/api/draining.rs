@@ -183,14 +183,7 @@ async fn polled_reads_are_counted_not_logged_and_the_rest_is_logged() {
             .await
             .unwrap();
         assert_eq!(write.status().as_u16(), 200);
-        let metrics = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = get_text(&http, &format!("{base}/metrics")).await;
         let counted = metrics
             .lines()
             .filter(|l| {

@@ -104,14 +104,7 @@ async fn a_subscriber_that_reads_nothing_does_not_hold_up_the_stop() {
     wait_until_up(&http, &base).await;
     assert!(
         eventually(Duration::from_secs(20), async || {
-            let health: serde_json::Value = http
-                .get(format!("{base}/api/health"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let health = get_json(&http, &format!("{base}/api/health")).await;
             health["checks"]["cache"]["unhealthyOwners"] == 5_000
         })
         .await,

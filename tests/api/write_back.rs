@@ -158,35 +158,14 @@ async fn on_a_cluster_the_lease_holder_alone_writes_health_factors() {
         let base = format!("http://127.0.0.1:{port}");
         assert!(
             eventually(Duration::from_secs(10), async || {
-                let body: serde_json::Value = http
-                    .get(format!("{base}/api/positions/{}", owners[7]))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let body = get_json(&http, &format!("{base}/api/positions/{}", owners[7])).await;
                 body["positions"][0]["health_factor_wad"] == AFTER
             })
             .await,
             "{base} serves the moved value"
         );
-        let health: serde_json::Value = http
-            .get(format!("{base}/api/health"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let metrics = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let health = get_json(&http, &format!("{base}/api/health")).await;
+        let metrics = get_text(&http, &format!("{base}/metrics")).await;
         let written: f64 = metrics
             .lines()
             .find_map(|l| l.strip_prefix("lendex_engine_health_factors_written_total "))
