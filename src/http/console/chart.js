@@ -98,7 +98,20 @@ function chart(container, spec) {
     const height = s.height ?? (narrow ? 240 : 280);
     const axes = s.y;
     const hasRight = axes.length > 1;
-    const [L, R, T, B] = [narrow ? 46 : 58, hasRight ? (narrow ? 52 : 64) : 14, 26, 34];
+    const [L, R, B] = [narrow ? 46 : 58, hasRight ? (narrow ? 52 : 64) : 14, 34];
+    // The legend, in rows over the plot between the axes' labels: a row that
+    // would reach the right axis's label wraps (a phone's width).
+    const legendStart = Math.max(L, 4 + (axes[0].label ?? "").length * 6.2 + 14);
+    const legendEnd = width - 4 - (hasRight ? (axes[1].label ?? "").length * 6.2 + 10 : 0);
+    const legend = [];
+    let row = 0;
+    for (let lx = legendStart, i = 0; i < s.series.length; i++) {
+      const w = 28 + s.series[i].name.length * 6.2;
+      if (lx > legendStart && lx + w - 8 > legendEnd) { row += 1; lx = legendStart; }
+      legend.push({ se: s.series[i], x: lx, row });
+      lx += w;
+    }
+    const T = 26 + row * 14;
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("aria-label", s.summary ?? "chart");
     const all = s.series.flatMap((se) => se.points.map((p) => p[0]));
@@ -174,13 +187,9 @@ function chart(container, spec) {
       const px = xs(m.x);
       parts.push(svgEl("path", { d: `M${px - 5},${T - 8}h10l-5,7z`, fill: m.color, class: "marker" }, m.label));
     }
-    // The legend, in a row over the plot, after the left axis's label.
-    let lx = Math.max(L, 4 + (axes[0].label ?? "").length * 6.2 + 14);
-    for (const se of s.series) {
-      parts.push(svgEl("line", { x1: lx, y1: T - 14, x2: lx + 16, y2: T - 14, stroke: se.color, "stroke-width": 2, "stroke-dasharray": se.dash ?? "" }));
-      const text = svgEl("text", { x: lx + 20, y: T - 10, class: "legend" }, se.name);
-      parts.push(text);
-      lx += 28 + se.name.length * 6.2;
+    for (const { se, x, row: r } of legend) {
+      parts.push(svgEl("line", { x1: x, y1: 12 + r * 14, x2: x + 16, y2: 12 + r * 14, stroke: se.color, "stroke-width": 2, "stroke-dasharray": se.dash ?? "" }));
+      parts.push(svgEl("text", { x: x + 20, y: 16 + r * 14, class: "legend" }, se.name));
     }
     const cursorLine = svgEl("line", { x1: 0, y1: T, x2: 0, y2: height - B, class: "cursor", visibility: "hidden" });
     parts.push(cursorLine);
