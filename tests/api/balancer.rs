@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::process::{Served, serve, wait_until_up};
+use crate::process::{Served, serve, sigterm, wait_until_up};
 
 /// `ops/haproxy/haproxy.cfg` with `ports` as its servers (r1, r2, ...),
 /// listening on `front`, its stats page on `stats`.
@@ -182,11 +182,7 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     // again on its port, wait until the balancer sees it up.
     for (i, port) in ports.into_iter().enumerate() {
         let started = Instant::now();
-        let killed = Command::new("kill")
-            .args(["-TERM", &replicas[i].id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
+        sigterm(&replicas[i]);
         // The balancer takes it out of rotation while it still serves.
         let server = format!("r{}", i + 1);
         assert!(

@@ -2,22 +2,14 @@
 //! the log lines that scale with the polls (decisions §1).
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use lendex::domain::pubkey::Pubkey;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::process::{Served, serve, serve_command, stop, wait_until_up};
-
-fn terminate(child: &Served) {
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-}
+use crate::process::{Served, serve, serve_command, sigterm, stop, wait_until_up};
 
 /// SIGTERM: for `server.drain_ms` health answers 503 "draining" and a new
 /// stream is refused (503 `draining`, Retry-After) while reads are still
@@ -72,7 +64,7 @@ async fn sigterm_fails_health_first_then_closes_streams_and_held_polls() {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let signalled = Instant::now();
-    terminate(&child);
+    sigterm(&child);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let health = http.get(format!("{base}/api/health")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 503, "health fails while draining");

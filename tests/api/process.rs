@@ -74,14 +74,19 @@ pub(crate) fn serve_command(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Com
     command
 }
 
-/// Sends SIGTERM and waits; the exit status and how long the stop took.
-pub(crate) async fn stop(child: Served) -> (std::process::ExitStatus, Duration) {
-    let started = Instant::now();
+/// Sends SIGTERM to a spawned server.
+pub(crate) fn sigterm(child: &Served) {
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
+}
+
+/// Sends SIGTERM and waits; the exit status and how long the stop took.
+pub(crate) async fn stop(child: Served) -> (std::process::ExitStatus, Duration) {
+    let started = Instant::now();
+    sigterm(&child);
     let mut child = child;
     // Bounded: a stop that hangs fails the test instead of the suite.
     let status = tokio::task::spawn_blocking(move || {
@@ -186,11 +191,7 @@ async fn sigterm_during_a_burst_loses_no_acknowledged_write() {
     }
     // Let the burst get going, then ask the server to stop in the middle of it.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    sigterm(&child);
     for s in senders {
         let _ = s.await;
     }
