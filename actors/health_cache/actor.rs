@@ -67,20 +67,22 @@ pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
     }
 }
 
-/// Who writes the engine's health factors back to `positions`: one writer
-/// per cluster. Every replica computes the same values from the same rows;
-/// several writing them raced for the same row locks (deadlocks, retried
+/// This replica and the cluster's ingester lease. Its holder alone records
+/// history and writes the engine's health factors back to `positions`:
+/// every replica computes the same values from the same rows, and several
+/// writing them raced for the same row locks (deadlocks, retried
 /// write-backs) and multiplied the database's work by the replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum HfWriter {
-    /// No replica holds the ingester lease (no background sync, no
-    /// history): each writes its own.
-    Every,
-    /// This replica holds the lease: it writes.
-    Leader,
-    /// Another replica holds it, or nobody yet: the values are taken as
-    /// stored by it. A sync that waits on its write still writes.
-    Follower,
+pub(super) enum Lease {
+    /// Nobody contends for it (no background sync, no history): each
+    /// replica writes its own health factors.
+    Unused,
+    /// This replica holds it.
+    Held,
+    /// Another replica holds it, or nobody yet: the health factors are
+    /// taken as stored by the holder. A sync that waits on its write still
+    /// writes.
+    Elsewhere,
 }
 
 impl Pending {
@@ -139,8 +141,8 @@ pub struct HealthCache {
     pub(super) borrow_generation: u64,
     /// History's writer and this replica's part in it (None: history is off).
     pub(super) history: Option<super::history_link::HistoryLink>,
-    /// Whether this replica writes the health factors back.
-    pub(super) hf_writer: HfWriter,
+    /// Whether this replica holds the ingester lease (`LeaderChanged`).
+    pub(super) lease: Lease,
 }
 
 impl HealthCache {
@@ -189,10 +191,10 @@ impl HealthCache {
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
             history,
-            hf_writer: if leased {
-                HfWriter::Follower
+            lease: if leased {
+                Lease::Elsewhere
             } else {
-                HfWriter::Every
+                Lease::Unused
             },
         }
     }
@@ -399,7 +401,7 @@ impl HealthCache {
     /// changed, when `write_back.rs` says (one at a time; it looks again
     /// when it ends).
     pub(super) fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
-        if self.hf_writer == HfWriter::Follower {
+        if self.lease == Lease::Elsewhere {
             // The lease holder computes the same values and writes them.
             let believed = self.engine.take_dirty();
             self.engine.written(believed, true);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::actor::{HealthCache, HfWriter};
+use super::actor::{HealthCache, Lease};
 use crate::actors::history::{Records, StepDown, TakeOver};
 use crate::actors::leader_lease::LeaderChanged;
 use crate::engine::history::{Record, Stamped};
@@ -96,7 +96,7 @@ impl HealthCache {
         let Some(link) = self.history.as_mut() else {
             return;
         };
-        if !link.leader || link.taking_over || link.epoch.is_some() {
+        if self.lease != Lease::Held || link.taking_over || link.epoch.is_some() {
             return;
         }
         if !self.ready {
@@ -111,7 +111,7 @@ impl HealthCache {
             };
             link.taking_over = false;
             match result {
-                Ok(Ok(started)) if link.leader => {
+                Ok(Ok(started)) if act.lease == Lease::Held => {
                     link.epoch = Some(started.epoch);
                     link.last_us = link.last_us.max(started.last_at_us);
                     act.engine.start_history(started.baselines);
@@ -132,10 +132,10 @@ impl Handler<LeaderChanged> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, LeaderChanged(leader): LeaderChanged, ctx: &mut Self::Context) {
-        self.hf_writer = if leader {
-            HfWriter::Leader
+        self.lease = if leader {
+            Lease::Held
         } else {
-            HfWriter::Follower
+            Lease::Elsewhere
         };
         if leader {
             // What the previous writer stored is not known here: every value
@@ -143,10 +143,9 @@ impl Handler<LeaderChanged> for HealthCache {
             self.engine.forget_stored();
             self.schedule_write_back(ctx);
         }
-        let Some(link) = self.history.as_mut() else {
+        let Some(link) = self.history.as_ref() else {
             return;
         };
-        link.leader = leader;
         if leader {
             self.take_over(ctx);
         } else if link.epoch.is_some() {

@@ -1,5 +1,6 @@
-//! The cache's link to history's writer: whether this replica records, under
-//! which writer epoch, and the clock its records are stamped with. Held by
+//! The cache's link to history's writer: under which writer epoch this
+//! replica records (it records while it holds the lease), and the clock its
+//! records are stamped with. Held by
 //! the cache (`actor.rs`); driven by `history.rs`.
 
 use std::time::Duration;
@@ -12,8 +13,6 @@ use crate::feed::rendered::now_micros;
 /// The cache's side of history.
 pub struct HistoryLink {
     pub(super) writer: Addr<HistoryWriter>,
-    /// This replica holds the lease.
-    pub(super) leader: bool,
     /// The writer epoch records are stored under, while recording.
     pub(super) epoch: Option<i64>,
     pub(super) taking_over: bool,
@@ -26,7 +25,6 @@ impl HistoryLink {
     pub fn new(writer: Addr<HistoryWriter>, market_every: Duration) -> HistoryLink {
         HistoryLink {
             writer,
-            leader: false,
             epoch: None,
             taking_over: false,
             last_us: i64::MIN,
