@@ -1,12 +1,8 @@
-//! The actor around the engine: it reads changed rows (through the loader), feeds
-//! them to the engine, publishes what changed (SSE frames, rendered answers) and
-//! writes the engine's health factors to `positions` through the database writer.
-//!
-//! Database reads can complete out of order, so changes are queued and one read
-//! runs at a time: the next starts only after the previous one was applied. A
-//! full reload goes through the same queue. Readers of the feed are never blocked.
+//! The actor around the engine: its state, the write-back of the engine's
+//! health factors to `positions` through the database writer, and rendering.
+//! How changes reach the engine (the change log read tick after tick, reloads,
+//! evicted owners) is `pipeline.rs`; what goes out to the feed, `publish.rs`.
 
-use std::collections::HashSet;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
@@ -17,55 +13,37 @@ use lru::LruCache;
 use tokio::sync::oneshot;
 
 use super::messages::{Borrows, Heard};
+use super::pipeline::Pending;
 use super::write_back::{Pace, WriteBack};
 use crate::actors::db_writer::Writers;
 use crate::config::Config;
-use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
 use crate::db::listen::listen_forever;
 use crate::domain::pubkey::Pubkey;
+use crate::engine::Engine;
 use crate::engine::answers::{self, Answer};
-use crate::engine::{Change, Engine};
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, OwnerBody, SharedRendered, now_seconds};
-use crate::feed::replay::{Replay, new_epoch};
+use crate::feed::rendered::{Body, SharedRendered, now_seconds};
+use crate::feed::replay::Replay;
 use crate::feed::subscriber::Subscriber;
 
-const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Wallets whose recent borrows are kept in memory.
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
 /// How often subscribers whose connection closed are let go.
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
+/// How often the lease holder prunes the change log, and how much it keeps:
+/// enough for a replica that paused or lost its database for minutes to
+/// catch up tick by tick instead of reloading.
+const LOG_PRUNE_EVERY: Duration = Duration::from_secs(10);
+const LOG_KEEP_SECONDS: f64 = 300.0;
+
+/// Every replica keeps its numbering and replay window whether or not
+/// anyone is subscribed (decisions §13): the engine always keeps events.
+fn recording(mut engine: Engine) -> Engine {
+    engine.record_events(true);
+    engine
+}
 
 pub(super) type Waiter = oneshot::Sender<ApiResult<()>>;
-
-/// Changes waiting for the next database read.
-#[derive(Default)]
-pub(super) struct Pending {
-    pub reload_all: bool,
-    pub owners: HashSet<Pubkey>,
-    pub pools: HashSet<Pubkey>,
-    /// Pools whose evicted owners must be re-loaded from the database.
-    pub fallback_pools: HashSet<Pubkey>,
-    pub waiters: Vec<Waiter>,
-    /// Some waiter wants the health factors written before it is answered.
-    pub write_through: bool,
-    /// Committed changes of this replica's own writes, applied as they are
-    /// (no read), before the next read starts and never during one: a read in
-    /// flight may predate them.
-    pub direct: Vec<Change>,
-    /// When the first NOTIFY of the batch was heard (freshness metrics).
-    pub notify_heard: Option<Instant>,
-    /// When the chain notified the first of `direct` (on the leader).
-    pub chain_heard: Option<Instant>,
-}
-
-/// The earlier of two instants, either possibly unknown.
-pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        _ => a.or(b),
-    }
-}
 
 /// This replica and the cluster's ingester lease. Its holder alone records
 /// history and writes the engine's health factors back to `positions`:
@@ -85,20 +63,11 @@ pub(super) enum Lease {
     Elsewhere,
 }
 
-impl Pending {
-    fn is_empty(&self) -> bool {
-        !self.reload_all
-            && self.owners.is_empty()
-            && self.pools.is_empty()
-            && self.fallback_pools.is_empty()
-    }
-}
-
 pub struct HealthCache {
-    db: Pool,
+    pub(super) db: Pool,
     writer: Writers,
     database_url: String,
-    /// This replica's name in the NOTIFY of its own writes (see `db::listen`).
+    /// This replica's name in the NOTIFY of its own borrows (see `db::listen`).
     origin: String,
     pub(super) cluster: &'static str,
     /// Appended to explorer links of this cluster (GET /api/pools/status).
@@ -114,11 +83,15 @@ pub struct HealthCache {
     pub(super) listening_waiters: Vec<tokio::sync::oneshot::Sender<()>>,
     /// The LISTEN connection has been up at least once.
     pub(super) listened: bool,
-    pending: Pending,
+    pub(super) pending: Pending,
     pub(super) fetching: bool,
-    /// Batches of changed rows read from the database (this replica's own
-    /// writes are applied without one).
+    /// Reads of the database started (log reads, loads): a waiter is answered
+    /// by a read that started after it asked.
     pub(super) reads: u64,
+    /// The last tick of the feed's change log the engine holds.
+    pub(super) applied: u64,
+    /// The last tick known committed (NOTIFY, or the clock as read).
+    pub(super) heard: u64,
     /// When, in what order and at what pace health factors are written back.
     pub(super) writing: WriteBack,
     pub(super) subscribers: Vec<Subscriber>,
@@ -130,8 +103,10 @@ pub struct HealthCache {
     pub(super) snapshot: Option<((u64, u64, i64), Bytes)>,
     /// The recent live events, for reconnects to resume from.
     pub(super) replay: Replay,
-    /// When a subscriber was last seen (events are kept a while after).
-    pub(super) listened_at: Option<Instant>,
+    /// Reconnects waiting for a change this replica has not applied yet.
+    pub(super) parked: Vec<super::publish::Parked>,
+    /// The feed position last sent to subscribers as an id alone, and when.
+    pub(super) announced: (u64, Option<Instant>),
     /// The service is stopping: no stream stays open.
     pub(super) streams_closed: bool,
     /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
@@ -170,7 +145,7 @@ impl HealthCache {
                 &config.rpc.url,
             ),
             max_oracle_age: i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX),
-            engine: Engine::new(config.cache.max_owners),
+            engine: recording(Engine::new(config.cache.max_owners)),
             rendered: SharedRendered::default(),
             rendered_version: 0,
             ready: false,
@@ -180,13 +155,16 @@ impl HealthCache {
             pending: Pending::default(),
             fetching: false,
             reads: 0,
+            applied: 0,
+            heard: 0,
             writing: WriteBack::default(),
             subscribers: Vec::new(),
             dropped_subscribers: 0,
             subscriber_max_lag: config.cache.subscriber_max_lag_bytes,
             snapshot: None,
-            replay: Replay::new(new_epoch(), config.cache.replay_bytes),
-            listened_at: None,
+            replay: Replay::new(config.cache.replay_bytes),
+            parked: Vec::new(),
+            announced: (0, None),
             streams_closed: false,
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
@@ -204,174 +182,7 @@ impl HealthCache {
         self.rendered.clone()
     }
 
-    pub(super) fn enqueue(
-        &mut self,
-        ctx: &mut Context<Self>,
-        edit: impl FnOnce(&mut Pending),
-        waiter: Option<Waiter>,
-    ) {
-        edit(&mut self.pending);
-        self.pending.waiters.extend(waiter);
-        self.pump(ctx);
-    }
-
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.fetching {
-            return;
-        }
-        if !self.pending.direct.is_empty() {
-            let heard = self.pending.chain_heard.take();
-            self.apply_direct();
-            if self.publish()
-                && let Some(heard) = heard
-            {
-                crate::metrics::feed_freshness_chain(heard.elapsed());
-            }
-            // After the feed: its subscribers wait on the publish, history does not.
-            self.record_history();
-        }
-        if self.pending.is_empty() {
-            let waiters = std::mem::take(&mut self.pending.waiters);
-            let through = std::mem::take(&mut self.pending.write_through);
-            self.answer(ctx, waiters, Ok(()), through);
-            return;
-        }
-        self.fetching = true;
-        self.reads += 1;
-        let batch = std::mem::take(&mut self.pending);
-        let (db, cluster) = (self.db.clone(), self.cluster);
-        if batch.reload_all {
-            let read = async move { loader::load_everything(&db, cluster).await };
-            ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
-                let result = result.map(|everything| act.apply_everything(everything));
-                act.finish(ctx, batch, result);
-            }));
-        } else {
-            let owners: Vec<Pubkey> = batch.owners.iter().copied().collect();
-            let pools: Vec<Pubkey> = batch.pools.iter().copied().collect();
-            let fallback: Vec<Pubkey> = batch.fallback_pools.iter().copied().collect();
-            let started = std::time::Instant::now();
-            let read =
-                async move { loader::load_changes(&db, cluster, &owners, &pools, &fallback).await };
-            ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
-                let fetched = started.elapsed();
-                let result = result.map(|rows| act.apply_changes(rows));
-                let applied = started.elapsed();
-                crate::metrics::engine_applied(applied - fetched);
-                act.finish(ctx, batch, result);
-                let ms = |d: Duration| d.as_secs_f64() * 1e3;
-                tracing::debug!(
-                    fetch_ms = ms(fetched),
-                    apply_ms = ms(applied - fetched),
-                    publish_ms = ms(started.elapsed() - applied),
-                    "cache applied changes"
-                );
-            }));
-        }
-    }
-
-    fn apply_everything(&mut self, everything: Everything) {
-        self.rendered
-            .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
-        self.engine.clear();
-        for pool in everything.pools {
-            self.engine.upsert_pool(pool);
-        }
-        let owners = everything.owners.len();
-        self.apply_owners(everything.owners);
-        self.engine.end_reload();
-        self.ready = true;
-        release_load_memory();
-        tracing::info!(
-            pools = self.engine.pool_count(),
-            owners,
-            unhealthy = self.engine.unhealthy_count(),
-            "health-factor cache loaded"
-        );
-    }
-
-    fn apply_changes(&mut self, rows: ChangedRows) {
-        // A pool's change shows in every member's answers (values, APYs, symbol).
-        if rows.pools.is_empty() && rows.removed_pools.is_empty() {
-            self.rendered
-                .forget_owner_bodies(Some(rows.owners.keys()), &ALL_BODIES);
-        } else {
-            self.rendered
-                .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
-        }
-        // Pools first: owners re-scored below must see the new prices.
-        for pool in rows.pools {
-            let address = pool.address;
-            if self.engine.upsert_pool(pool) {
-                // Owners not resident are re-loaded from the database, next batch.
-                self.pending.fallback_pools.insert(address);
-            }
-        }
-        for pool in &rows.removed_pools {
-            self.engine.remove_pool(pool);
-        }
-        self.apply_owners(rows.owners);
-    }
-
-    /// This replica's committed changes, applied without reading them back;
-    /// what the engine cannot apply from memory is read at the next batch.
-    /// Before the first load there is nothing to apply them to: the load
-    /// (always pending then) reads them.
-    fn apply_direct(&mut self) {
-        let changes = std::mem::take(&mut self.pending.direct);
-        if !self.ready {
-            return;
-        }
-        let started = std::time::Instant::now();
-        let pools_changed = changes.iter().any(|c| matches!(c, Change::Pool(_)));
-        if pools_changed {
-            self.rendered
-                .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
-        } else {
-            let owners: HashSet<Pubkey> = changes.iter().filter_map(Change::owner).collect();
-            self.rendered
-                .forget_owner_bodies(Some(owners.iter()), &ALL_BODIES);
-        }
-        let unapplied = self.engine.apply(changes);
-        self.pending.owners.extend(unapplied.owners);
-        self.pending.fallback_pools.extend(unapplied.pools);
-        crate::metrics::engine_applied(started.elapsed());
-    }
-
-    fn apply_owners(&mut self, owners: loader::Owners) {
-        for (owner, (positions, stored)) in owners {
-            self.engine.set_owner(owner, positions);
-            if let Some(stored) = stored {
-                self.engine.set_stored(&owner, stored);
-            }
-        }
-    }
-
-    /// After a batch: publish what changed, then answer its waiters (once the
-    /// health factors are committed, when one of them asked for that).
-    fn finish(&mut self, ctx: &mut Context<Self>, batch: Pending, result: ApiResult<()>) {
-        self.fetching = false;
-        let failed = result.is_err();
-        if let Err(e) = &result {
-            tracing::warn!(error = %e, "cache could not read rows; reloading everything");
-            self.pending.reload_all = true;
-        }
-        if self.publish()
-            && let Some(heard) = batch.notify_heard
-        {
-            crate::metrics::feed_freshness_notify(heard.elapsed());
-        }
-        self.record_history();
-        self.answer(ctx, batch.waiters, result, batch.write_through);
-        if failed {
-            // The database is unreachable: try again shortly rather than spin.
-            ctx.run_later(Duration::from_secs(1), |act, ctx| act.pump(ctx));
-        } else {
-            self.pump(ctx);
-        }
-    }
-
-    fn answer(
+    pub(super) fn answer(
         &mut self,
         ctx: &mut Context<Self>,
         waiters: Vec<Waiter>,
@@ -478,7 +289,22 @@ impl Actor for HealthCache {
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
             act.subscribers.retain(|s| !s.is_closed());
-            act.keep_recording();
+            // A tick whose position was held back (sent at most so often).
+            act.announce_progress();
+        });
+        ctx.run_interval(LOG_PRUNE_EVERY, |act, ctx| {
+            if act.lease == Lease::Elsewhere {
+                return;
+            }
+            let db = act.db.clone();
+            ctx.spawn(
+                async move {
+                    if let Err(e) = crate::db::feed_log::prune(&db, LOG_KEEP_SECONDS).await {
+                        tracing::warn!(error = %e, "change log not pruned; will retry");
+                    }
+                }
+                .into_actor(act),
+            );
         });
     }
 }
@@ -486,15 +312,4 @@ impl Actor for HealthCache {
 /// The feed answers 503 until the cache has loaded (the database may be down).
 pub(super) fn not_loaded() -> ApiError {
     ApiError::database("the health cache is not loaded yet")
-}
-
-/// A cold load holds every row twice for a moment (as read, then as held);
-/// give what it freed back to the system, so a million positions do not cost
-/// their peak for the life of the process.
-fn release_load_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }

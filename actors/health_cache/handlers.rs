@@ -5,8 +5,9 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::actor::{HealthCache, earliest, not_loaded};
+use super::actor::{HealthCache, not_loaded};
 use super::messages::*;
+use super::pipeline::{Need, earliest};
 use super::write_back::Pace;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
@@ -22,24 +23,24 @@ impl Handler<LoadAll> for HealthCache {
 
     fn handle(&mut self, _: LoadAll, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(ctx, |p| p.reload_all = true, Some(tx));
+        self.enqueue(ctx, |p| p.reload_all = true, Some((Need::Reload, tx)));
         Box::pin(async move { rx.await? })
     }
 }
 
-impl Handler<Apply> for HealthCache {
+impl Handler<CatchUp> for HealthCache {
     type Result = ResponseFuture<ApiResult<()>>;
 
-    fn handle(&mut self, msg: Apply, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: CatchUp, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.enqueue(
             ctx,
             |p| {
-                p.direct.extend(msg.changes);
+                p.read_log = true;
                 p.write_through |= msg.write_through;
                 p.chain_heard = earliest(p.chain_heard, msg.chain_heard);
             },
-            Some(tx),
+            Some((Need::Log, tx)),
         );
         Box::pin(async move { rx.await? })
     }
@@ -52,19 +53,19 @@ impl Handler<Heard> for HealthCache {
         match notice {
             Notice::Listening(up) => self.listening_is(up, ctx),
             Notice::Resync => self.resync(ctx),
-            Notice::Changed {
-                owners,
-                pools,
-                heard,
-            } => self.enqueue(
-                ctx,
-                |p| {
-                    p.owners.extend(owners);
-                    p.pools.extend(pools);
-                    p.notify_heard = earliest(p.notify_heard, Some(heard));
-                },
-                None,
-            ),
+            Notice::Ticked { tick, heard } => {
+                self.heard = self.heard.max(tick);
+                if tick > self.applied || !self.ready {
+                    self.enqueue(
+                        ctx,
+                        |p| {
+                            p.read_log = true;
+                            p.notify_heard = earliest(p.notify_heard, Some(heard));
+                        },
+                        None,
+                    );
+                }
+            }
             Notice::BorrowsChanged(owners) => self.borrows_changed(owners),
         }
     }
@@ -208,7 +209,7 @@ impl Handler<OwnerOf> for HealthCache {
             |p| {
                 p.owners.insert(owner);
             },
-            Some(tx),
+            Some((Need::Owners, tx)),
         );
         Box::pin(
             async move { rx.await? }
@@ -240,10 +241,12 @@ impl Handler<BorrowsChanged> for HealthCache {
 }
 
 impl Handler<Subscribe> for HealthCache {
-    type Result = ApiResult<FeedStream>;
+    type Result = ResponseFuture<ApiResult<FeedStream>>;
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Self::Context) -> Self::Result {
-        self.subscribe(msg)
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.subscribe(ctx, msg, tx);
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(not_loaded())) })
     }
 }
 
@@ -255,7 +258,7 @@ impl Handler<CloseStreams> for HealthCache {
         for subscriber in self.subscribers.drain(..) {
             subscriber.close();
         }
-        self.keep_recording();
+        self.unpark(false, 0);
     }
 }
 

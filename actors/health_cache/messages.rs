@@ -10,8 +10,8 @@ use serde::Serialize;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
+use crate::engine::PositionState;
 use crate::engine::answers::Answer;
-use crate::engine::{Change, PositionState};
 use crate::error::ApiResult;
 use crate::feed::rendered::Body;
 use crate::feed::subscriber::FeedStream;
@@ -23,14 +23,15 @@ use crate::wire::positions::BorrowTx;
 #[rtype(result = "ApiResult<()>")]
 pub struct LoadAll;
 
-/// What this replica's committed writes changed (their own NOTIFY is not
-/// heard: `db::listen`). Answers once applied, so a writer that awaits it reads
-/// its own write from this replica; with `write_through`, only once the
-/// resulting health factors are committed to `positions` too.
+/// This replica committed a change of the index: read the change log now
+/// rather than wait for its NOTIFY. Answers once every change committed
+/// before it is applied (in commit order, as every replica applies them), so
+/// a writer that awaits it reads its own write from this replica; with
+/// `write_through`, only once the resulting health factors are committed to
+/// `positions` too.
 #[derive(Message)]
 #[rtype(result = "ApiResult<()>")]
-pub struct Apply {
-    pub changes: Vec<Change>,
+pub struct CatchUp {
     pub write_through: bool,
     /// When the chain notified the change, if it did (freshness metrics).
     pub chain_heard: Option<std::time::Instant>,

@@ -19,13 +19,14 @@ mod handlers;
 mod history;
 mod history_link;
 mod messages;
+mod pipeline;
 mod publish;
 mod write_back;
 
 pub use actor::HealthCache;
 pub use history_link::HistoryLink;
 pub use messages::{
-    Apply, AwaitListening, Borrows, BorrowsChanged, CacheStats, CloseStreams, FlushWrites,
+    AwaitListening, Borrows, BorrowsChanged, CacheStats, CatchUp, CloseStreams, FlushWrites,
     KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, PoolStatus, Render, Risk, RiskQuery,
     Stats, Subscribe,
 };
@@ -60,19 +61,17 @@ pub async fn commit<C: IndexWrite>(
     reaches: Reaches,
 ) -> ApiResult<C::Output> {
     let output = write(writer, cmd).await?;
-    let changes = C::changes(&output);
-    if let Reaches::Queued { heard } = reaches {
-        if !changes.is_empty() {
-            cache.do_send(Apply {
-                changes,
-                write_through: false,
-                chain_heard: heard,
-            });
-        }
+    if C::changes(&output).is_empty() {
         return Ok(output);
     }
-    let apply = Apply {
-        changes,
+    if let Reaches::Queued { heard } = reaches {
+        cache.do_send(CatchUp {
+            write_through: false,
+            chain_heard: heard,
+        });
+        return Ok(output);
+    }
+    let apply = CatchUp {
         write_through: true,
         chain_heard: None,
     };

@@ -26,6 +26,8 @@ pub type Owners = HashMap<Pubkey, (Vec<PositionState>, Option<u128>), foldhash::
 pub struct Everything {
     pub pools: Vec<PoolState>,
     pub owners: Owners,
+    /// The feed's clock in the same snapshot.
+    pub clock: crate::db::feed_log::Clock,
 }
 
 /// What changed rows read back as.
@@ -39,30 +41,41 @@ pub struct ChangedRows {
 }
 
 /// Pools, then every position streamed (a million rows never sit in memory
-/// twice), in two halves read at once on two connections.
+/// twice), with the feed's clock, all in one snapshot: the state is exactly
+/// that of the clock's tick, and the change log takes over after it.
 pub async fn load_everything(db: &Pool, cluster: &'static str) -> ApiResult<Everything> {
-    let (first, second) = (db.get().await?, db.get().await?);
-    let pools = first
+    let mut client = db.get().await?;
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let clock = crate::db::feed_log::clock(&tx).await?;
+    let pools = tx
         .query(queries::CACHE_ALL_POOLS, &[&cluster])
         .await?
         .iter()
         .filter_map(pool_state)
         .collect();
-    let (zero, one) = (0i32, 1i32);
-    let first_half: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cluster, &zero];
-    let second_half: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cluster, &one];
-    let (a, b) = futures_util::try_join!(
-        first.query_raw(queries::CACHE_POSITIONS_HALF, first_half),
-        second.query_raw(queries::CACHE_POSITIONS_HALF, second_half),
-    )?;
-    let rows = futures_util::stream::select(a, b);
-    pin_mut!(rows);
     let mut owners = Owners::default();
     let mut pools_seen = PoolKeys::default();
-    while let Some(row) = rows.next().await {
-        group(&mut owners, &mut pools_seen, &row?);
+    // In two halves by owner (owners never span halves), one after the other
+    // on the snapshot's one connection.
+    for half in [0i32, 1] {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cluster, &half];
+        let rows = tx.query_raw(queries::CACHE_POSITIONS_HALF, params).await?;
+        pin_mut!(rows);
+        while let Some(row) = rows.next().await {
+            group(&mut owners, &mut pools_seen, &row?);
+        }
     }
-    Ok(Everything { pools, owners })
+    tx.commit().await?;
+    Ok(Everything {
+        pools,
+        owners,
+        clock,
+    })
 }
 
 /// Only what changed: the changed pools, the changed owners, and every owner of

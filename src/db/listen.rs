@@ -1,8 +1,9 @@
-//! A LISTEN connection for the health cache. Every change to positions, pool
-//! pricing or borrows, whoever makes it (this replica, another one, an external
-//! indexer writing SQL), is announced by the triggers of sql/0002 and 0003. A
-//! lost connection may have missed some: after reconnecting, the listener says
-//! so (`Notice::Resync`) and the cache reloads everything.
+//! A LISTEN connection for the health cache. Every change to positions or
+//! pools, whoever makes it (this replica, another one, an external indexer
+//! writing SQL), announces its tick of the feed's change log (sql/0011); every
+//! borrow written announces its wallet (sql/0003, 0006). A lost connection may
+//! have missed some borrows: after reconnecting, the listener says so
+//! (`Notice::Resync`) and the cache reloads everything.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -19,10 +20,9 @@ pub enum Notice {
     Listening(bool),
     /// Reconnected: changes made while nobody listened are unknown.
     Resync,
-    /// Positions of these owners, or these pools, changed.
-    Changed {
-        owners: Vec<Pubkey>,
-        pools: Vec<Pubkey>,
+    /// Ticks up to this one were committed.
+    Ticked {
+        tick: u64,
         /// When the first of these notifications was received.
         heard: std::time::Instant,
     },
@@ -30,20 +30,19 @@ pub enum Notice {
     BorrowsChanged(Vec<Pubkey>),
 }
 
-/// A trigger's payload.
+/// A borrow trigger's payload.
 #[derive(serde::Deserialize)]
 struct Payload {
     cluster: String,
     /// The replica whose writer made the change (null: any other writer).
     origin: Option<String>,
     owner: Option<String>,
-    pool_address: Option<String>,
 }
 
 /// Holds a LISTEN connection, reconnecting after a second when it is lost, for
 /// as long as `tell` accepts notices (it returns false once its owner is gone).
-/// Changes whose origin is `origin` (this replica's own writes, applied as they
-/// commit) are passed over.
+/// Borrows whose origin is `origin` (this replica's own writes, forgotten as
+/// they commit) are passed over.
 pub async fn listen_forever(
     url: String,
     cluster: &'static str,
@@ -86,7 +85,7 @@ async fn listen_once(
         }
     });
     client
-        .batch_execute("LISTEN lendex_positions; LISTEN lendex_pools; LISTEN lendex_borrows")
+        .batch_execute("LISTEN lendex_feed; LISTEN lendex_borrows")
         .await?;
     tell(Notice::Listening(true));
     if !first {
@@ -95,24 +94,21 @@ async fn listen_once(
     }
     while let Some(first_notice) = rx.recv().await {
         let heard = std::time::Instant::now();
-        // Gather whatever arrived with it, so a bulk change is one message.
-        let mut owners = HashSet::new();
-        let mut pools = HashSet::new();
+        // Gather whatever arrived with it, so a burst is one message.
+        let mut tick = None;
         let mut borrowers = HashSet::new();
         let mut take = |(channel, payload): (String, String)| {
+            if channel == "lendex_feed" {
+                tick = tick.max(payload.parse::<u64>().ok());
+                return;
+            }
             let Ok(n) = serde_json::from_str::<Payload>(&payload) else {
                 return;
             };
             if n.cluster != cluster || n.origin.as_deref() == Some(origin) {
                 return;
             }
-            let parse = |s: Option<String>| s.and_then(|s| s.parse::<Pubkey>().ok());
-            match channel.as_str() {
-                "lendex_positions" => owners.extend(parse(n.owner)),
-                "lendex_pools" => pools.extend(parse(n.pool_address)),
-                "lendex_borrows" => borrowers.extend(parse(n.owner)),
-                _ => {}
-            }
+            borrowers.extend(n.owner.and_then(|s| s.parse::<Pubkey>().ok()));
         };
         take(first_notice);
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -122,12 +118,8 @@ async fn listen_once(
         if !borrowers.is_empty() {
             tell(Notice::BorrowsChanged(borrowers.into_iter().collect()));
         }
-        if !owners.is_empty() || !pools.is_empty() {
-            tell(Notice::Changed {
-                owners: owners.into_iter().collect(),
-                pools: pools.into_iter().collect(),
-                heard,
-            });
+        if let Some(tick) = tick {
+            tell(Notice::Ticked { tick, heard });
         }
     }
     pump.abort();

@@ -43,6 +43,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0010_write_version",
         include_str!("../../sql/0010_write_version.sql"),
     ),
+    ("0011_feed_log", include_str!("../../sql/0011_feed_log.sql")),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

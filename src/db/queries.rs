@@ -445,6 +445,51 @@ pub const CACHE_POOL_OWNERS_POSITIONS: &str = cache_position_select!(
     "AND owner IN (SELECT owner FROM positions WHERE cluster = $1 AND pool_address = $2)"
 );
 
+// ---- the feed's change log (sql/0011) ---------------------------------------------
+
+/// The feed's clock: its epoch, the last tick committed, the pruned ticks.
+pub const FEED_CLOCK: &str = "SELECT epoch, tick, pruned_through FROM feed_clock";
+
+/// The clock, with the pool changes of ticks in ($1, clock] of cluster $2 as
+/// the engine reads a pool (one row of NULL changes when there are none; one
+/// statement, so the clock and the changes are of one snapshot).
+pub const FEED_POOL_CHANGES: &str = concat!(
+    "SELECT f.epoch, f.tick AS clock, f.pruned_through, c.tick AS change_tick, c.kind::text AS kind, ",
+    engine_pool_columns!(),
+    " FROM feed_clock f LEFT JOIN LATERAL (
+        SELECT l.tick, l.seq, l.kind, r.* FROM feed_changes l,
+            jsonb_populate_record(NULL::pools, l.image) r
+        WHERE l.tick > $1 AND l.tick <= f.tick AND l.cluster = $2 AND l.kind IN ('p', 'P')) c ON true
+    ORDER BY c.tick, c.seq"
+);
+
+/// The position changes of ticks in ($1, $2] of cluster $3 as the engine
+/// reads a position (its columns first), at most $4 of them, each with its
+/// tick and kind, and the clock's pruned ticks (one row of NULL changes when
+/// there are none).
+pub const FEED_POSITION_CHANGES: &str = concat!(
+    "SELECT ",
+    engine_position_columns!(),
+    ", c.tick AS change_tick, c.kind::text AS kind, f.pruned_through
+    FROM feed_clock f LEFT JOIN LATERAL (
+        SELECT l.tick, l.seq, l.kind, r.* FROM feed_changes l,
+            jsonb_populate_record(NULL::positions, l.image) r
+        WHERE l.tick > $1 AND l.tick <= $2 AND l.cluster = $3 AND l.kind IN ('o', 'x')
+        ORDER BY l.tick, l.seq LIMIT $4) c ON true
+    ORDER BY c.tick, c.seq"
+);
+
+/// Forgets the changes of ticks older than $1 seconds, but never the last
+/// tick, and says which ticks may now be gone (replicas behind them reload).
+pub const FEED_PRUNE: &str = "WITH cut AS (
+        SELECT max(tick) AS through FROM feed_changes
+        WHERE at < now() - make_interval(secs => $1::float8)
+          AND tick < (SELECT tick FROM feed_clock)),
+    gone AS (DELETE FROM feed_changes WHERE tick <= (SELECT through FROM cut) RETURNING 1)
+    UPDATE feed_clock SET pruned_through = greatest(pruned_through, (SELECT through FROM cut))
+    WHERE (SELECT through FROM cut) IS NOT NULL
+    RETURNING (SELECT count(*) FROM gone)";
+
 /// The cache's account health factors, written back in bulk.
 pub const SET_HEALTH_FACTORS: &str = "UPDATE positions p SET health_factor_wad = u.hf::numeric
     FROM unnest($2::text[], $3::text[]) AS u(owner, hf)

@@ -1,8 +1,8 @@
-//! Committed changes of the index, applied to the engine as they are, with no
-//! read back from the database: what this replica's own writes return
-//! (`db::chain_writes`), in commit order. Every change carries the slot of the
-//! chain read it holds, and one older than what the engine holds is passed
-//! over, so changes that arrive out of order cannot regress an owner.
+//! Committed changes of the index, applied to the engine as they were
+//! committed: one tick of the feed's change log (`db::feed_log`) at a time, in
+//! commit order. Every change carries the slot of the chain read it holds,
+//! and one older than what the engine holds is passed over, so a change can
+//! never regress an owner.
 
 use super::*;
 
@@ -11,6 +11,8 @@ use super::*;
 pub enum Change {
     /// A pool's state as stored.
     Pool(PoolState),
+    /// A pool gone from the index (its positions with it).
+    PoolRemoved(Pubkey),
     /// A position as stored, with the health factor its row holds.
     Position {
         owner: Pubkey,
@@ -29,7 +31,7 @@ impl Change {
     /// The owner a position change is of.
     pub fn owner(&self) -> Option<Pubkey> {
         match self {
-            Change::Pool(_) => None,
+            Change::Pool(_) | Change::PoolRemoved(_) => None,
             Change::Position { owner, .. } | Change::Removed { owner, .. } => Some(*owner),
         }
     }
@@ -63,6 +65,10 @@ impl Engine {
                     if self.upsert_pool(state) {
                         unapplied.pools.push(address);
                     }
+                    continue;
+                }
+                Change::PoolRemoved(address) => {
+                    self.remove_pool(&address);
                     continue;
                 }
                 Change::Position {

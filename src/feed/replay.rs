@@ -1,12 +1,14 @@
-//! The feed's replay window (decisions §11): the most recent live events, kept
-//! as the very frames subscribers were sent (shared `Bytes`, no copy), so a
-//! reconnect whose `Last-Event-ID` is inside the window gets exactly the
+//! The feed's replay window (decisions §11, §13): the most recent live events,
+//! kept as the very frames subscribers were sent (shared `Bytes`, no copy), so
+//! a reconnect whose `Last-Event-ID` is inside the window gets exactly the
 //! events it missed, in order, and no snapshot. Anything else (another
-//! process's epoch, an id older than the window, garbage) is a `reset`.
+//! database's epoch, an id older than the window, garbage) is a `reset`.
 //!
-//! Events are numbered one more per live event. When the cache stops keeping
-//! events (nobody has listened for a while), the numbering skips one and the
-//! window empties: no id from before can resume across changes never kept.
+//! Ids are the same on every replica: a sequence is a tick of the feed's
+//! change log times 2^24 plus the event's place among that tick's events, so
+//! a replica that joined later numbers the ticks it applies as the others
+//! did. Sequences therefore increase but are not consecutive; the window
+//! knows how far it is complete (`last`): every tick up to it is applied.
 
 use std::collections::VecDeque;
 
@@ -14,20 +16,42 @@ use bytes::Bytes;
 
 use crate::engine::frame::EventId;
 
-/// Frames of consecutive events. `ends` holds each event's end in `frames`;
-/// the first `dropped` of them were forgotten, and event `first + i` is the
-/// one ending at `ends[dropped + i]`. Forgetting moves `dropped` on, so a trim
-/// costs a search, not a pass over every kept event.
+/// Bits of a sequence that number events within one tick.
+pub const TICK_BITS: u32 = 24;
+
+/// Most events one tick can number.
+pub const TICK_EVENTS: usize = 1 << TICK_BITS;
+
+/// The sequence of the first event of `tick`.
+pub fn tick_start(tick: u64) -> u64 {
+    tick << TICK_BITS
+}
+
+/// The largest sequence of `tick`: the position of a feed that holds every
+/// tick up to it (what a snapshot taken then carries).
+pub fn tick_end(tick: u64) -> u64 {
+    tick_start(tick) | (TICK_EVENTS as u64 - 1)
+}
+
+/// The tick a sequence belongs to.
+pub fn tick_of(seq: u64) -> u64 {
+    seq >> TICK_BITS
+}
+
+/// Frames of increasing events. `ends` holds each event's end in `frames`
+/// and `ids` its sequence; the first `dropped` of them were forgotten.
+/// Forgetting moves `dropped` on, so a trim costs a search, not a pass over
+/// every kept event.
 struct Part {
-    first: u64,
     frames: Bytes,
     ends: Vec<usize>,
+    ids: Vec<u64>,
     dropped: usize,
 }
 
 impl Part {
     fn last(&self) -> u64 {
-        self.first + (self.ends.len() - self.dropped) as u64 - 1
+        *self.ids.last().expect("parts are never empty")
     }
 
     /// Where the event at index `i` of `ends` starts.
@@ -40,9 +64,9 @@ impl Part {
         self.frames.len() - self.start_of(self.dropped)
     }
 
-    /// The frames of the events after `seq` (which is at or after `first - 1`).
+    /// The frames of the kept events after `seq`.
     fn after(&self, seq: u64) -> Bytes {
-        let skip = (seq + 1 - self.first) as usize;
+        let skip = self.ids[self.dropped..].partition_point(|&id| id <= seq);
         self.frames.slice(self.start_of(self.dropped + skip)..)
     }
 
@@ -54,8 +78,7 @@ impl Part {
         let k = self.ends[self.dropped..].partition_point(|&end| end - from < bytes) + 1;
         let freed = self.ends[self.dropped + k - 1] - from;
         self.dropped += k;
-        self.first += k as u64;
-        (freed, self.first - 1)
+        (freed, self.ids[self.dropped - 1])
     }
 }
 
@@ -64,23 +87,24 @@ impl Part {
 pub enum Reset {
     /// Not an id of the form `<epoch>.<sequence>`.
     Malformed,
-    /// Another process's id: this one restarted, or it is another replica.
+    /// Another feed's id: another database, or one made anew.
     Epoch,
     /// Older than the oldest event kept (or events since were not kept).
     Window,
-    /// A sequence this process has not reached.
+    /// A sequence this feed never issued.
     Unknown,
+    /// A change this replica had not applied within the wait.
+    Late,
 }
 
 impl Reset {
     pub fn reason(self) -> &'static str {
         match self {
             Reset::Malformed => "Last-Event-ID is not an event id of this feed",
-            Reset::Epoch => {
-                "Last-Event-ID is from another epoch (the service restarted, or another replica)"
-            }
+            Reset::Epoch => "Last-Event-ID is from another epoch (another database's feed)",
             Reset::Window => "Last-Event-ID is older than the replay window (cache.replay_bytes)",
             Reset::Unknown => "Last-Event-ID is ahead of this feed",
+            Reset::Late => "Last-Event-ID names a change this replica has not applied yet",
         }
     }
 
@@ -91,6 +115,7 @@ impl Reset {
             Reset::Epoch => "reset_epoch",
             Reset::Window => "reset_window",
             Reset::Unknown => "reset_unknown",
+            Reset::Late => "reset_late",
         }
     }
 
@@ -106,7 +131,8 @@ impl Reset {
 /// The window.
 pub struct Replay {
     epoch: u64,
-    /// The sequence of the last live event (0 before the first).
+    /// How far the feed is complete: the sequence a snapshot taken now
+    /// carries (every event up to it was published).
     last: u64,
     /// The oldest id that can resume: every event after it is kept.
     floor: u64,
@@ -117,9 +143,10 @@ pub struct Replay {
 }
 
 impl Replay {
-    pub fn new(epoch: u64, max_bytes: usize) -> Replay {
+    /// An empty window of no feed yet (`restart` names it).
+    pub fn new(max_bytes: usize) -> Replay {
         Replay {
-            epoch,
+            epoch: 0,
             last: 0,
             floor: 0,
             parts: VecDeque::new(),
@@ -128,7 +155,11 @@ impl Replay {
         }
     }
 
-    /// The id of the last live event: the one a snapshot taken now carries.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The feed's position: the id a snapshot taken now carries.
     pub fn last_id(&self) -> EventId {
         EventId {
             epoch: self.epoch,
@@ -136,25 +167,35 @@ impl Replay {
         }
     }
 
-    /// The id the next live event gets (`n` after it: `next_id().seq + n`).
-    pub fn next_id(&self) -> EventId {
-        EventId {
-            epoch: self.epoch,
-            seq: self.last + 1,
-        }
+    /// Starts over at `through` of feed `epoch`, keeping nothing: ids up to
+    /// it can no longer resume here (a reload, whose changes are not
+    /// numbered).
+    pub fn restart(&mut self, epoch: u64, through: u64) {
+        self.epoch = epoch;
+        self.last = through;
+        self.floor = through;
+        self.parts.clear();
+        self.kept = 0;
     }
 
-    /// Keeps the frames of the next `ends.len()` events (numbered from
-    /// `next_id`), then forgets the oldest past `max_bytes`.
-    pub fn push(&mut self, frames: Bytes, ends: Vec<usize>) {
+    /// The feed is complete up to `through` (ticks applied without events).
+    pub fn advance(&mut self, through: u64) {
+        self.last = self.last.max(through);
+    }
+
+    /// Keeps the frames of events `ids` (increasing, after `last`), each
+    /// ending at its `ends`, then forgets the oldest past `max_bytes`.
+    pub fn push(&mut self, frames: Bytes, ends: Vec<usize>, ids: Vec<u64>) {
         if ends.is_empty() {
             return;
         }
         debug_assert!(ends.windows(2).all(|w| w[0] <= w[1]) && ends.last() == Some(&frames.len()));
+        debug_assert!(ids.len() == ends.len() && ids.windows(2).all(|w| w[0] < w[1]));
+        debug_assert!(ids[0] > self.last);
         let part = Part {
-            first: self.last + 1,
             frames,
             ends,
+            ids,
             dropped: 0,
         };
         self.last = part.last();
@@ -186,16 +227,9 @@ impl Replay {
         }
     }
 
-    /// Changes happen that are not kept: ids so far can no longer resume.
-    pub fn interrupt(&mut self) {
-        self.last += 1;
-        self.floor = self.last;
-        self.parts.clear();
-        self.kept = 0;
-    }
-
     /// What a reconnect with `last_event_id` is sent: the frames of every event
-    /// after it (possibly none), or why it must start over.
+    /// after it (possibly none), or why it must start over. An id ahead of
+    /// `last` is `Unknown` here; the cache first waits for it to be applied.
     pub fn since(&self, last_event_id: &str) -> Result<Vec<Bytes>, Reset> {
         let id = EventId::parse(last_event_id).ok_or(Reset::Malformed)?;
         if id.epoch != self.epoch {
@@ -211,7 +245,7 @@ impl Replay {
             .parts
             .iter()
             .filter(|part| part.last() > id.seq)
-            .map(|part| part.after(id.seq.max(part.first - 1)))
+            .map(|part| part.after(id.seq))
             .collect())
     }
 
@@ -221,33 +255,36 @@ impl Replay {
     }
 }
 
-/// This process's epoch: its start in microseconds (distinct per restart and,
-/// in practice, per replica).
-pub fn new_epoch() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_micros() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn frame(seq: u64) -> String {
-        format!("id: 7.{seq}\nevent: e\ndata: {seq}\n\n")
+    /// Event `k` has the sequence 30 + 3k: sequences increase with gaps,
+    /// as ticks' do (and events 0 to 23 have ids of one length).
+    fn seq(k: u64) -> u64 {
+        30 + 3 * k
+    }
+
+    fn frame(k: u64) -> String {
+        format!("id: 7.{}\nevent: e\ndata: {k}\n\n", seq(k))
+    }
+
+    fn fresh(max_bytes: usize) -> Replay {
+        let mut replay = Replay::new(max_bytes);
+        replay.restart(7, 0);
+        replay
     }
 
     /// Pushes events `from..=to` as one part.
     fn push(replay: &mut Replay, from: u64, to: u64) {
-        assert_eq!(replay.next_id().seq, from);
         let mut frames = String::new();
         let mut ends = Vec::new();
-        for seq in from..=to {
-            frames.push_str(&frame(seq));
+        for k in from..=to {
+            frames.push_str(&frame(k));
             ends.push(frames.len());
         }
-        replay.push(Bytes::from(frames), ends);
+        replay.push(Bytes::from(frames), ends, (from..=to).map(seq).collect());
     }
 
     fn text(parts: Vec<Bytes>) -> String {
@@ -263,48 +300,85 @@ mod tests {
 
     #[test]
     fn a_reconnect_gets_exactly_what_it_missed() {
-        let mut replay = Replay::new(7, 1 << 20);
+        let mut replay = fresh(1 << 20);
         assert_eq!(replay.since("7.0").unwrap(), Vec::<Bytes>::new());
         push(&mut replay, 1, 3);
         push(&mut replay, 4, 4);
         push(&mut replay, 5, 9);
         for seen in 0..=9 {
-            assert_eq!(
-                text(replay.since(&format!("7.{seen}")).unwrap()),
-                expected(seen + 1, 9)
-            );
+            // The id itself, and any sequence between it and the next event.
+            for id in [seq(seen), seq(seen) + 1, seq(seen) + 2] {
+                if id > seq(9) {
+                    continue;
+                }
+                assert_eq!(
+                    text(replay.since(&format!("7.{id}")).unwrap()),
+                    expected(seen + 1, 9)
+                );
+            }
         }
-        assert_eq!(replay.since("7.10"), Err(Reset::Unknown));
+        assert_eq!(
+            replay.since(&format!("7.{}", seq(9) + 1)),
+            Err(Reset::Unknown)
+        );
         assert_eq!(replay.since("8.3"), Err(Reset::Epoch));
         assert_eq!(replay.since("garbage"), Err(Reset::Malformed));
         assert_eq!(replay.since(""), Err(Reset::Malformed));
     }
 
     #[test]
-    fn past_the_window_is_a_reset_and_a_big_batch_keeps_its_newest() {
-        let size = frame(1).len();
-        let mut replay = Replay::new(7, size * 4);
-        push(&mut replay, 1, 5);
-        assert_eq!(replay.kept_bytes(), size * 4);
-        assert_eq!(replay.since("7.0"), Err(Reset::Window));
-        assert_eq!(text(replay.since("7.1").unwrap()), expected(2, 5));
-        push(&mut replay, 6, 7);
-        assert_eq!(replay.since("7.2"), Err(Reset::Window));
-        assert_eq!(text(replay.since("7.3").unwrap()), expected(4, 7));
+    fn ticks_without_events_move_the_feed_on() {
+        let mut replay = fresh(1 << 20);
+        push(&mut replay, 1, 2);
+        replay.advance(tick_end(5));
+        assert_eq!(replay.last_id().seq, tick_end(5));
+        // A snapshot of then resumes with what comes after.
+        let at = format!("7.{}", tick_end(5));
+        assert_eq!(replay.since(&at).unwrap(), Vec::<Bytes>::new());
+        let mut frames = String::new();
+        let id = tick_start(6);
+        frames.push_str(&format!("id: 7.{id}\nevent: e\ndata: x\n\n"));
+        let ends = vec![frames.len()];
+        replay.push(Bytes::from(frames.clone()), ends, vec![id]);
+        assert_eq!(text(replay.since(&at).unwrap()), frames);
+        assert_eq!(tick_of(tick_end(5)), 5);
+        assert_eq!(tick_of(tick_start(6)), 6);
     }
 
     #[test]
-    fn an_interruption_ends_every_resume_so_far() {
-        let mut replay = Replay::new(7, 1 << 20);
+    fn past_the_window_is_a_reset_and_a_big_batch_keeps_its_newest() {
+        let size = frame(1).len();
+        let mut replay = fresh(size * 4);
+        push(&mut replay, 1, 5);
+        assert_eq!(replay.kept_bytes(), size * 4);
+        assert_eq!(replay.since("7.0"), Err(Reset::Window));
+        assert_eq!(
+            text(replay.since(&format!("7.{}", seq(1))).unwrap()),
+            expected(2, 5)
+        );
+        push(&mut replay, 6, 7);
+        assert_eq!(replay.since(&format!("7.{}", seq(2))), Err(Reset::Window));
+        assert_eq!(
+            text(replay.since(&format!("7.{}", seq(3))).unwrap()),
+            expected(4, 7)
+        );
+    }
+
+    #[test]
+    fn a_restart_ends_every_resume_so_far() {
+        let mut replay = fresh(1 << 20);
         push(&mut replay, 1, 3);
-        replay.interrupt();
+        replay.restart(7, tick_end(1));
         for seen in 0..=3 {
-            assert_eq!(replay.since(&format!("7.{seen}")), Err(Reset::Window));
+            assert_eq!(
+                replay.since(&format!("7.{}", seq(seen))),
+                Err(Reset::Window)
+            );
         }
-        // A snapshot taken now carries 7.4: it resumes.
-        assert_eq!(replay.last_id().seq, 4);
-        push(&mut replay, 5, 6);
-        assert_eq!(text(replay.since("7.4").unwrap()), expected(5, 6));
+        // A snapshot taken now carries the restart's position: it resumes.
+        assert_eq!(replay.last_id().seq, tick_end(1));
+        let at = format!("7.{}", tick_end(1));
+        assert_eq!(replay.since(&at).unwrap(), Vec::<Bytes>::new());
     }
 
     #[test]
@@ -314,6 +388,7 @@ mod tests {
             Reset::Epoch,
             Reset::Window,
             Reset::Unknown,
+            Reset::Late,
         ] {
             let frame = String::from_utf8(reset.frame().to_vec()).unwrap();
             let data = frame
@@ -336,7 +411,7 @@ mod tests {
             seen in 0u64..80,
         ) {
             let size = frame(10).len();
-            let mut replay = Replay::new(7, size * window);
+            let mut replay = fresh(size * window);
             let mut next = 1;
             for n in batches {
                 push(&mut replay, next, next + n - 1);
@@ -344,11 +419,14 @@ mod tests {
             }
             let last = next - 1;
             // What is kept is exactly the events after the floor, within the window.
-            let after_floor: usize = (replay.floor + 1..=last).map(|s| frame(s).len()).sum();
+            let after_floor: usize = (1..=last)
+                .filter(|k| seq(*k) > replay.floor)
+                .map(|k| frame(k).len())
+                .sum();
             prop_assert_eq!(replay.kept_bytes(), after_floor);
             prop_assert!(replay.kept_bytes() <= size * window);
-            let missed: usize = (seen + 1..=last).map(|s| frame(s).len()).sum();
-            match replay.since(&format!("7.{seen}")) {
+            let missed: usize = (seen + 1..=last).map(|k| frame(k).len()).sum();
+            match replay.since(&format!("7.{}", seq(seen))) {
                 Ok(parts) => {
                     prop_assert!(seen <= last && missed <= size * window);
                     prop_assert_eq!(text(parts), expected(seen + 1, last));

@@ -516,7 +516,7 @@ async fn a_second_replica_writing_the_same_database_reaches_this_cache() {
 /// binary, in its own process (its own cache, loaded from the database).
 pub(crate) struct Replica {
     pub base: String,
-    process: std::process::Child,
+    pub process: std::process::Child,
 }
 
 impl Drop for Replica {
@@ -527,9 +527,15 @@ impl Drop for Replica {
 }
 
 pub(crate) async fn second_replica(m: &Market) -> Replica {
+    second_replica_with(m, &[]).await
+}
+
+/// Another replica, with these settings (environment) besides.
+pub(crate) async fn second_replica_with(m: &Market, env: &[(&str, &str)]) -> Replica {
     let port = free_port();
     let process = std::process::Command::new(env!("CARGO_BIN_EXE_lendex"))
         .arg("serve")
+        .envs(env.iter().copied())
         .env("DATABASE_URL", &m.t.app.db.url)
         .env("RPC_URL", &m.t.chain.url)
         .env("BIND_ADDR", format!("127.0.0.1:{port}"))

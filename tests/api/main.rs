@@ -10,6 +10,7 @@ mod chain_faults;
 mod chain_refresh;
 mod chain_stream;
 mod chain_support;
+mod cluster_feed;
 mod common;
 mod conditional_get;
 mod console_browser;

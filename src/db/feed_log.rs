@@ -1,0 +1,174 @@
+//! The feed's change log (sql/0011): every committed change of what the
+//! health engine reads, as its row was committed, under the tick of its
+//! transaction. Every replica reads it tick after tick, so all of them apply
+//! the same changes in the same order and number the same events alike.
+
+use deadpool_postgres::Pool;
+
+use crate::db::engine_rows::{PoolKeys, pool_state, position_state};
+use crate::db::queries;
+use crate::domain::pubkey::Pubkey;
+use crate::engine::Change;
+use crate::error::ApiResult;
+
+/// The feed's clock as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    /// Names this database's feed (fixed for its life).
+    pub epoch: u64,
+    /// The last tick committed.
+    pub tick: u64,
+    /// Ticks at or below it may be gone from the log.
+    pub pruned_through: u64,
+}
+
+/// The changes of one tick, in the order they were made.
+#[derive(Debug, Default)]
+pub struct Tick {
+    pub tick: u64,
+    pub changes: Vec<Change>,
+}
+
+/// What a read of the log after some tick found.
+#[derive(Debug)]
+pub enum Read {
+    /// Every tick up to `clock.tick` (those with changes of this cluster listed).
+    Ticks { clock: Clock, ticks: Vec<Tick> },
+    /// Some of the ticks wanted are pruned, or there are more changes than one
+    /// read takes (a bulk write): the engine reloads everything instead.
+    Reload,
+}
+
+/// The clock alone.
+pub async fn clock(client: &impl deadpool_postgres::GenericClient) -> ApiResult<Clock> {
+    let row = client.query_one(queries::FEED_CLOCK, &[]).await?;
+    Ok(Clock {
+        epoch: unsigned(row.get("epoch")),
+        tick: unsigned(row.get("tick")),
+        pruned_through: unsigned(row.get("pruned_through")),
+    })
+}
+
+/// The changes of cluster `cluster` committed after tick `after`, at most
+/// `max_rows` position changes.
+pub async fn read_after(
+    db: &Pool,
+    cluster: &'static str,
+    after: u64,
+    max_rows: usize,
+) -> ApiResult<Read> {
+    let client = db.get().await?;
+    let after_sql = signed(after);
+    let pools = client.prepare_cached(queries::FEED_POOL_CHANGES).await?;
+    let pool_rows = client.query(&pools, &[&after_sql, &cluster]).await?;
+    let first = pool_rows.first().expect("the clock row is always there");
+    let clock = Clock {
+        epoch: unsigned(first.get("epoch")),
+        tick: unsigned(first.get("clock")),
+        pruned_through: unsigned(first.get("pruned_through")),
+    };
+    if clock.pruned_through > after {
+        return Ok(Read::Reload);
+    }
+    let mut ticks: Vec<Tick> = Vec::new();
+    let mut push = |tick: u64, change: Change| match ticks.last_mut() {
+        Some(last) if last.tick == tick => last.changes.push(change),
+        _ => ticks.push(Tick {
+            tick,
+            changes: vec![change],
+        }),
+    };
+    // Pools first within each tick: the engine applies a tick's pools before
+    // its positions anyway (`Engine::apply`), so one merge by tick suffices.
+    let mut pool_changes = Vec::new();
+    for row in &pool_rows {
+        let Some(tick) = row.get::<_, Option<i64>>("change_tick") else {
+            continue;
+        };
+        let change = match row.get::<_, &str>("kind") {
+            "P" => row
+                .get::<_, &str>("pool_address")
+                .parse::<Pubkey>()
+                .ok()
+                .map(Change::PoolRemoved),
+            _ => pool_state(row).map(Change::Pool),
+        };
+        pool_changes.extend(change.map(|c| (unsigned(tick), c)));
+    }
+    let positions = client
+        .prepare_cached(queries::FEED_POSITION_CHANGES)
+        .await?;
+    let limit = i64::try_from(max_rows).unwrap_or(i64::MAX - 1) + 1;
+    let rows = client
+        .query(
+            &positions,
+            &[&after_sql, &signed(clock.tick), &cluster, &limit],
+        )
+        .await?;
+    let counted = rows
+        .iter()
+        .filter(|r| r.get::<_, Option<i64>>(col::TICK).is_some())
+        .count();
+    let pruned = rows
+        .first()
+        .map_or(0, |r| unsigned(r.get(col::PRUNED_THROUGH)));
+    if counted > max_rows || pruned > after {
+        return Ok(Read::Reload);
+    }
+    let mut keys = PoolKeys::default();
+    let mut pool_changes = pool_changes.into_iter().peekable();
+    for row in &rows {
+        let Some(tick) = row.get::<_, Option<i64>>(col::TICK).map(unsigned) else {
+            continue;
+        };
+        while let Some((t, change)) = pool_changes.next_if(|(t, _)| *t <= tick) {
+            push(t, change);
+        }
+        let Some((owner, position, row_health_factor)) = position_state(row, &mut keys) else {
+            continue;
+        };
+        let change = match row.get::<_, &str>(col::KIND) {
+            "x" => Change::Removed {
+                owner,
+                position: position.address,
+                slot: position.slot,
+            },
+            _ => Change::Position {
+                owner,
+                position,
+                row_health_factor,
+            },
+        };
+        push(tick, change);
+    }
+    for (tick, change) in pool_changes {
+        push(tick, change);
+    }
+    Ok(Read::Ticks { clock, ticks })
+}
+
+/// The extra columns of FEED_POSITION_CHANGES, after the position's own.
+mod col {
+    pub const TICK: usize = 11;
+    pub const KIND: usize = 12;
+    pub const PRUNED_THROUGH: usize = 13;
+}
+
+/// Prunes the changes older than `keep_seconds` (the lease holder's chore);
+/// returns how many rows went.
+pub async fn prune(db: &Pool, keep_seconds: f64) -> ApiResult<i64> {
+    let client = db.get().await?;
+    let row = client
+        .query_opt(queries::FEED_PRUNE, &[&keep_seconds])
+        .await?;
+    Ok(row.map_or(0, |r| r.get(0)))
+}
+
+/// A tick or epoch as stored (bigint, never negative) as u64.
+fn unsigned(stored: i64) -> u64 {
+    u64::try_from(stored).unwrap_or(0)
+}
+
+fn signed(tick: u64) -> i64 {
+    i64::try_from(tick).unwrap_or(i64::MAX)
+}
