@@ -1,6 +1,7 @@
 //! Replicas behind the shipped HAProxy configuration (`ops/haproxy/`): a
 //! rolling restart of every replica, drained one by one, costs a client no
-//! failed read or write and a subscriber no refused stream.
+//! failed read or write, and a subscriber no refused stream, no event and no
+//! snapshot after its first.
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use crate::process::{Served, serve, sigterm, wait_until_up};
 
 /// `ops/haproxy/haproxy.cfg` with `ports` as its servers (r1, r2, ...),
 /// listening on `front`, its stats page on `stats`.
-fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Served {
+pub(crate) fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Served {
     let shipped = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/haproxy/haproxy.cfg"),
     )
@@ -42,7 +43,7 @@ fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Ser
     )
 }
 
-fn replica(db: &TestDb, port: u16) -> Served {
+pub(crate) fn replica(db: &TestDb, port: u16) -> Served {
     serve(
         db,
         port,
@@ -54,7 +55,7 @@ fn replica(db: &TestDb, port: u16) -> Served {
 }
 
 /// Whether HAProxy (stats on `stats`) holds `server` in rotation.
-async fn in_rotation(http: &reqwest::Client, stats: u16, server: &str) -> bool {
+pub(crate) async fn in_rotation(http: &reqwest::Client, stats: u16, server: &str) -> bool {
     let Ok(res) = http
         .get(format!("http://127.0.0.1:{stats}/;csv"))
         .send()
@@ -84,7 +85,7 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     let mut replicas = vec![replica(&db, ports[0])];
     let http = reqwest::Client::new();
     wait_until_up(&http, &format!("http://127.0.0.1:{}", ports[0])).await;
-    insert_pool(&client, ORACLE_DOLLAR).await;
+    let pool = crate::balancer_feed::seed(&client).await;
     replicas.push(replica(&db, ports[1]));
     let (front, stats) = (free_port(), free_port());
     let dir = std::env::temp_dir();
@@ -147,35 +148,16 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
             failures
         })
     };
-    let streams_opened = Arc::new(AtomicU64::new(0));
-    let subscriber = {
-        let (http, base, done) = (http.clone(), base.clone(), done.clone());
-        let opened = streams_opened.clone();
-        tokio::spawn(async move {
-            let mut refused = Vec::new();
-            while !done.load(Relaxed) {
-                match http
-                    .get(format!("{base}/api/positions/unhealthy/stream"))
-                    .send()
-                    .await
-                {
-                    Ok(mut res) if res.status().as_u16() == 200 => {
-                        opened.fetch_add(1, Relaxed);
-                        loop {
-                            tokio::select! {
-                                chunk = res.chunk() => if !matches!(chunk, Ok(Some(_))) { break },
-                                () = tokio::time::sleep(Duration::from_millis(200)) => {
-                                    if done.load(Relaxed) { break }
-                                }
-                            }
-                        }
-                    }
-                    other => refused.push(format!("{other:?}")),
-                }
-            }
-            refused
-        })
-    };
+    // A subscriber that resumes with its last id, as the examples do, and
+    // prices that keep moving (each move re-scores every owner).
+    let (followed, subscriber) = crate::balancer_feed::follow(base.clone(), done.clone());
+    let moving = Arc::new(AtomicBool::new(false));
+    let moves = crate::balancer_feed::mover(
+        db.url.clone(),
+        pool,
+        Duration::from_millis(100),
+        moving.clone(),
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Each replica in turn: SIGTERM (it drains), wait for its exit, start it
@@ -219,9 +201,16 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
         );
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
+    moving.store(true, Relaxed);
+    let ticks = moves.await.unwrap();
+    assert!(
+        crate::balancer_feed::all_caught_up(std::slice::from_ref(&followed), &ticks).await,
+        "the subscriber caught up"
+    );
     done.store(true, Relaxed);
     let failures = poller.await.unwrap();
-    let refused = subscriber.await.unwrap();
+    subscriber.await.unwrap();
+    let followed = followed.lock().unwrap();
     assert!(
         failures.is_empty(),
         "{} of {} requests failed during the rolling restart: {:?}",
@@ -230,11 +219,18 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
         &failures[..failures.len().min(5)]
     );
     assert!(answered.load(Relaxed) > 100, "the poller kept polling");
-    assert!(refused.is_empty(), "streams refused: {refused:?}");
     assert!(
-        streams_opened.load(Relaxed) >= 2,
+        followed.refused.is_empty(),
+        "streams refused: {:?}",
+        followed.refused
+    );
+    assert!(
+        followed.connects >= 2,
         "the subscriber's stream was ended by its replica's drain and opened again"
     );
+    assert_eq!(followed.resets, 0, "no reset");
+    assert_eq!(followed.snapshots, 1, "no snapshot after the first");
+    followed.check(&ticks).expect("every move once");
 }
 
 /// Stands in for a replica between its stop and its restart.

@@ -4,6 +4,7 @@
 mod admin_api;
 mod auth_handshake;
 mod balancer;
+mod balancer_feed;
 mod chain_api;
 mod chain_edge;
 mod chain_faults;
