@@ -62,6 +62,9 @@ def events(last_event_id):
             elif line == "":
                 if data:
                     yield event_id, event, json.loads(data)
+                elif event_id:
+                    # The feed's position alone (no event): resume from there.
+                    yield event_id, None, None
                 event_id, event, data = None, "message", ""
 
 
@@ -72,6 +75,9 @@ def main():
     while True:
         try:
             for event_id, event, data in events(last_event_id):
+                if event is None:
+                    last_event_id = event_id
+                    continue
                 if event == "reset":
                     # What was missed is not replayed: the snapshot follows.
                     print(f"reset {data['reason']}", file=sys.stderr, flush=True)

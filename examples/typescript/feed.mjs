@@ -53,7 +53,10 @@ async function* events(lastEventId) {
         else if (line.startsWith("event: ")) event = line.slice(7);
         else if (line.startsWith("data: ")) data += line.slice(6);
       }
-      if (data) yield { id, event, data: JSON.parse(data) }; // else a comment or keep-alive
+      if (data) yield { id, event, data: JSON.parse(data) };
+      // The feed's position alone (no event): resume from there.
+      else if (id) yield { id, event: null, data: null };
+      // else a comment or keep-alive
     }
   }
 }
@@ -63,6 +66,10 @@ let seen = 0;
 for (;;) {
   try {
     for await (const { id, event, data } of events(lastEventId)) {
+      if (event === null) {
+        lastEventId = id;
+        continue;
+      }
       if (event === "reset") {
         // What was missed is not replayed: the snapshot follows.
         console.error(`reset ${data.reason}`);

@@ -241,6 +241,47 @@ async fn feed_examples_resume_after_a_drop_with_nothing_lost_or_repeated() {
     }
 }
 
+/// The examples' reconnect lands on another replica (as through a load
+/// balancer): it resumes there with exactly what it missed, no reset.
+#[actix_rt::test]
+async fn feed_examples_resume_on_another_replica() {
+    let mut m = market(|_| {}).await;
+    for i in 0..3 {
+        m.account(500_000_000 + i, 40_000_000_000).await;
+    }
+    let b = crate::health_feed::second_replica(&m).await;
+    let mut price = 20 * USD;
+    for (program, script) in runners("feed") {
+        let link = WsProxy::start(&m.t.app.base).await;
+        let env = [("LENDEX_URL", link.url.as_str())];
+        let mut example = Running::start(&program, &script, &env, &["9"]);
+        let snapshot = example.lines(3).await;
+        assert_eq!(snapshot.len(), 3, "{}: {snapshot:?}", script.display());
+        // Its replica goes away; the next connection reaches replica B.
+        link.down();
+        for _ in 0..2 {
+            price += USD / 10;
+            m.set_sol_price(price).await;
+        }
+        link.retarget(&b.base);
+        link.up();
+        let missed = example.lines(6).await;
+        let (ok, stderr) = example.finish().await;
+        assert!(ok, "{}: {stderr}", script.display());
+        assert!(
+            !stderr.lines().any(|l| l.starts_with("reset ")),
+            "{}: resumed, not reset: {stderr}",
+            script.display()
+        );
+        assert_eq!(missed.len(), 6, "{}: {missed:?}", script.display());
+        assert!(
+            missed.iter().all(|l| l.starts_with("candidate_update ")),
+            "{}: {missed:?}",
+            script.display()
+        );
+    }
+}
+
 #[actix_rt::test]
 async fn poll_examples_are_woken_by_a_new_quote() {
     let mut m = market(|_| {}).await;

@@ -30,6 +30,8 @@ struct State {
     messing: bool,
     /// One per live connection: send true to freeze it; dropped to cut it.
     connections: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
+    /// New connections go here instead (`host:port`), once set.
+    retargeted: Option<String>,
 }
 
 impl WsProxy {
@@ -48,15 +50,16 @@ impl WsProxy {
         let (accepting, counting) = (state.clone(), messed.clone());
         actix_rt::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let (refusing, messing, pausing) = {
+                let (refusing, messing, pausing, to) = {
                     let s = accepting.lock().unwrap();
-                    (s.refusing, s.messing, s.pausing)
+                    let to = s.retargeted.clone().unwrap_or_else(|| target.clone());
+                    (s.refusing, s.messing, s.pausing, to)
                 };
                 if refusing {
                     drop(client);
                     continue;
                 }
-                let Ok(server) = TcpStream::connect(&target).await else {
+                let Ok(server) = TcpStream::connect(&to).await else {
                     continue;
                 };
                 let (freeze, frozen) = watch::channel(pausing);
@@ -87,6 +90,15 @@ impl WsProxy {
 
     pub fn up(&self) {
         self.state.lock().unwrap().refusing = false;
+    }
+
+    /// New connections go to `upstream` (in the scheme `start` took): a
+    /// client moved to another replica.
+    pub fn retarget(&self, upstream: &str) {
+        let rest = upstream
+            .split_once("://")
+            .map_or(upstream, |(_, rest)| rest);
+        self.state.lock().unwrap().retargeted = Some(rest.trim_end_matches('/').to_string());
     }
 
     /// Open connections stay open but carry nothing more, either way.
