@@ -7,7 +7,8 @@
 //! and CSV; a revoke confirmed (and one cancelled), a rejected signature; an
 //! unregistered pool registered from its row; an owner appearing in the feed
 //! after a price change on the chain (sorted, filtered, paused), the feed
-//! resuming after its connection drops (the browser's Last-Event-ID); the
+//! resuming on another replica after its connection drops (the browser's
+//! Last-Event-ID; the rest of the steps go to that replica); the
 //! risk lens's ticks, tooltip and click; the wallet's history, the events and
 //! the market; the service paused (stale within 10 s), down (an error, never
 //! "no pools"), an empty market, long errors; the keyboard. Each step is
@@ -65,6 +66,9 @@ async fn the_console_in_a_browser() {
     // Only this run's screenshots count.
     let _ = std::fs::remove_dir_all(&shots);
     let link = WsProxy::start(&m.t.app.base).await;
+    // A second replica on the same database: the page's feed resumes there
+    // after its connection drops, as behind a load balancer.
+    let replica = crate::health_feed::second_replica(&m).await;
     // A service with nothing registered: the empty market's page.
     let empty = crate::common::spawn_app().await;
 
@@ -104,10 +108,12 @@ async fn the_console_in_a_browser() {
             // SOL at $30: debt 900 against 800 of collateral; the owner sinks.
             "READY_FOR_PRICE" => m.set_sol_price(30 * USD).await,
             "READY_FOR_DROP" => {
-                // Cut off while SOL moves to $32: the owner sinks further unseen.
+                // Cut off while SOL moves to $32: the owner sinks further
+                // unseen; the page comes back to the other replica.
                 link.down();
                 m.set_sol_price(32 * USD).await;
                 tokio::time::sleep(Duration::from_millis(300)).await;
+                link.retarget(&replica.base);
                 link.up();
             }
             "READY_FOR_PAUSE" => link.pause(),
