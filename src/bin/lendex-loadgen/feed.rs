@@ -13,13 +13,6 @@ pub struct Event {
     pub id: Option<String>,
 }
 
-impl Event {
-    /// The sequence of its `<epoch>.<sequence>` id.
-    pub fn seq(&self) -> Option<u64> {
-        self.id.as_deref()?.split_once('.')?.1.parse().ok()
-    }
-}
-
 /// Subscribes to /api/positions/unhealthy/stream and sends every event as it
 /// arrives; the snapshot sent on connect is drained before returning.
 pub async fn subscribe(api: &str) -> UnboundedReceiver<Event> {

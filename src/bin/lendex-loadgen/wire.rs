@@ -243,58 +243,55 @@ pub async fn held_polls(url: &str, api: &str, polls: usize, server_pid: u32, cha
     flip_price(&db, false, 60).await;
 }
 
-/// The id of the last event received before `quiet` passes without one.
-async fn last_id_after(
+/// The ids of the events received before `quiet` passes without one.
+async fn ids_until_quiet(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<feed::Event>,
     quiet: Duration,
-) -> Option<String> {
-    let mut last = None;
+) -> Vec<String> {
+    let mut ids = Vec::new();
     while let Ok(Some(event)) = tokio::time::timeout(quiet, rx.recv()).await {
-        if event.id.is_some() {
-            last = event.id;
-        }
+        ids.extend(event.id);
     }
-    last
+    ids
 }
 
 pub async fn resume(url: &str, api: &str, missed: usize, rounds: usize) {
     let db = connect(url).await;
     let mut watcher = feed::connect(api, None).await;
-    let mut current = last_id_after(&mut watcher, Duration::from_millis(1500))
+    let mut current = ids_until_quiet(&mut watcher, Duration::from_millis(1500))
         .await
+        .pop()
         .expect("someone under water: the snapshot has ids");
     let mut took = Vec::new();
     let mut low = false;
     for round in 0..rounds {
-        // Cut off at `current`: changes until at least `missed` events passed.
+        // Cut off at `current`: changes until at least `missed` events passed
+        // (ids increase, not one by one: they are numbered by commit).
         let from = current.clone();
-        let from_seq: u64 = from.split_once('.').unwrap().1.parse().unwrap();
-        let mut last_seq = from_seq;
-        while last_seq < from_seq + missed as u64 {
+        let mut expected: Vec<String> = Vec::new();
+        while expected.len() < missed {
             low = !low;
             flip_price(&db, low, 60).await;
-            if let Some(id) = last_id_after(&mut watcher, Duration::from_millis(400)).await {
-                last_seq = id.split_once('.').unwrap().1.parse().unwrap();
-                current = id;
-            }
+            expected.extend(ids_until_quiet(&mut watcher, Duration::from_millis(400)).await);
         }
+        current = expected.last().expect("events came").clone();
         let asked = Instant::now();
         let mut back = feed::connect(api, Some(&from)).await;
-        let (mut count, mut first, mut reset) = (0usize, None, false);
+        let mut got: Vec<String> = Vec::new();
+        let mut reset = false;
         while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(10), back.recv()).await
         {
             reset |= event.name == "reset";
-            first.get_or_insert(event.seq());
-            count += 1;
-            if event.seq() == Some(last_seq) {
+            got.extend(event.id);
+            if got.last() == Some(&current) {
                 break;
             }
         }
         let elapsed = asked.elapsed();
         println!(
-            "round {round}: {count} missed events ({}..={last_seq}) after {from}: {elapsed:?}{}",
-            from_seq + 1,
-            if reset || first != Some(Some(from_seq + 1)) {
+            "round {round}: {} missed events (to {current}) after {from}: {elapsed:?}{}",
+            got.len(),
+            if reset || got != expected {
                 " (NOT resumed)"
             } else {
                 ", no snapshot"

@@ -1,0 +1,215 @@
+//! `failover`: N subscribers follow the feed through a load balancer, as the
+//! examples do (reconnecting with their last id), while a price move sinks
+//! thousands of owners and the replica serving some of them is killed
+//! (SIGKILL) mid-move. Reports when the last subscriber held every event of
+//! the move, and checks each against a reference stream on a replica that
+//! lives: the same events, each once, no reset, no second snapshot.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+
+use crate::{connect, key, market};
+
+/// Bits of a sequence that number events within one tick (`feed::replay`).
+const TICK_BITS: u32 = 24;
+const SNAPSHOT_IDX: u64 = (1 << TICK_BITS) - 1;
+
+/// What one subscriber received.
+#[derive(Default)]
+struct Seen {
+    /// Live events by id (tick, place): (name, when received, how often).
+    events: BTreeMap<(u64, u64), (String, Instant, u32)>,
+    first_snapshot: Option<u64>,
+    snapshots: u32,
+    resets: u32,
+    connects: u32,
+}
+
+/// Follows `url`'s feed until `stop`, reconnecting with the last id.
+fn follow(url: String, stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<Mutex<Seen>> {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let state = seen.clone();
+    actix_rt::spawn(async move {
+        let http = reqwest::Client::new();
+        let mut last: Option<String> = None;
+        let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+        while !stopped() {
+            let mut req = http.get(format!("{url}/api/positions/unhealthy/stream"));
+            if let Some(id) = &last {
+                req = req.header("Last-Event-ID", id);
+            }
+            let Ok(res) = req.send().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            if res.status() != 200 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            state.lock().unwrap().connects += 1;
+            let mut body = res.bytes_stream();
+            let (mut pending, mut snapshot_here) = (Vec::<u8>::new(), false);
+            while let Some(Ok(chunk)) = body.next().await {
+                let at = Instant::now();
+                pending.extend_from_slice(&chunk);
+                let mut start = 0;
+                let mut s = state.lock().unwrap();
+                while let Some(end) = memchr::memmem::find(&pending[start..], b"\n\n") {
+                    let frame = &pending[start..start + end];
+                    start += end + 2;
+                    let field = |name: &[u8]| {
+                        frame
+                            .split(|&b| b == b'\n')
+                            .find_map(|l| l.strip_prefix(name))
+                            .map(|v| String::from_utf8_lossy(v).into_owned())
+                    };
+                    let event = field(b"event: ");
+                    if event.as_deref() == Some("reset") {
+                        s.resets += 1;
+                    }
+                    let Some(id) = field(b"id: ") else { continue };
+                    let Some(seq) = id.split_once('.').and_then(|(_, s)| s.parse::<u64>().ok())
+                    else {
+                        continue;
+                    };
+                    last = Some(id);
+                    let Some(event) = event else { continue };
+                    let (tick, idx) = (seq >> TICK_BITS, seq & SNAPSHOT_IDX);
+                    if idx == SNAPSHOT_IDX {
+                        if !snapshot_here {
+                            snapshot_here = true;
+                            s.snapshots += 1;
+                            s.first_snapshot.get_or_insert(tick);
+                        }
+                        continue;
+                    }
+                    s.events
+                        .entry((tick, idx))
+                        .and_modify(|e| e.2 += 1)
+                        .or_insert((event, at, 1));
+                }
+                drop(s);
+                pending.drain(..start);
+            }
+        }
+    });
+    seen
+}
+
+pub async fn run(
+    url: &str,
+    api: &str,
+    reference: &str,
+    streams: usize,
+    kill_pid: u32,
+    percent: i64,
+) {
+    let mut db = connect(url).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let truth = follow(reference.to_string(), stop.clone());
+    let followers: Vec<_> = (0..streams)
+        .map(|_| follow(api.to_string(), stop.clone()))
+        .collect();
+    let all = || std::iter::once(&truth).chain(followers.iter());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !all().all(|f| f.lock().unwrap().first_snapshot.is_some()) {
+        assert!(Instant::now() < deadline, "subscribers did not all connect");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The move, and the kill while its frames go out.
+    let base = market::pool_price(0);
+    let moved_at = Instant::now();
+    let tx = db.transaction().await.unwrap();
+    tx.execute(
+        "UPDATE pools SET oracle_price = $1 WHERE cluster = 'localnet' AND pool_address = $2",
+        &[&(base * percent / 100), &key("load pool 0")],
+    )
+    .await
+    .unwrap();
+    let tick: i64 = tx
+        .query_one("SELECT lendex_feed_tick()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    tx.commit().await.unwrap();
+    let tick = tick as u64;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let killed = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &kill_pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "replica {kill_pid} killed");
+
+    // The move's events as the reference saw them; every subscriber must
+    // come to hold the same.
+    let wanted = |s: &Seen| -> Vec<(u64, u64)> {
+        s.events
+            .keys()
+            .filter(|(t, _)| *t == tick)
+            .copied()
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let expected = loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let reference = wanted(&truth.lock().unwrap());
+        let settled = !reference.is_empty()
+            && followers
+                .iter()
+                .all(|f| wanted(&f.lock().unwrap()) == reference);
+        if settled || Instant::now() > deadline {
+            break reference;
+        }
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+
+    let mut caught_up = Duration::ZERO;
+    let (mut moved, mut bad) = (0, Vec::new());
+    for (i, f) in followers.iter().enumerate() {
+        let s = f.lock().unwrap();
+        moved += usize::from(s.connects > 1);
+        let got = wanted(&s);
+        let twice = s.events.values().filter(|e| e.2 > 1).count();
+        if got != expected || s.resets > 0 || s.snapshots != 1 || twice > 0 {
+            bad.push(format!(
+                "subscriber {i}: {} of {} events, {} resets, {} snapshots, {twice} twice",
+                got.len(),
+                expected.len(),
+                s.resets,
+                s.snapshots
+            ));
+        }
+        for ((t, _), (_, at, _)) in &s.events {
+            if *t == tick {
+                caught_up = caught_up.max(at.saturating_duration_since(killed));
+            }
+        }
+    }
+    let last_reference = truth
+        .lock()
+        .unwrap()
+        .events
+        .iter()
+        .filter(|((t, _), _)| *t == tick)
+        .map(|(_, (_, at, _))| *at - moved_at)
+        .max()
+        .unwrap_or_default();
+    println!(
+        "move of {} events (tick {tick}); {moved} of {streams} subscribers moved by the kill; \
+         the reference held the move {last_reference:?} after it was committed",
+        expected.len()
+    );
+    println!(
+        "kill -> last subscriber caught up: {caught_up:?}; {} of {streams} subscribers exact (no event lost or repeated, no reset, one snapshot)",
+        streams - bad.len()
+    );
+    for line in bad.iter().take(10) {
+        println!("  {line}");
+    }
+}
