@@ -72,12 +72,13 @@ impl Handler<Heard> for HealthCache {
 }
 
 impl HealthCache {
-    /// Reload everything, and forget every borrow list (after a lost LISTEN
-    /// connection: changes may have been missed).
+    /// After a lost LISTEN connection: announcements may have been missed,
+    /// not changes (the change log holds them all), so the log is read; the
+    /// borrow lists, told by announcements alone, are forgotten.
     fn resync(&mut self, ctx: &mut Context<Self>) {
         self.borrows.clear();
         self.borrow_generation += 1;
-        self.enqueue(ctx, |p| p.reload_all = true, None);
+        self.enqueue(ctx, |p| p.read_log = true, None);
     }
 
     /// Whether the LISTEN connection is up (health reports a cache that may
@@ -91,8 +92,8 @@ impl HealthCache {
             let _ = waiter.send(());
         }
         // The first LISTEN came up after a load had begun (start stopped waiting
-        // for it): what was committed in between is unknown. Later reconnects
-        // reload on their own (db::listen).
+        // for it): what was announced in between is unknown. Later reconnects
+        // say so on their own (db::listen).
         let first = !std::mem::replace(&mut self.listened, true);
         if first && (self.ready || self.fetching) {
             self.resync(ctx);

@@ -18,7 +18,7 @@ use crate::engine::parallel::par_chunks;
 use crate::engine::unhealthy::snapshot_frames;
 use crate::error::ApiResult;
 use crate::feed::rendered::now_seconds;
-use crate::feed::replay::{Reset, TICK_EVENTS, tick_end, tick_of, tick_start};
+use crate::feed::replay::{Reset, number_tick, tick_end, tick_of};
 use crate::feed::subscriber::{FeedStream, Subscriber};
 
 /// How long a reconnect naming a change this replica has not applied waits
@@ -72,20 +72,18 @@ impl HealthCache {
         if events.is_empty() {
             return false;
         }
-        // Stable: an owner's events of one tick keep their order.
-        events.sort_by_key(FeedEvent::owner);
-        if events.len() > TICK_EVENTS {
+        let count = events.len();
+        let Some(numbered) = number_tick(tick, events) else {
             tracing::warn!(
                 tick,
-                events = events.len(),
+                events = count,
                 "a tick with more events than ids; streams restart"
             );
             self.restart_feed(self.replay.epoch(), tick, true);
             return false;
-        }
+        };
         let (now, published_at_ms) = (now_seconds(), now_millis());
-        let (epoch, first) = (self.replay.epoch(), tick_start(tick));
-        let numbered: Vec<(u64, FeedEvent)> = (first..).zip(events).collect();
+        let epoch = self.replay.epoch();
         // 25k owners sinking at once is 25k frames: rendered on every core,
         // each core's share into one buffer, each event's end noted (a resume
         // starts at any event).

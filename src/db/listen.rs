@@ -2,8 +2,8 @@
 //! pools, whoever makes it (this replica, another one, an external indexer
 //! writing SQL), announces its tick of the feed's change log (sql/0011); every
 //! borrow written announces its wallet (sql/0003, 0006). A lost connection may
-//! have missed some borrows: after reconnecting, the listener says so
-//! (`Notice::Resync`) and the cache reloads everything.
+//! have missed some announcements: after reconnecting, the listener says so
+//! (`Notice::Resync`), and the cache reads the log and forgets its borrows.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use crate::domain::pubkey::Pubkey;
 pub enum Notice {
     /// The connection is up (true) or lost (false).
     Listening(bool),
-    /// Reconnected: changes made while nobody listened are unknown.
+    /// Reconnected: what was announced while nobody listened is unknown.
     Resync,
     /// Ticks up to this one were committed.
     Ticked {
@@ -89,7 +89,7 @@ async fn listen_once(
         .await?;
     tell(Notice::Listening(true));
     if !first {
-        // Changes made while nobody listened are unknown: reload all.
+        // What was announced while nobody listened is unknown.
         tell(Notice::Resync);
     }
     while let Some(first_notice) = rx.recv().await {

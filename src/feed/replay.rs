@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
+use crate::engine::FeedEvent;
 use crate::engine::frame::EventId;
 
 /// Bits of a sequence that number events within one tick.
@@ -36,6 +37,17 @@ pub fn tick_end(tick: u64) -> u64 {
 /// The tick a sequence belongs to.
 pub fn tick_of(seq: u64) -> u64 {
     seq >> TICK_BITS
+}
+
+/// A tick's events with their sequences: in owner order (an owner's own
+/// events keep theirs), so every replica numbers them alike whatever order
+/// its engine found them in. None when the tick has more than it can number.
+pub fn number_tick(tick: u64, mut events: Vec<FeedEvent>) -> Option<Vec<(u64, FeedEvent)>> {
+    if events.len() > TICK_EVENTS {
+        return None;
+    }
+    events.sort_by_key(FeedEvent::owner);
+    Some((tick_start(tick)..).zip(events).collect())
 }
 
 /// Frames of increasing events. `ends` holds each event's end in `frames`
@@ -343,6 +355,34 @@ mod tests {
         assert_eq!(text(replay.since(&at).unwrap()), frames);
         assert_eq!(tick_of(tick_end(5)), 5);
         assert_eq!(tick_of(tick_start(6)), 6);
+    }
+
+    #[test]
+    fn a_tick_is_numbered_in_owner_order_whatever_the_engine_found_first() {
+        use crate::domain::pubkey::Pubkey;
+        let (a, b) = (
+            Pubkey::new_from_array([1; 32]),
+            Pubkey::new_from_array([2; 32]),
+        );
+        let found = vec![
+            FeedEvent::Update(b, 5),
+            FeedEvent::Start(a, 7),
+            FeedEvent::Update(b, 4),
+        ];
+        let numbered = number_tick(9, found).unwrap();
+        assert_eq!(
+            numbered,
+            vec![
+                (tick_start(9), FeedEvent::Start(a, 7)),
+                (tick_start(9) + 1, FeedEvent::Update(b, 5)),
+                (tick_start(9) + 2, FeedEvent::Update(b, 4)),
+            ]
+        );
+        assert!(
+            numbered
+                .iter()
+                .all(|(seq, _)| tick_of(*seq) == 9 && *seq < tick_end(9))
+        );
     }
 
     #[test]
