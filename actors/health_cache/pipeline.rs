@@ -167,7 +167,14 @@ impl HealthCache {
                             false
                         }
                     });
-                    crate::metrics::engine_applied(started.elapsed() - fetched);
+                    let applied = started.elapsed() - fetched;
+                    crate::metrics::engine_applied(applied);
+                    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                    tracing::debug!(
+                        fetch_ms = ms(fetched),
+                        apply_ms = ms(applied),
+                        "cache applied the change log"
+                    );
                     act.finish(ctx, job, number, result);
                 }));
             }

@@ -41,7 +41,8 @@ pub enum Read {
 
 /// The clock alone.
 pub async fn clock(client: &impl deadpool_postgres::GenericClient) -> ApiResult<Clock> {
-    let row = client.query_one(queries::FEED_CLOCK, &[]).await?;
+    let statement = client.prepare_cached(queries::FEED_CLOCK).await?;
+    let row = client.query_one(&statement, &[]).await?;
     Ok(Clock {
         epoch: unsigned(row.get("epoch")),
         tick: unsigned(row.get("tick")),
@@ -50,7 +51,10 @@ pub async fn clock(client: &impl deadpool_postgres::GenericClient) -> ApiResult<
 }
 
 /// The changes of cluster `cluster` committed after tick `after`, at most
-/// `max_rows` position changes.
+/// `max_rows` position changes. Two round trips: the clock, then its ticks'
+/// pool and position changes and the clock again, pipelined. The second
+/// clock runs after the change reads: if no prune had reached `after` by
+/// then, they saw every change of their range.
 pub async fn read_after(
     db: &Pool,
     cluster: &'static str,
@@ -58,16 +62,35 @@ pub async fn read_after(
     max_rows: usize,
 ) -> ApiResult<Read> {
     let client = db.get().await?;
-    let after_sql = signed(after);
-    let pools = client.prepare_cached(queries::FEED_POOL_CHANGES).await?;
-    let pool_rows = client.query(&pools, &[&after_sql, &cluster]).await?;
-    let first = pool_rows.first().expect("the clock row is always there");
-    let clock = Clock {
-        epoch: unsigned(first.get("epoch")),
-        tick: unsigned(first.get("clock")),
-        pruned_through: unsigned(first.get("pruned_through")),
-    };
+    let clock = clock(&client).await?;
     if clock.pruned_through > after {
+        return Ok(Read::Reload);
+    }
+    if clock.tick <= after {
+        return Ok(Read::Ticks {
+            clock,
+            ticks: Vec::new(),
+        });
+    }
+    let (from, to) = (signed(after), signed(clock.tick));
+    let limit = i64::try_from(max_rows).unwrap_or(i64::MAX - 1) + 1;
+    let (pools, positions, again) = futures_util::try_join!(
+        async {
+            let statement = client.prepare_cached(queries::FEED_POOL_CHANGES).await?;
+            client.query(&statement, &[&from, &to, &cluster]).await
+        },
+        async {
+            let statement = client.prepare_cached(queries::FEED_POSITION_CHANGES).await?;
+            client
+                .query(&statement, &[&from, &to, &cluster, &limit])
+                .await
+        },
+        async {
+            let statement = client.prepare_cached(queries::FEED_CLOCK).await?;
+            client.query_one(&statement, &[]).await
+        },
+    )?;
+    if positions.len() > max_rows || unsigned(again.get("pruned_through")) > after {
         return Ok(Read::Reload);
     }
     let mut ticks: Vec<Tick> = Vec::new();
@@ -78,49 +101,26 @@ pub async fn read_after(
             changes: vec![change],
         }),
     };
-    // Pools first within each tick: the engine applies a tick's pools before
-    // its positions anyway (`Engine::apply`), so one merge by tick suffices.
-    let mut pool_changes = Vec::new();
-    for row in &pool_rows {
-        let Some(tick) = row.get::<_, Option<i64>>("change_tick") else {
-            continue;
-        };
-        let change = match row.get::<_, &str>("kind") {
-            "P" => row
-                .get::<_, &str>("pool_address")
-                .parse::<Pubkey>()
-                .ok()
-                .map(Change::PoolRemoved),
-            _ => pool_state(row).map(Change::Pool),
-        };
-        pool_changes.extend(change.map(|c| (unsigned(tick), c)));
-    }
-    let positions = client
-        .prepare_cached(queries::FEED_POSITION_CHANGES)
-        .await?;
-    let limit = i64::try_from(max_rows).unwrap_or(i64::MAX - 1) + 1;
-    let rows = client
-        .query(
-            &positions,
-            &[&after_sql, &signed(clock.tick), &cluster, &limit],
-        )
-        .await?;
-    let counted = rows
+    // Merged by tick, a tick's pools first: the engine applies a tick's
+    // pools before its positions anyway (`Engine::apply`).
+    let mut pool_changes = pools
         .iter()
-        .filter(|r| r.get::<_, Option<i64>>(col::TICK).is_some())
-        .count();
-    let pruned = rows
-        .first()
-        .map_or(0, |r| unsigned(r.get(col::PRUNED_THROUGH)));
-    if counted > max_rows || pruned > after {
-        return Ok(Read::Reload);
-    }
+        .filter_map(|row| {
+            let tick = unsigned(row.get("change_tick"));
+            let change = match row.get::<_, &str>("kind") {
+                "P" => row
+                    .get::<_, &str>("pool_address")
+                    .parse::<Pubkey>()
+                    .ok()
+                    .map(Change::PoolRemoved),
+                _ => pool_state(row).map(Change::Pool),
+            };
+            change.map(|c| (tick, c))
+        })
+        .peekable();
     let mut keys = PoolKeys::default();
-    let mut pool_changes = pool_changes.into_iter().peekable();
-    for row in &rows {
-        let Some(tick) = row.get::<_, Option<i64>>(col::TICK).map(unsigned) else {
-            continue;
-        };
+    for row in &positions {
+        let tick = unsigned(row.get(col::TICK));
         while let Some((t, change)) = pool_changes.next_if(|(t, _)| *t <= tick) {
             push(t, change);
         }
@@ -151,7 +151,6 @@ pub async fn read_after(
 mod col {
     pub const TICK: usize = 11;
     pub const KIND: usize = 12;
-    pub const PRUNED_THROUGH: usize = 13;
 }
 
 /// Prunes the changes older than `keep_seconds` (the lease holder's chore);
