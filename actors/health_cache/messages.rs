@@ -162,7 +162,7 @@ pub struct CacheStats {
     pub subscribers: usize,
     pub dropped_subscribers: u64,
     pub feed_version: u64,
-    /// Batches of rows read from the database (loads included).
+    /// Reads of the database (change log reads, evicted owners, loads).
     pub reads: u64,
 }
 

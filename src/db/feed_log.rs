@@ -80,7 +80,9 @@ pub async fn read_after(
             client.query(&statement, &[&from, &to, &cluster]).await
         },
         async {
-            let statement = client.prepare_cached(queries::FEED_POSITION_CHANGES).await?;
+            let statement = client
+                .prepare_cached(queries::FEED_POSITION_CHANGES)
+                .await?;
             client
                 .query(&statement, &[&from, &to, &cluster, &limit])
                 .await

@@ -94,7 +94,7 @@ pub struct Engine {
     evictions: u64,
     /// Health factors not yet known to be stored.
     dirty: FastMap<Pubkey, u128>,
-    /// Feed events since the last `take_events`, while someone listens.
+    /// Feed events since the last `take_events`, while they are kept.
     events: Vec<FeedEvent>,
     record_events: bool,
     /// During a full reload: who was under water before it (with its slot).
@@ -473,12 +473,8 @@ impl Engine {
 
     // ---- what changed ------------------------------------------------------------
 
-    /// Whether feed events are being kept.
-    pub fn is_recording(&self) -> bool {
-        self.record_events
-    }
-
-    /// Whether feed events are kept for `take_events` (only while someone listens).
+    /// Whether feed events are kept for `take_events` (the health cache
+    /// always keeps them: every replica numbers every event).
     pub fn record_events(&mut self, on: bool) {
         self.record_events = on;
         if !on {
