@@ -1,7 +1,8 @@
 //! `failover`: N subscribers follow the feed through a load balancer, as the
 //! examples do (reconnecting with their last id), while a price move sinks
 //! thousands of owners and the replica serving some of them is killed
-//! (SIGKILL) mid-move. Reports when the last subscriber held every event of
+//! (SIGKILL) mid-move (a few milliseconds after the commit, while it renders
+//! and sends the move's frames). Reports when the last subscriber held every event of
 //! the move, and checks each against a reference stream on a replica that
 //! lives: the same events, each once, no reset, no second snapshot.
 
@@ -106,6 +107,7 @@ pub async fn run(
     streams: usize,
     kill_pid: u32,
     percent: i64,
+    kill_after: Duration,
 ) {
     let mut db = connect(url).await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -138,7 +140,7 @@ pub async fn run(
         .get(0);
     tx.commit().await.unwrap();
     let tick = tick as u64;
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    tokio::time::sleep(kill_after).await;
     let killed = Instant::now();
     let status = std::process::Command::new("kill")
         .args(["-KILL", &kill_pid.to_string()])

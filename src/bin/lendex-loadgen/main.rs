@@ -202,8 +202,9 @@ enum Command {
         rounds: usize,
     },
     /// `streams` subscribers through the balancer at `api` and one straight
-    /// to `reference`; pool 0 moved to `percent` of its price by SQL and the
-    /// replica `kill_pid` killed while the move goes out.
+    /// to `reference`; pool 0 moved to `percent` of its price by SQL (30: every
+    /// owner sinks) and the replica `kill_pid` killed `kill_after_ms` later,
+    /// while the move goes out.
     Failover {
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         api: String,
@@ -213,8 +214,10 @@ enum Command {
         streams: usize,
         #[arg(long)]
         kill_pid: u32,
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, default_value_t = 30)]
         percent: i64,
+        #[arg(long, default_value_t = 5)]
+        kill_after_ms: u64,
     },
     /// Write `days` of history of `owners` straight into its partitions.
     HistorySeed {
@@ -351,16 +354,11 @@ async fn main() {
             streams,
             kill_pid,
             percent,
+            kill_after_ms,
         } => {
-            failover::run(
-                &cli.database_url,
-                &api,
-                &reference,
-                streams,
-                kill_pid,
-                percent,
-            )
-            .await
+            let kill_after = Duration::from_millis(kill_after_ms);
+            let db = &cli.database_url;
+            failover::run(db, &api, &reference, streams, kill_pid, percent, kill_after).await
         }
         Command::HistorySeed {
             owners,
