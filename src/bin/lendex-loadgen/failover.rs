@@ -26,6 +26,8 @@ struct Seen {
     first_snapshot: Option<u64>,
     snapshots: u32,
     resets: u32,
+    /// Dropped by its replica for falling behind (then resumed).
+    resyncs: u32,
     connects: u32,
 }
 
@@ -68,8 +70,10 @@ fn follow(url: String, stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<Mutex<Se
                             .map(|v| String::from_utf8_lossy(v).into_owned())
                     };
                     let event = field(b"event: ");
-                    if event.as_deref() == Some("reset") {
-                        s.resets += 1;
+                    match event.as_deref() {
+                        Some("reset") => s.resets += 1,
+                        Some("resync") => s.resyncs += 1,
+                        _ => {}
                     }
                     let Some(id) = field(b"id: ") else { continue };
                     let Some(seq) = id.split_once('.').and_then(|(_, s)| s.parse::<u64>().ok())
@@ -172,10 +176,11 @@ pub async fn run(
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
 
     let mut caught_up = Duration::ZERO;
-    let (mut moved, mut bad) = (0, Vec::new());
+    let (mut moved, mut resynced, mut bad) = (0, 0, Vec::new());
     for (i, f) in followers.iter().enumerate() {
         let s = f.lock().unwrap();
         moved += usize::from(s.connects > 1);
+        resynced += usize::from(s.resyncs > 0);
         let got = wanted(&s);
         let twice = s.events.values().filter(|e| e.2 > 1).count();
         if got != expected || s.resets > 0 || s.snapshots != 1 || twice > 0 {
@@ -203,7 +208,8 @@ pub async fn run(
         .max()
         .unwrap_or_default();
     println!(
-        "move of {} events (tick {tick}); {moved} of {streams} subscribers moved by the kill; \
+        "move of {} events (tick {tick}); {moved} of {streams} subscribers reconnected \
+         ({resynced} of them dropped for falling behind, the rest by the kill); \
          the reference held the move {last_reference:?} after it was committed",
         expected.len()
     );
