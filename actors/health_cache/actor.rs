@@ -10,10 +10,9 @@ use actix::prelude::*;
 use bytes::Bytes;
 use deadpool_postgres::Pool;
 use lru::LruCache;
-use tokio::sync::oneshot;
 
 use super::messages::{Borrows, Heard};
-use super::pipeline::Pending;
+use super::pending::{Parked, Pending, Waiter};
 use super::write_back::{Pace, WriteBack};
 use crate::actors::db_writer::Writers;
 use crate::config::Config;
@@ -42,8 +41,6 @@ fn recording(mut engine: Engine) -> Engine {
     engine.record_events(true);
     engine
 }
-
-pub(super) type Waiter = oneshot::Sender<ApiResult<()>>;
 
 /// This replica and the cluster's ingester lease. Its holder alone records
 /// history and writes the engine's health factors back to `positions`:
@@ -104,7 +101,7 @@ pub struct HealthCache {
     /// The recent live events, for reconnects to resume from.
     pub(super) replay: Replay,
     /// Reconnects waiting for a change this replica has not applied yet.
-    pub(super) parked: Vec<super::publish::Parked>,
+    pub(super) parked: Vec<Parked>,
     /// The feed position last sent to subscribers as an id alone, and when.
     pub(super) announced: (u64, Option<Instant>),
     /// The service is stopping: no stream stays open.

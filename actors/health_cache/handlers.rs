@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 
 use super::actor::{HealthCache, not_loaded};
 use super::messages::*;
-use super::pipeline::{Need, earliest};
+use super::pending::{Need, earliest};
 use super::write_back::Pace;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;

@@ -19,6 +19,7 @@ mod handlers;
 mod history;
 mod history_link;
 mod messages;
+mod pending;
 mod pipeline;
 mod publish;
 mod write_back;

@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
-use super::actor::{HealthCache, Waiter};
+use super::actor::HealthCache;
+use super::pending::{Need, Pending, Waiter};
 use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
-use crate::db::feed_log::{self, Clock, Read, Tick};
+use crate::db::feed_clock::Clock;
+use crate::db::feed_log::{self, Read, Tick};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
 use crate::error::ApiResult;
@@ -27,17 +29,6 @@ const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Most position changes one read of the log applies; a bulk write past it
 /// is taken by a full reload instead (its events are not numbered).
 const MAX_LOG_ROWS: usize = 200_000;
-
-/// What a waiter waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Need {
-    /// Every change committed before it asked, applied.
-    Log,
-    /// A full reload.
-    Reload,
-    /// Evicted owners read back.
-    Owners,
-}
 
 /// The kinds of read, one at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,35 +45,6 @@ impl Job {
             (self, need),
             (Job::Reload, _) | (Job::Log, Need::Log) | (Job::Owners, Need::Owners)
         )
-    }
-}
-
-/// What waits for the next reads.
-#[derive(Default)]
-pub(super) struct Pending {
-    pub reload_all: bool,
-    /// Ticks were committed that the engine may not hold.
-    pub read_log: bool,
-    /// Owners the engine no longer holds, to be read back.
-    pub owners: HashSet<Pubkey>,
-    /// Pools whose evicted owners must be re-loaded from the database.
-    pub fallback_pools: HashSet<Pubkey>,
-    /// Each with what it needs and the reads started when it asked: only a
-    /// read started after that can answer it.
-    pub waiters: Vec<(Need, u64, Waiter)>,
-    /// Some waiter wants the health factors written before it is answered.
-    pub write_through: bool,
-    /// When the first NOTIFY of the next read was heard (freshness metrics).
-    pub notify_heard: Option<Instant>,
-    /// When the chain notified the first of this replica's writes it holds.
-    pub chain_heard: Option<Instant>,
-}
-
-/// The earlier of two instants, either possibly unknown.
-pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        _ => a.or(b),
     }
 }
 

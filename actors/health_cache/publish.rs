@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use super::actor::{HealthCache, not_loaded};
 use super::messages::Subscribe;
+use super::pending::Parked;
 use crate::engine::FeedEvent;
 use crate::engine::frame::{EventId, Stamp, write_event};
 use crate::engine::parallel::par_chunks;
@@ -29,17 +30,6 @@ const RESUME_WAIT: Duration = Duration::from_secs(2);
 /// `id:` with no event): ticks without events of theirs move it on, and a
 /// reconnect elsewhere resumes from there.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
-
-/// A reconnect waiting for the change its `Last-Event-ID` names.
-pub(super) struct Parked {
-    msg: Subscribe,
-    seq: u64,
-    /// Reads started when it asked: a log read started later that found no
-    /// such tick proves it was never issued.
-    asked: u64,
-    until: Instant,
-    reply: oneshot::Sender<ApiResult<FeedStream>>,
-}
 
 /// Unix milliseconds (an event's `published_at_ms`).
 fn now_millis() -> i64 {

@@ -27,7 +27,7 @@ pub struct Everything {
     pub pools: Vec<PoolState>,
     pub owners: Owners,
     /// The feed's clock in the same snapshot.
-    pub clock: crate::db::feed_log::Clock,
+    pub clock: crate::db::feed_clock::Clock,
 }
 
 /// What changed rows read back as.
@@ -51,7 +51,7 @@ pub async fn load_everything(db: &Pool, cluster: &'static str) -> ApiResult<Ever
         .read_only(true)
         .start()
         .await?;
-    let clock = crate::db::feed_log::clock(&tx).await?;
+    let clock = crate::db::feed_clock::clock(&tx).await?;
     let pools = tx
         .query(queries::CACHE_ALL_POOLS, &[&cluster])
         .await?

@@ -6,21 +6,11 @@
 use deadpool_postgres::Pool;
 
 use crate::db::engine_rows::{PoolKeys, pool_state, position_state};
+use crate::db::feed_clock::{Clock, clock, unsigned};
 use crate::db::queries;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
 use crate::error::ApiResult;
-
-/// The feed's clock as read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Clock {
-    /// Names this database's feed (fixed for its life).
-    pub epoch: u64,
-    /// The last tick committed.
-    pub tick: u64,
-    /// Ticks at or below it may be gone from the log.
-    pub pruned_through: u64,
-}
 
 /// The changes of one tick, in the order they were made.
 #[derive(Debug, Default)]
@@ -37,17 +27,6 @@ pub enum Read {
     /// Some of the ticks wanted are pruned, or there are more changes than one
     /// read takes (a bulk write): the engine reloads everything instead.
     Reload,
-}
-
-/// The clock alone.
-pub async fn clock(client: &impl deadpool_postgres::GenericClient) -> ApiResult<Clock> {
-    let statement = client.prepare_cached(queries::FEED_CLOCK).await?;
-    let row = client.query_one(&statement, &[]).await?;
-    Ok(Clock {
-        epoch: unsigned(row.get("epoch")),
-        tick: unsigned(row.get("tick")),
-        pruned_through: unsigned(row.get("pruned_through")),
-    })
 }
 
 /// The changes of cluster `cluster` committed after tick `after`, at most
@@ -163,11 +142,6 @@ pub async fn prune(db: &Pool, keep_seconds: f64) -> ApiResult<i64> {
         .query_opt(queries::FEED_PRUNE, &[&keep_seconds])
         .await?;
     Ok(row.map_or(0, |r| r.get(0)))
-}
-
-/// A tick or epoch as stored (bigint, never negative) as u64.
-fn unsigned(stored: i64) -> u64 {
-    u64::try_from(stored).unwrap_or(0)
 }
 
 fn signed(tick: u64) -> i64 {
