@@ -1,4 +1,4 @@
--- Cache coherence (issue 4): any change to a position or to a pool's pricing
+-- Cache coherence: any change to a position or to a pool's pricing
 -- inputs, whoever makes it (this replica, another replica, an external indexer
 -- or a liquidator bot writing SQL), is announced on a channel that every Lendex
 -- replica LISTENs to. Writes of health_factor_wad alone are not announced: that
