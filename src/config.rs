@@ -114,6 +114,9 @@ pub struct CacheConfig {
     pub subscriber_max_lag_bytes: usize,
     /// Bytes of recent feed events a reconnect can resume from.
     pub replay_bytes: usize,
+    /// Seconds of the feed's change log kept: a replica further behind
+    /// reloads everything instead of applying the log.
+    pub change_log_seconds: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -264,6 +267,9 @@ impl Config {
         }
         if self.server.max_streams_per_ip == 0 || self.server.max_streams == 0 {
             return Err("server.max_streams_per_ip and server.max_streams must be positive".into());
+        }
+        if self.cache.change_log_seconds == 0 {
+            return Err("cache.change_log_seconds must be positive".into());
         }
         Ok(())
     }

@@ -29,11 +29,9 @@ use crate::feed::subscriber::Subscriber;
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
 /// How often subscribers whose connection closed are let go.
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
-/// How often the lease holder prunes the change log, and how much it keeps:
-/// enough for a replica that paused or lost its database for minutes to
-/// catch up tick by tick instead of reloading.
+/// How often the lease holder prunes the change log (to
+/// `cache.change_log_seconds`).
 const LOG_PRUNE_EVERY: Duration = Duration::from_secs(10);
-const LOG_KEEP_SECONDS: f64 = 300.0;
 
 /// Every replica keeps its numbering and replay window whether or not
 /// anyone is subscribed (decisions §13): the engine always keeps events.
@@ -70,6 +68,8 @@ pub struct HealthCache {
     /// Appended to explorer links of this cluster (GET /api/pools/status).
     pub(super) explorer_query: String,
     pub(super) max_oracle_age: i64,
+    /// Seconds of the change log kept (the lease holder prunes the rest).
+    log_keep_seconds: f64,
     pub(super) engine: Engine,
     pub(super) rendered: SharedRendered,
     /// The engine version the rendered answers were made from.
@@ -142,6 +142,7 @@ impl HealthCache {
                 &config.rpc.url,
             ),
             max_oracle_age: i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX),
+            log_keep_seconds: config.cache.change_log_seconds as f64,
             engine: recording(Engine::new(config.cache.max_owners)),
             rendered: SharedRendered::default(),
             rendered_version: 0,
@@ -293,10 +294,10 @@ impl Actor for HealthCache {
             if act.lease == Lease::Elsewhere {
                 return;
             }
-            let db = act.db.clone();
+            let (db, keep) = (act.db.clone(), act.log_keep_seconds);
             ctx.spawn(
                 async move {
-                    if let Err(e) = crate::db::feed_log::prune(&db, LOG_KEEP_SECONDS).await {
+                    if let Err(e) = crate::db::feed_log::prune(&db, keep).await {
                         tracing::warn!(error = %e, "change log not pruned; will retry");
                     }
                 }

@@ -135,13 +135,22 @@ mod col {
 }
 
 /// Prunes the changes older than `keep_seconds` (the lease holder's chore);
-/// returns how many rows went.
-pub async fn prune(db: &Pool, keep_seconds: f64) -> ApiResult<i64> {
+/// returns how many rows went. The pruned ticks are declared first, in their
+/// own transaction, and deleted after: a replica reading in between either
+/// still finds every row or sees the mark (its second clock read) and
+/// reloads. The clock row is held only for the mark, not for the delete.
+pub async fn prune(db: &Pool, keep_seconds: f64) -> ApiResult<u64> {
     let client = db.get().await?;
-    let row = client
-        .query_opt(queries::FEED_PRUNE, &[&keep_seconds])
-        .await?;
-    Ok(row.map_or(0, |r| r.get(0)))
+    let Some(mark) = client
+        .query_opt(queries::FEED_PRUNE_MARK, &[&keep_seconds])
+        .await?
+    else {
+        return Ok(0);
+    };
+    let through: i64 = mark.get(0);
+    Ok(client
+        .execute(queries::FEED_PRUNE_DELETE, &[&through])
+        .await?)
 }
 
 fn signed(tick: u64) -> i64 {

@@ -475,16 +475,20 @@ pub const FEED_POSITION_CHANGES: &str = concat!(
     ORDER BY l.tick, l.seq LIMIT $4"
 );
 
-/// Forgets the changes of ticks older than $1 seconds, but never the last
-/// tick, and says which ticks may now be gone (replicas behind them reload).
-pub const FEED_PRUNE: &str = "WITH cut AS (
-        SELECT max(tick) AS through FROM feed_changes
-        WHERE at < now() - make_interval(secs => $1::float8)
-          AND tick < (SELECT tick FROM feed_clock)),
-    gone AS (DELETE FROM feed_changes WHERE tick <= (SELECT through FROM cut) RETURNING 1)
-    UPDATE feed_clock SET pruned_through = greatest(pruned_through, (SELECT through FROM cut))
-    WHERE (SELECT through FROM cut) IS NOT NULL
-    RETURNING (SELECT count(*) FROM gone)";
+/// The first step of a prune: ticks older than $1 seconds (never the last
+/// tick) are declared gone, so a replica behind them reloads; returns the
+/// pruned tick, when there is one.
+pub const FEED_PRUNE_MARK: &str =
+    "UPDATE feed_clock SET pruned_through = greatest(pruned_through, cut.through)
+    FROM (SELECT max(tick) AS through FROM feed_changes
+          WHERE at < now() - make_interval(secs => $1::float8)
+            AND tick < (SELECT tick FROM feed_clock)) cut
+    WHERE cut.through IS NOT NULL
+    RETURNING pruned_through";
+
+/// The second step: the changes of ticks at or below $1 deleted (after the
+/// mark committed; never while holding the clock, so writers do not wait).
+pub const FEED_PRUNE_DELETE: &str = "DELETE FROM feed_changes WHERE tick <= $1";
 
 /// The cache's account health factors, written back in bulk.
 pub const SET_HEALTH_FACTORS: &str = "UPDATE positions p SET health_factor_wad = u.hf::numeric

@@ -2,7 +2,8 @@
 //! the same events alike, with the same data, whether anyone listens or not;
 //! an id from one resumes on another with exactly the events after it; a
 //! replica that has not applied the change an id names waits for it; a
-//! foreign, too old or never issued id gets `reset` and the snapshot.
+//! foreign, too old or never issued id gets `reset` and the snapshot; a
+//! replica behind the pruned log reloads rather than apply it with a hole.
 
 use std::time::{Duration, Instant};
 
@@ -198,4 +199,62 @@ async fn a_resume_naming_a_change_not_applied_yet_waits_for_it() {
         "it waited for the change"
     );
     assert_eq!(resumes(&b.base, "resumed").await, 1);
+}
+
+/// A replica stopped longer than the change log is kept finds its ticks
+/// pruned: it reloads everything (never applies a log with a hole), serves
+/// what the others serve, and an id from before can no longer resume there.
+#[actix_rt::test]
+async fn a_replica_behind_the_pruned_log_reloads_and_stays_right() {
+    let mut m = market(|c| c.cache.change_log_seconds = 1).await;
+    let a = m.t.app.url("");
+    let b = second_replica(&m).await;
+    under_water(&m, 5).await;
+    let mut on_b = open(&b.base, None).await;
+    let snapshot = on_b.read(5, Duration::from_secs(10)).await;
+    assert_eq!(snapshot.len(), 5);
+    let old_id = snapshot[0].id.clone().unwrap();
+
+    signal(&b, "-STOP");
+    let db = m.t.app.db.connect().await;
+    let tick = async || -> (i64, i64) {
+        let row = db
+            .query_one("SELECT tick, pruned_through FROM feed_clock", &[])
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    let (stopped_at, _) = tick().await;
+    for i in 1..=3 {
+        m.set_sol_price(20 * USD + i * 2_000_000).await;
+    }
+    // The lease holder (A) prunes every 10 s what is older than a second.
+    assert!(
+        eventually(Duration::from_secs(30), async || tick().await.1
+            > stopped_at)
+        .await,
+        "the ticks B missed were pruned"
+    );
+    signal(&b, "-CONT");
+
+    let http = reqwest::Client::new();
+    let unhealthy = |base: &str| format!("{base}/api/positions/unhealthy?limit=50");
+    let on_a = get_json(&http, &unhealthy(&a)).await;
+    assert!(
+        eventually(Duration::from_secs(15), async || get_json(
+            &http,
+            &unhealthy(&b.base)
+        )
+        .await
+            == on_a)
+        .await,
+        "B serves what A serves after its reload"
+    );
+    // An id from before the reload resumes no more: the events between are
+    // not numbered here.
+    drop(on_b);
+    let mut again = open(&b.base, Some(&old_id)).await;
+    let frames = again.read(6, Duration::from_secs(10)).await;
+    assert_eq!(frames[0].event, "reset", "{frames:?}");
+    assert_eq!(frames.len(), 6, "then the snapshot");
 }
