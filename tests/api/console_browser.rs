@@ -68,7 +68,7 @@ async fn the_console_in_a_browser() {
     let link = WsProxy::start(&m.t.app.base).await;
     // A second replica on the same database: the page's feed resumes there
     // after its connection drops, as behind a load balancer.
-    let replica = crate::health_feed::second_replica(&m).await;
+    let replica = crate::replica::second_replica(&m).await;
     // A service with nothing registered: the empty market's page.
     let empty = crate::common::spawn_app().await;
 

@@ -249,7 +249,7 @@ async fn feed_examples_resume_on_another_replica() {
     for i in 0..3 {
         m.account(500_000_000 + i, 40_000_000_000).await;
     }
-    let b = crate::health_feed::second_replica(&m).await;
+    let b = crate::replica::second_replica(&m).await;
     let mut price = 20 * USD;
     for (program, script) in runners("feed") {
         let link = WsProxy::start(&m.t.app.base).await;

@@ -33,6 +33,7 @@ mod metrics_api;
 mod numeric_binary;
 mod process;
 mod remote_cli;
+mod replica;
 mod risk_api;
 mod stopping;
 mod transactions_api;
