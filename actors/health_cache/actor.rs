@@ -87,8 +87,6 @@ pub struct HealthCache {
     pub(super) reads: u64,
     /// The last tick of the feed's change log the engine holds.
     pub(super) applied: u64,
-    /// The last tick known committed (NOTIFY, or the clock as read).
-    pub(super) heard: u64,
     /// When, in what order and at what pace health factors are written back.
     pub(super) writing: WriteBack,
     pub(super) subscribers: Vec<Subscriber>,
@@ -154,7 +152,6 @@ impl HealthCache {
             fetching: false,
             reads: 0,
             applied: 0,
-            heard: 0,
             writing: WriteBack::default(),
             subscribers: Vec::new(),
             dropped_subscribers: 0,

@@ -54,7 +54,6 @@ impl Handler<Heard> for HealthCache {
             Notice::Listening(up) => self.listening_is(up, ctx),
             Notice::Resync => self.resync(ctx),
             Notice::Ticked { tick, heard } => {
-                self.heard = self.heard.max(tick);
                 if tick > self.applied || !self.ready {
                     self.enqueue(
                         ctx,

@@ -157,7 +157,6 @@ impl HealthCache {
             published |= self.publish_tick(tick.tick);
         }
         self.applied = self.applied.max(clock.tick);
-        self.heard = self.heard.max(clock.tick);
         self.replay.advance(tick_end(self.applied));
         if published {
             if let Some(heard) = notify_heard {

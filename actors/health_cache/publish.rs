@@ -123,7 +123,6 @@ impl HealthCache {
         self.engine.take_events();
         self.refresh_rendered();
         self.applied = tick;
-        self.heard = self.heard.max(tick);
         self.replay.restart(epoch, tick_end(tick));
         if close {
             for subscriber in self.subscribers.drain(..) {
