@@ -52,21 +52,25 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
+-- One changed row, logged under the calling transaction's tick.
+CREATE OR REPLACE FUNCTION lendex_log_change(cluster text, kind "char", image jsonb)
+RETURNS void AS $$
+    INSERT INTO feed_changes (tick, cluster, kind, image)
+        VALUES (lendex_feed_tick(), cluster, kind, image);
+$$ LANGUAGE sql;
+
 -- Replaces the NOTIFY of 0006: the triggers of 0002, 0007 and 0008 call these.
 CREATE OR REPLACE FUNCTION lendex_notify_position() RETURNS trigger AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        INSERT INTO feed_changes (tick, cluster, kind, image)
-            VALUES (lendex_feed_tick(), OLD.cluster, 'x', to_jsonb(OLD));
+        PERFORM lendex_log_change(OLD.cluster, 'x', to_jsonb(OLD));
         RETURN OLD;
     END IF;
     IF TG_OP = 'UPDATE' AND (OLD.cluster, OLD.position_address, OLD.owner)
             IS DISTINCT FROM (NEW.cluster, NEW.position_address, NEW.owner) THEN
-        INSERT INTO feed_changes (tick, cluster, kind, image)
-            VALUES (lendex_feed_tick(), OLD.cluster, 'x', to_jsonb(OLD));
+        PERFORM lendex_log_change(OLD.cluster, 'x', to_jsonb(OLD));
     END IF;
-    INSERT INTO feed_changes (tick, cluster, kind, image)
-        VALUES (lendex_feed_tick(), NEW.cluster, 'o', to_jsonb(NEW));
+    PERFORM lendex_log_change(NEW.cluster, 'o', to_jsonb(NEW));
     RETURN NEW;
 END;
 $$ LANGUAGE plpgsql;
@@ -74,42 +78,21 @@ $$ LANGUAGE plpgsql;
 CREATE OR REPLACE FUNCTION lendex_notify_pool() RETURNS trigger AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        INSERT INTO feed_changes (tick, cluster, kind, image)
-            VALUES (lendex_feed_tick(), OLD.cluster, 'P', to_jsonb(OLD));
+        PERFORM lendex_log_change(OLD.cluster, 'P', to_jsonb(OLD));
         RETURN OLD;
     END IF;
-    INSERT INTO feed_changes (tick, cluster, kind, image)
-        VALUES (lendex_feed_tick(), NEW.cluster, 'p', to_jsonb(NEW));
+    PERFORM lendex_log_change(NEW.cluster, 'p', to_jsonb(NEW));
     RETURN NEW;
 END;
 $$ LANGUAGE plpgsql;
 
--- A pool's context slot is provenance in every event of its members: a
--- replica that loaded later must not hold a newer slot than one that applied
--- the log. Only pools' (a handful of rows per sync), not positions'.
+-- Any change of a pool row is logged, its context slot included: the slot is
+-- provenance in every event of its members, and a replica that loaded later
+-- must not hold a newer slot than one that applied the log. Pools are a
+-- handful of rows per sync; positions keep the narrower trigger of 0008.
 DROP TRIGGER IF EXISTS pools_notify_update ON pools;
 CREATE TRIGGER pools_notify_update
     AFTER UPDATE ON pools
     FOR EACH ROW
-    WHEN (OLD.oracle_price IS DISTINCT FROM NEW.oracle_price
-       OR OLD.oracle_expo IS DISTINCT FROM NEW.oracle_expo
-       OR OLD.oracle_conf IS DISTINCT FROM NEW.oracle_conf
-       OR OLD.last_update_ts IS DISTINCT FROM NEW.last_update_ts
-       OR OLD.decimals IS DISTINCT FROM NEW.decimals
-       OR OLD.deposit_index_wad IS DISTINCT FROM NEW.deposit_index_wad
-       OR OLD.borrow_index_wad IS DISTINCT FROM NEW.borrow_index_wad
-       OR OLD.liquidation_threshold_wad IS DISTINCT FROM NEW.liquidation_threshold_wad
-       OR OLD.liquidation_bonus_wad IS DISTINCT FROM NEW.liquidation_bonus_wad
-       OR OLD.protocol_liq_fee_wad IS DISTINCT FROM NEW.protocol_liq_fee_wad
-       OR OLD.close_factor_wad IS DISTINCT FROM NEW.close_factor_wad
-       OR OLD.reserve_factor_wad IS DISTINCT FROM NEW.reserve_factor_wad
-       OR OLD.base_rate_wad IS DISTINCT FROM NEW.base_rate_wad
-       OR OLD.optimal_util_wad IS DISTINCT FROM NEW.optimal_util_wad
-       OR OLD.slope1_wad IS DISTINCT FROM NEW.slope1_wad
-       OR OLD.slope2_wad IS DISTINCT FROM NEW.slope2_wad
-       OR OLD.total_deposits IS DISTINCT FROM NEW.total_deposits
-       OR OLD.total_borrows IS DISTINCT FROM NEW.total_borrows
-       OR OLD.symbol IS DISTINCT FROM NEW.symbol
-       OR OLD.paused IS DISTINCT FROM NEW.paused
-       OR OLD.slot IS DISTINCT FROM NEW.slot)
+    WHEN (OLD.* IS DISTINCT FROM NEW.*)
     EXECUTE FUNCTION lendex_notify_pool();
