@@ -13,7 +13,7 @@ use crate::process::{Served, serve, sigterm, wait_until_up};
 
 /// `ops/haproxy/haproxy.cfg` with `ports` as its servers (r1, r2, ...),
 /// listening on `front`, its stats page on `stats`.
-pub(crate) fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Served {
+fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Served {
     let shipped = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/haproxy/haproxy.cfg"),
     )
@@ -43,6 +43,26 @@ pub(crate) fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::P
     )
 }
 
+/// HAProxy in front of `ports`, once every server is in rotation: the
+/// balancer, its address and its stats port.
+pub(crate) async fn balanced(ports: &[u16]) -> (Served, String, u16) {
+    let (front, stats) = (free_port(), free_port());
+    let lb = balancer(ports, front, stats, &std::env::temp_dir());
+    let http = reqwest::Client::new();
+    for i in 1..=ports.len() {
+        let server = format!("r{i}");
+        assert!(
+            eventually(Duration::from_secs(20), async || in_rotation(
+                &http, stats, &server
+            )
+            .await)
+            .await,
+            "{server} in rotation"
+        );
+    }
+    (lb, format!("http://127.0.0.1:{front}"), stats)
+}
+
 pub(crate) fn replica(db: &TestDb, port: u16) -> Served {
     serve(
         db,
@@ -55,7 +75,7 @@ pub(crate) fn replica(db: &TestDb, port: u16) -> Served {
 }
 
 /// Whether HAProxy (stats on `stats`) holds `server` in rotation.
-pub(crate) async fn in_rotation(http: &reqwest::Client, stats: u16, server: &str) -> bool {
+async fn in_rotation(http: &reqwest::Client, stats: u16, server: &str) -> bool {
     let Ok(res) = http
         .get(format!("http://127.0.0.1:{stats}/;csv"))
         .send()
@@ -87,20 +107,7 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     wait_until_up(&http, &format!("http://127.0.0.1:{}", ports[0])).await;
     let pool = crate::balancer_feed::seed(&client).await;
     replicas.push(replica(&db, ports[1]));
-    let (front, stats) = (free_port(), free_port());
-    let dir = std::env::temp_dir();
-    let _lb = balancer(&ports, front, stats, &dir);
-    let base = format!("http://127.0.0.1:{front}");
-    for server in ["r1", "r2"] {
-        assert!(
-            eventually(Duration::from_secs(20), async || in_rotation(
-                &http, stats, server
-            )
-            .await)
-            .await,
-            "{server} in rotation"
-        );
-    }
+    let (_lb, base, stats) = balanced(&ports).await;
     assert!(
         eventually(Duration::from_secs(10), async || {
             matches!(http.get(format!("{base}/api/pools")).send().await,

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::balancer::{balancer, in_rotation, replica};
+use crate::balancer::{balanced, replica};
 use crate::common::*;
 
 /// Owners under water, each re-scored by every price move.
@@ -222,19 +222,7 @@ async fn a_replica_killed_mid_move_costs_no_subscriber_an_event() {
     let pool = seed(&client).await;
     replicas.push(replica(&db, ports[1]));
     replicas.push(replica(&db, ports[2]));
-    let (front, stats) = (free_port(), free_port());
-    let _lb = balancer(&ports, front, stats, &std::env::temp_dir());
-    for server in ["r1", "r2", "r3"] {
-        assert!(
-            eventually(Duration::from_secs(20), async || in_rotation(
-                &http, stats, server
-            )
-            .await)
-            .await,
-            "{server} in rotation"
-        );
-    }
-    let base = format!("http://127.0.0.1:{front}");
+    let (_lb, base, _) = balanced(&ports).await;
 
     // 100 subscribers through the balancer, spread over the three replicas.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -182,6 +182,59 @@ impl Running {
     }
 }
 
+/// Runs a feed example through `link`: its snapshot (3 owners), then 2 price
+/// moves while the link is down (6 updates), then the link up again, its
+/// reconnects going to `elsewhere` when given (another replica). It must
+/// resume with exactly the 6 updates and no reset; returns them.
+async fn cut_and_resume(
+    m: &mut crate::health_feed::Market,
+    price: &mut i64,
+    link: &WsProxy,
+    elsewhere: Option<&str>,
+    (program, script): (&Path, &Path),
+) -> Vec<String> {
+    let env = [("LENDEX_URL", link.url.as_str())];
+    let mut example = Running::start(program, script, &env, &["9"]);
+    let snapshot = example.lines(3).await;
+    assert!(
+        snapshot.len() == 3 && snapshot.iter().all(|l| l.starts_with("candidate_start ")),
+        "{}: {snapshot:?}",
+        script.display()
+    );
+    link.down();
+    for _ in 0..2 {
+        *price += USD / 10;
+        m.set_sol_price(*price).await;
+    }
+    if let Some(base) = elsewhere {
+        link.retarget(base);
+    }
+    link.up();
+    let missed = example.lines(6).await;
+    let (ok, stderr) = example.finish().await;
+    assert!(ok, "{}: {stderr}", script.display());
+    assert!(
+        stderr.contains("reconnecting after "),
+        "{}: {stderr}",
+        script.display()
+    );
+    // A `reset` event is printed as a line of its own ("reset <reason>");
+    // the cut itself may read "Connection reset by peer".
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("reset ")),
+        "{}: resumed, not reset: {stderr}",
+        script.display()
+    );
+    // Exactly the 6 updates it missed, the snapshot not again.
+    assert_eq!(missed.len(), 6, "{}: {missed:?}", script.display());
+    assert!(
+        missed.iter().all(|l| l.starts_with("candidate_update ")),
+        "{}: {missed:?}",
+        script.display()
+    );
+    missed
+}
+
 #[actix_rt::test]
 async fn feed_examples_resume_after_a_drop_with_nothing_lost_or_repeated() {
     let mut m = market(|_| {}).await;
@@ -192,45 +245,10 @@ async fn feed_examples_resume_after_a_drop_with_nothing_lost_or_repeated() {
     owners.sort();
     // Between the example and the service: a link the test cuts.
     let link = WsProxy::start(&m.t.app.base).await;
-    let env = [("LENDEX_URL", link.url.as_str())];
     let mut price = 20 * USD;
     for (program, script) in runners("feed") {
-        // The snapshot (3), then 2 price moves made while it is cut off (6).
-        let mut example = Running::start(&program, &script, &env, &["9"]);
-        let snapshot = example.lines(3).await;
-        assert!(
-            snapshot.iter().all(|l| l.starts_with("candidate_start ")),
-            "{}: {snapshot:?}",
-            script.display()
-        );
-        link.down();
-        for _ in 0..2 {
-            price += USD / 10;
-            m.set_sol_price(price).await;
-        }
-        link.up();
-        let missed = example.lines(6).await;
-        let (ok, stderr) = example.finish().await;
-        assert!(ok, "{}: {stderr}", script.display());
-        assert!(
-            stderr.contains("reconnecting after "),
-            "{}: {stderr}",
-            script.display()
-        );
-        // A `reset` event is printed as a line of its own ("reset <reason>");
-        // the cut itself may read "Connection reset by peer".
-        assert!(
-            !stderr.lines().any(|l| l.starts_with("reset ")),
-            "{}: resumed, not reset: {stderr}",
-            script.display()
-        );
-        // Exactly the 6 updates it missed: each owner twice, the snapshot not again.
-        assert_eq!(missed.len(), 6, "{}: {missed:?}", script.display());
-        assert!(
-            missed.iter().all(|l| l.starts_with("candidate_update ")),
-            "{}: {missed:?}",
-            script.display()
-        );
+        let missed = cut_and_resume(&mut m, &mut price, &link, None, (&program, &script)).await;
+        // Each owner twice.
         let mut updated: Vec<String> = missed
             .iter()
             .map(|l| l.split(' ').nth(1).unwrap().to_string())
@@ -253,32 +271,8 @@ async fn feed_examples_resume_on_another_replica() {
     let mut price = 20 * USD;
     for (program, script) in runners("feed") {
         let link = WsProxy::start(&m.t.app.base).await;
-        let env = [("LENDEX_URL", link.url.as_str())];
-        let mut example = Running::start(&program, &script, &env, &["9"]);
-        let snapshot = example.lines(3).await;
-        assert_eq!(snapshot.len(), 3, "{}: {snapshot:?}", script.display());
-        // Its replica goes away; the next connection reaches replica B.
-        link.down();
-        for _ in 0..2 {
-            price += USD / 10;
-            m.set_sol_price(price).await;
-        }
-        link.retarget(&b.base);
-        link.up();
-        let missed = example.lines(6).await;
-        let (ok, stderr) = example.finish().await;
-        assert!(ok, "{}: {stderr}", script.display());
-        assert!(
-            !stderr.lines().any(|l| l.starts_with("reset ")),
-            "{}: resumed, not reset: {stderr}",
-            script.display()
-        );
-        assert_eq!(missed.len(), 6, "{}: {missed:?}", script.display());
-        assert!(
-            missed.iter().all(|l| l.starts_with("candidate_update ")),
-            "{}: {missed:?}",
-            script.display()
-        );
+        let elsewhere = Some(b.base.as_str());
+        cut_and_resume(&mut m, &mut price, &link, elsewhere, (&program, &script)).await;
     }
 }
 
