@@ -51,8 +51,10 @@ pub enum Reaches {
 }
 
 /// Commits a write of chain-derived rows (`db::chain_writes`, planned by
-/// `crate::ingest`) and hands what it changed to this replica's engine, in
-/// commit order, as `reaches` says. Other replicas learn of it through NOTIFY.
+/// `crate::ingest`) and, when it changed the index, has this replica's engine
+/// read the change log at once, as `reaches` says (every replica, this one
+/// included, applies changes from the log in commit order; the others hear
+/// of it through NOTIFY).
 /// The write is committed either way, so a cache that cannot take it is
 /// logged, not returned.
 pub async fn commit<C: IndexWrite>(
@@ -62,7 +64,7 @@ pub async fn commit<C: IndexWrite>(
     reaches: Reaches,
 ) -> ApiResult<C::Output> {
     let output = write(writer, cmd).await?;
-    if C::changes(&output).is_empty() {
+    if !C::changed(&output) {
         return Ok(output);
     }
     if let Reaches::Queued { heard } = reaches {

@@ -16,7 +16,7 @@ use actix::prelude::*;
 
 use super::actor::HealthCache;
 use super::pending::{Need, Pending, Waiter};
-use crate::db::engine_rows::{self as loader, ChangedRows, Everything};
+use crate::db::engine_rows::{self as loader, Everything};
 use crate::db::feed_clock::Clock;
 use crate::db::feed_log::{self, Read, Tick};
 use crate::domain::pubkey::Pubkey;
@@ -98,11 +98,10 @@ impl HealthCache {
             Job::Owners => {
                 let owners: Vec<Pubkey> = self.pending.owners.drain().collect();
                 let fallback: Vec<Pubkey> = self.pending.fallback_pools.drain().collect();
-                let read = async move {
-                    loader::load_changes(&db, cluster, &owners, &[], &fallback).await
-                };
+                let read =
+                    async move { loader::load_owners(&db, cluster, &owners, &fallback).await };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
-                    let result = result.map(|rows| act.apply_changes(rows));
+                    let result = result.map(|owners| act.apply_read_back(owners));
                     act.finish(ctx, job, number, result.map(|()| true));
                 }));
             }
@@ -215,10 +214,10 @@ impl HealthCache {
     }
 
     /// Evicted owners as read back now.
-    fn apply_changes(&mut self, rows: ChangedRows) {
+    fn apply_read_back(&mut self, owners: loader::Owners) {
         self.rendered
-            .forget_owner_bodies(Some(rows.owners.keys()), &ALL_BODIES);
-        self.apply_owners(rows.owners);
+            .forget_owner_bodies(Some(owners.keys()), &ALL_BODIES);
+        self.apply_owners(owners);
     }
 
     fn apply_owners(&mut self, owners: loader::Owners) {

@@ -101,12 +101,12 @@ fn slot_param(slot: u64) -> i64 {
     i64::try_from(slot).unwrap_or(i64::MAX)
 }
 
-/// A write of chain-derived rows whose output also says what it changed in
-/// the index, as the health engine applies it (`engine::Change`): the rows as
-/// written, returned by the statements themselves, so nothing is read back.
+/// A write of chain-derived rows whose output also says whether it changed
+/// the index: only then does the writer's engine catch up with the change
+/// log before the write is answered.
 pub trait IndexWrite: WriteCommand {
-    /// The changes a committed write's output reports.
-    fn changes(output: &Self::Output) -> Vec<Change>;
+    /// Whether a committed write's output reports a change.
+    fn changed(output: &Self::Output) -> bool;
 }
 
 /// POST /api/pools/init after every check: inserts the decoded pool (a repeat
@@ -202,13 +202,8 @@ impl WriteCommand for RegisterPool {
 }
 
 impl IndexWrite for RegisterPool {
-    fn changes(output: &Registered) -> Vec<Change> {
-        output
-            .created
-            .clone()
-            .map(Change::Pool)
-            .into_iter()
-            .collect()
+    fn changed(output: &Registered) -> bool {
+        output.created.is_some()
     }
 }
 
@@ -250,8 +245,8 @@ impl WriteCommand for SyncPool {
 }
 
 impl IndexWrite for SyncPool {
-    fn changes(output: &Option<PoolState>) -> Vec<Change> {
-        output.clone().map(Change::Pool).into_iter().collect()
+    fn changed(output: &Option<PoolState>) -> bool {
+        output.is_some()
     }
 }
 
@@ -376,8 +371,8 @@ impl WriteCommand for SyncPosition {
 }
 
 impl IndexWrite for SyncPosition {
-    fn changes(output: &Vec<Change>) -> Vec<Change> {
-        output.clone()
+    fn changed(output: &Vec<Change>) -> bool {
+        !output.is_empty()
     }
 }
 
@@ -490,8 +485,8 @@ impl WriteCommand for RefreshPoolPositions {
 }
 
 impl IndexWrite for RefreshPoolPositions {
-    fn changes(output: &Reconciled) -> Vec<Change> {
-        output.changes.clone()
+    fn changed(output: &Reconciled) -> bool {
+        !output.changes.is_empty()
     }
 }
 

@@ -30,16 +30,6 @@ pub struct Everything {
     pub clock: crate::db::feed_clock::Clock,
 }
 
-/// What changed rows read back as.
-pub struct ChangedRows {
-    /// The pools asked for that still exist, and those that are gone.
-    pub pools: Vec<PoolState>,
-    pub removed_pools: Vec<Pubkey>,
-    /// Every owner asked for (none left: removed), and every owner of a
-    /// fallback pool.
-    pub owners: Owners,
-}
-
 /// Pools, then every position streamed (a million rows never sit in memory
 /// twice), with the feed's clock, all in one snapshot: the state is exactly
 /// that of the clock's tick, and the change log takes over after it.
@@ -78,46 +68,27 @@ pub async fn load_everything(db: &Pool, cluster: &'static str) -> ApiResult<Ever
     })
 }
 
-/// Only what changed: the changed pools, the changed owners, and every owner of
-/// the pools that had evicted members.
-pub async fn load_changes(
+/// Owners read back as they are now (the engine evicted them): these owners,
+/// and every owner of the pools that had evicted members.
+pub async fn load_owners(
     db: &Pool,
     cluster: &'static str,
     owners: &[Pubkey],
-    pools: &[Pubkey],
     fallback_pools: &[Pubkey],
-) -> ApiResult<ChangedRows> {
+) -> ApiResult<Owners> {
     let client = db.get().await?;
-    let text = |keys: &[Pubkey]| keys.iter().map(Pubkey::to_string).collect::<Vec<_>>();
-    let mut out = ChangedRows {
-        pools: Vec::new(),
-        removed_pools: Vec::new(),
-        owners: Owners::default(),
-    };
-    if !pools.is_empty() {
-        let stmt = client.prepare_cached(queries::CACHE_POOLS).await?;
-        out.pools = client
-            .query(&stmt, &[&cluster, &text(pools)])
-            .await?
-            .iter()
-            .filter_map(pool_state)
-            .collect();
-        out.removed_pools = pools
-            .iter()
-            .filter(|p| !out.pools.iter().any(|s| s.address == **p))
-            .copied()
-            .collect();
-    }
+    let mut out = Owners::default();
     let mut pools_seen = PoolKeys::default();
     if !owners.is_empty() {
         for owner in owners {
-            out.owners.entry(*owner).or_default();
+            out.entry(*owner).or_default();
         }
+        let text: Vec<String> = owners.iter().map(Pubkey::to_string).collect();
         let stmt = client
             .prepare_cached(queries::CACHE_OWNERS_POSITIONS)
             .await?;
-        for row in client.query(&stmt, &[&cluster, &text(owners)]).await? {
-            group(&mut out.owners, &mut pools_seen, &row);
+        for row in client.query(&stmt, &[&cluster, &text]).await? {
+            group(&mut out, &mut pools_seen, &row);
         }
     }
     for pool in fallback_pools {
@@ -125,7 +96,7 @@ pub async fn load_changes(
             .prepare_cached(queries::CACHE_POOL_OWNERS_POSITIONS)
             .await?;
         for row in client.query(&stmt, &[&cluster, &pool.to_string()]).await? {
-            group(&mut out.owners, &mut pools_seen, &row);
+            group(&mut out, &mut pools_seen, &row);
         }
     }
     Ok(out)

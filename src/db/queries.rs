@@ -424,7 +424,6 @@ macro_rules! cache_pool_select {
     };
 }
 pub const CACHE_ALL_POOLS: &str = cache_pool_select!("");
-pub const CACHE_POOLS: &str = cache_pool_select!("AND pool_address = ANY($2::text[])");
 
 macro_rules! cache_position_select {
     ($where:literal) => {
