@@ -1,5 +1,6 @@
 //! History's reads against what is stored: buckets equal to a brute-force
-//! aggregation of the raw points, paging that neither drops nor repeats a row
+//! aggregation of the raw points in the range (the owner's and the market's,
+//! with ranges cut inside an interval), paging that neither drops nor repeats a row
 //! while rows are added, a conditional GET, and rows of a day with no
 //! partition yet (a clock that jumped) landing in that day's partition.
 
@@ -95,10 +96,12 @@ async fn buckets_equal_a_brute_force_aggregation_of_the_points() {
     // 3,000 points 37 s apart from 23:00 one day: about 31 hours, across a midnight.
     let start = at_us("2026-11-20T23:00:00Z");
     let owner = seed_points(&db, start, 37_000_000, 3_000).await;
+    // Both ends inside an interval of every resolution: the edge buckets
+    // hold only the points in [from, to).
     let range = format!(
         "from={}&to={}",
         (start + 1_234_567) / 1_000,
-        (start + 30 * HOUR_US) / 1_000
+        (start + 30 * HOUR_US + 98_765_432) / 1_000
     );
     let (raw, _) = get_all(
         &app,
@@ -108,20 +111,8 @@ async fn buckets_equal_a_brute_force_aggregation_of_the_points() {
     assert!(raw.len() > 2_500);
     for (resolution, width) in [("1m", 60), ("5m", 300), ("1h", 3_600), ("1d", 86_400)] {
         let width = width * 1_000_000i64;
-        // Buckets cover whole intervals: read the raw points from the first
-        // bucket's start, then group them here.
-        let from = (start + 1_234_567).div_euclid(width) * width;
-        let (all, _) = get_all(
-            &app,
-            &format!(
-                "/api/positions/{owner}/history?from={}&to={}&limit=5000",
-                from / 1000,
-                (start + 30 * HOUR_US) / 1000
-            ),
-        )
-        .await;
         let mut expected: BTreeMap<i64, Vec<&Value>> = BTreeMap::new();
-        for p in &all {
+        for p in &raw {
             let at = at_us(p["at"].as_str().unwrap());
             expected
                 .entry(at.div_euclid(width) * width)
@@ -157,6 +148,101 @@ async fn buckets_equal_a_brute_force_aggregation_of_the_points() {
             let last = points.last().unwrap();
             assert_eq!(bucket["collateral_value_wad"], last["collateral_value_wad"]);
             assert_eq!(bucket["debt_value_wad"], last["debt_value_wad"]);
+        }
+    }
+}
+
+/// Market samples every `step_us` from `start_us`, with the stored rollups of
+/// every resolution over them (what the history writer keeps), by SQL.
+async fn seed_market(db: &tokio_postgres::Client, start_us: i64, step_us: i64, n: i64) {
+    let day = DateTime::<Utc>::from_timestamp_micros(start_us)
+        .unwrap()
+        .date_naive();
+    for d in [day, day.succ_opt().unwrap()] {
+        db.execute("SELECT lendex_history_make_day($1)", &[&d])
+            .await
+            .unwrap();
+    }
+    db.execute(
+        "INSERT INTO history_market (cluster, at, owners, owners_under_water, owners_at_risk,
+             debt_value_wad_under_water, bad_debt_value_wad)
+         SELECT 'localnet', to_timestamp(($1::bigint + g * $2::bigint) / 1e6), 600,
+             (g * 7919) % 37, 5, g::numeric * 1000, 0
+         FROM generate_series(0, $3::bigint - 1) g",
+        &[&start_us, &step_us, &n],
+    )
+    .await
+    .unwrap();
+    for (code, seconds) in [(1i16, 60i64), (2, 300), (3, 3_600), (4, 86_400)] {
+        db.execute(
+            "INSERT INTO history_market_buckets
+             SELECT DISTINCT ON (start) 'localnet', $1::int2, start,
+                 count(*) OVER w, at, owners, owners_under_water,
+                 max(owners_under_water) OVER w, owners_at_risk,
+                 debt_value_wad_under_water, bad_debt_value_wad
+             FROM (SELECT *, to_timestamp(floor(extract(epoch FROM at)::float8 / $2::float8) * $2::float8) AS start
+                   FROM history_market) m
+             WINDOW w AS (PARTITION BY start)
+             ORDER BY start, at DESC",
+            &[&code, &(seconds as f64)],
+        )
+        .await
+        .unwrap();
+    }
+}
+
+#[actix_rt::test]
+async fn market_buckets_hold_only_the_samples_in_the_range() {
+    let app = history_app().await;
+    let db = app.db.connect().await;
+    // 10 s samples over five hours of a past day, away from the live samples.
+    let start = at_us("2026-11-19T10:00:00Z");
+    seed_market(&db, start, 10_000_000, 1_800).await;
+    for (from, to) in [
+        // Cut inside minutes (the case of `to` in the middle of a minute).
+        (start + 1_234_567, start + 3 * HOUR_US + 25_000_000),
+        // Both inside one minute.
+        (start + 5_000_000, start + 35_000_000),
+        // Aligned on the hour.
+        (start, start + 2 * HOUR_US),
+    ] {
+        let range = format!("from={}&to={}", from / 1000, to / 1000);
+        let (raw, _) = get_all(&app, &format!("/api/history/market?{range}&limit=5000")).await;
+        for (resolution, width) in [("1m", 60), ("5m", 300), ("1h", 3_600), ("1d", 86_400)] {
+            let width = width * 1_000_000i64;
+            let mut expected: BTreeMap<i64, Vec<&Value>> = BTreeMap::new();
+            for p in &raw {
+                let at = at_us(p["at"].as_str().unwrap());
+                assert!(from <= at && at < to);
+                expected
+                    .entry(at.div_euclid(width) * width)
+                    .or_default()
+                    .push(p);
+            }
+            let (buckets, _) = get_all(
+                &app,
+                &format!("/api/history/market?{range}&resolution={resolution}&limit=7"),
+            )
+            .await;
+            assert_eq!(buckets.len(), expected.len(), "{resolution} {range}");
+            for (bucket, (start, points)) in buckets.iter().zip(&expected) {
+                let last = points.last().unwrap();
+                let max = points
+                    .iter()
+                    .map(|p| p["owners_under_water"].as_u64().unwrap())
+                    .max()
+                    .unwrap();
+                assert_eq!(at_us(bucket["start"].as_str().unwrap()), *start);
+                assert_eq!(
+                    bucket["count"],
+                    points.len() as u64,
+                    "{resolution} {range}: {bucket}"
+                );
+                assert_eq!(bucket["owners_under_water_max"], max, "{bucket}");
+                for field in ["owners_under_water", "debt_value_wad_under_water"] {
+                    assert_eq!(bucket[field], last[field], "{resolution} {field}");
+                }
+            }
         }
     }
 }

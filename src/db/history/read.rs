@@ -14,6 +14,7 @@ use super::write::time_of;
 use crate::db::numeric::{Whole, Whole256};
 use crate::domain::history::buckets::{
     HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
+    market_buckets as market_buckets_of, range_parts,
 };
 use crate::domain::history::{Cause, EventKind, Resolution, bucket_start};
 use crate::error::{ApiError, ApiResult};
@@ -89,9 +90,10 @@ pub async fn point_before(
         .transpose()
 }
 
-/// An owner's buckets of `resolution` whose start is in [from, to), oldest
-/// first, at most `limit`: the points are read as a stream and the read
-/// stops once the bucket after the last one wanted begins.
+/// An owner's points with at in [from, to) in buckets of `resolution`,
+/// oldest first, at most `limit` buckets: the points are read as a stream
+/// and the read stops once the bucket after the last one wanted begins. A
+/// bucket cut by `from` or `to` holds only the points inside the range.
 pub async fn point_buckets(
     client: &Client,
     owner: i32,
@@ -101,7 +103,7 @@ pub async fn point_buckets(
     limit: usize,
 ) -> ApiResult<Vec<HealthBucket>> {
     let width = resolution.width_us().ok_or(ApiError::Invalid)?;
-    let (from, to) = (time_of(bucket_start(from_us, width)), time_of(to_us));
+    let (from, to) = (time_of(from_us), time_of(to_us));
     let params: [&(dyn ToSql + Sync); 3] = [&owner, &from, &to];
     let statement = client.prepare_cached(queries::POINTS_ALL).await?;
     let rows = client.query_raw(&statement, params).await?;
@@ -203,7 +205,10 @@ pub async fn market_before(
         .transpose()
 }
 
-/// The stored market buckets of `resolution` whose start is in [from, to).
+/// The market's samples with at in [from, to) in buckets of `resolution`,
+/// oldest first, at most about `limit`: the intervals wholly inside the
+/// range from the stored rollups, an interval cut by `from` or `to` from its
+/// samples inside the range (`range_parts`), the three reads pipelined.
 pub async fn market_buckets(
     client: &Client,
     cluster: &str,
@@ -213,10 +218,39 @@ pub async fn market_buckets(
     limit: i64,
 ) -> ApiResult<Vec<MarketBucket>> {
     let width = resolution.width_us().ok_or(ApiError::Invalid)?;
+    let parts = range_parts(from_us, to_us, width);
+    let edge = |part: Option<(i64, i64)>| async move {
+        match part {
+            Some((a, b)) => Ok(market_buckets_of(
+                &market(client, cluster, a, b, i64::MAX).await?,
+                width,
+            )),
+            None => ApiResult::Ok(Vec::new()),
+        }
+    };
+    let whole = async {
+        let Some((a, b)) = parts.whole else {
+            return ApiResult::Ok(Vec::new());
+        };
+        stored_market_buckets(client, cluster, resolution, a, b, limit).await
+    };
+    let (head, whole, tail) = futures_util::try_join!(edge(parts.head), whole, edge(parts.tail))?;
+    Ok(head.into_iter().chain(whole).chain(tail).collect())
+}
+
+/// The stored rollups of `resolution` whose start is in [from, to) (aligned).
+async fn stored_market_buckets(
+    client: &Client,
+    cluster: &str,
+    resolution: Resolution,
+    from_us: i64,
+    to_us: i64,
+    limit: i64,
+) -> ApiResult<Vec<MarketBucket>> {
     let params: [&(dyn ToSql + Sync); 5] = [
         &cluster,
         &resolution.code(),
-        &time_of(bucket_start(from_us, width)),
+        &time_of(from_us),
         &time_of(to_us),
         &limit,
     ];

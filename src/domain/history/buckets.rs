@@ -127,6 +127,40 @@ pub fn market_buckets(points: &[MarketPoint], width_us: i64) -> Vec<MarketBucket
     out
 }
 
+/// How a bucketed range [from, to) is read: the intervals wholly inside it
+/// from the stored rollups (`whole`), and an interval cut by `from` (`head`)
+/// or by `to` (`tail`) from its samples inside the range only, so that no
+/// bucket holds a sample outside [from, to). Each part is a half-open range
+/// of microseconds; `whole` is aligned to `width_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RangeParts {
+    pub head: Option<(i64, i64)>,
+    pub whole: Option<(i64, i64)>,
+    pub tail: Option<(i64, i64)>,
+}
+
+/// Splits [from_us, to_us) for buckets of `width_us` (see [`RangeParts`]).
+pub fn range_parts(from_us: i64, to_us: i64, width_us: i64) -> RangeParts {
+    if from_us >= to_us || width_us <= 0 {
+        return RangeParts::default();
+    }
+    let first_whole = bucket_start(from_us, width_us);
+    let whole_from = if first_whole == from_us {
+        from_us
+    } else {
+        first_whole.saturating_add(width_us)
+    };
+    let whole_to = bucket_start(to_us, width_us);
+    let head_end = whole_from.min(to_us);
+    let tail_start = whole_to.max(head_end);
+    let part = |a: i64, b: i64| (a < b).then_some((a, b));
+    RangeParts {
+        head: part(from_us, head_end),
+        whole: part(whole_from, whole_to),
+        tail: part(tail_start, to_us),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +207,39 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_range_cut_inside_intervals_reads_its_edges_from_samples() {
+        // 00:00:30 to 00:03:20 in minutes: 00:00:30-00:01, 00:01-00:03, 00:03-00:03:20.
+        let s = 1_000_000;
+        assert_eq!(
+            range_parts(30 * s, 200 * s, MIN),
+            RangeParts {
+                head: Some((30 * s, MIN)),
+                whole: Some((MIN, 3 * MIN)),
+                tail: Some((3 * MIN, 200 * s)),
+            }
+        );
+        // Aligned ends: all whole.
+        assert_eq!(
+            range_parts(MIN, 4 * MIN, MIN),
+            RangeParts {
+                head: None,
+                whole: Some((MIN, 4 * MIN)),
+                tail: None,
+            }
+        );
+        // Inside one interval: one head, nothing else.
+        assert_eq!(
+            range_parts(10 * s, 20 * s, MIN),
+            RangeParts {
+                head: Some((10 * s, 20 * s)),
+                whole: None,
+                tail: None,
+            }
+        );
+        assert_eq!(range_parts(5, 5, MIN), RangeParts::default());
+    }
+
     proptest! {
         #[test]
         fn health_buckets_match_a_grouping_by_interval(
@@ -198,6 +265,30 @@ mod tests {
                 under_water: ps.iter().any(|p| p.health_factor < WAD),
             }).collect();
             prop_assert_eq!(health_buckets(&points, width), expected);
+        }
+
+        #[test]
+        fn range_parts_tile_the_range_and_only_whole_is_read_whole(
+            from in -10 * MIN..10 * MIN,
+            len in 1i64..20 * MIN,
+            width in prop_oneof![Just(MIN), Just(5 * MIN), Just(60 * MIN)],
+        ) {
+            let to = from + len;
+            let p = range_parts(from, to, width);
+            let parts: Vec<(i64, i64)> = [p.head, p.whole, p.tail].into_iter().flatten().collect();
+            prop_assert_eq!(parts.first().unwrap().0, from);
+            prop_assert_eq!(parts.last().unwrap().1, to);
+            for pair in parts.windows(2) {
+                prop_assert_eq!(pair[0].1, pair[1].0);
+            }
+            if let Some((a, b)) = p.whole {
+                prop_assert_eq!(a.rem_euclid(width), 0);
+                prop_assert_eq!(b.rem_euclid(width), 0);
+            }
+            // An edge part lies within one interval.
+            for (a, b) in [p.head, p.tail].into_iter().flatten() {
+                prop_assert_eq!(a.div_euclid(width), (b - 1).div_euclid(width));
+            }
         }
 
         #[test]
