@@ -173,10 +173,7 @@ impl HealthCache {
     /// One tick's changes; what the engine cannot apply from memory (owners it
     /// evicted) is read back next.
     fn apply_tick(&mut self, changes: Vec<Change>) {
-        let pools_changed = changes
-            .iter()
-            .any(|c| matches!(c, Change::Pool(_) | Change::PoolRemoved(_)));
-        if pools_changed {
+        if changes.iter().any(Change::is_pool_wide) {
             self.rendered
                 .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
         } else {

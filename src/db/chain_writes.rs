@@ -407,6 +407,8 @@ pub struct Reconciled {
     pub written: u64,
     pub removed: u64,
     pub changes: Vec<Change>,
+    /// Rows were stamped with the read's slot and time (a logged touch).
+    pub touched: bool,
 }
 
 impl WriteCommand for RefreshPoolPositions {
@@ -429,6 +431,8 @@ impl WriteCommand for RefreshPoolPositions {
                 cols[6].push(p.original_deposit.to_string());
             }
             let slot = slot_param(self.slot);
+            tx.execute(queries::BEGIN_POOL_TOUCH, &[&self.pool_address])
+                .await?;
             let rows = tx
                 .query(
                     queries::UPSERT_POSITIONS_BULK,
@@ -461,6 +465,14 @@ impl WriteCommand for RefreshPoolPositions {
                     });
                 }
             }
+            // One touch for the rows the upsert stamped (sql/0012).
+            let stamped = out.written > 0 && self.slot > 0;
+            tx.execute(
+                queries::END_POOL_TOUCH,
+                &[&self.cluster, &self.pool_address, &slot, &stamped],
+            )
+            .await?;
+            out.touched = stamped;
             if self.slot > 0 {
                 // (With no context slot a closed position cannot be told from a
                 // newer write: nothing is removed.)
@@ -486,7 +498,7 @@ impl WriteCommand for RefreshPoolPositions {
 
 impl IndexWrite for RefreshPoolPositions {
     fn changed(output: &Reconciled) -> bool {
-        !output.changes.is_empty()
+        !output.changes.is_empty() || output.touched
     }
 }
 

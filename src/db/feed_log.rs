@@ -53,7 +53,7 @@ pub async fn read_after(
     }
     let (from, to) = (signed(after), signed(clock.tick));
     let limit = i64::try_from(max_rows).unwrap_or(i64::MAX - 1) + 1;
-    let (pools, positions, again) = futures_util::try_join!(
+    let (pools, positions, touches, again) = futures_util::try_join!(
         async {
             let statement = client.prepare_cached(queries::FEED_POOL_CHANGES).await?;
             client.query(&statement, &[&from, &to, &cluster]).await
@@ -67,11 +67,20 @@ pub async fn read_after(
                 .await
         },
         async {
+            let statement = client.prepare_cached(queries::FEED_TOUCHES).await?;
+            client
+                .query(&statement, &[&from, &to, &cluster, &limit])
+                .await
+        },
+        async {
             let statement = client.prepare_cached(queries::FEED_CLOCK).await?;
             client.query_one(&statement, &[]).await
         },
     )?;
-    if positions.len() > max_rows || unsigned(again.get("pruned_through")) > after {
+    if positions.len() > max_rows
+        || touches.len() > max_rows
+        || unsigned(again.get("pruned_through")) > after
+    {
         return Ok(Read::Reload);
     }
     let mut ticks: Vec<Tick> = Vec::new();
@@ -125,7 +134,67 @@ pub async fn read_after(
     for (tick, change) in pool_changes {
         push(tick, change);
     }
-    Ok(Read::Ticks { clock, ticks })
+    let touches = touches.iter().filter_map(|row| {
+        let tick = unsigned(row.get("change_tick"));
+        touch(row).map(|change| (tick, change))
+    });
+    Ok(Read::Ticks {
+        clock,
+        ticks: with_touches(ticks, touches),
+    })
+}
+
+/// A touch as the engine applies it (FEED_TOUCHES), None when unusable.
+fn touch(row: &tokio_postgres::Row) -> Option<Change> {
+    let slot = unsigned(row.get::<_, Option<i64>>("slot")?);
+    let synced_us = row
+        .get::<_, Option<chrono::DateTime<chrono::Utc>>>("last_synced_at")?
+        .timestamp_micros();
+    let key = |column: &str| row.get::<_, Option<&str>>(column)?.parse::<Pubkey>().ok();
+    match row.get::<_, &str>("kind") {
+        "T" => Some(Change::PoolTouched {
+            pool: key("pool_address")?,
+            slot,
+            synced_us,
+        }),
+        _ => Some(Change::Touched {
+            owner: key("owner")?,
+            position: key("position_address")?,
+            slot,
+            synced_us,
+        }),
+    }
+}
+
+/// `ticks` (in tick order) with each touch added at the end of its tick's
+/// changes, or as a tick of its own: touches are applied after the rows they
+/// may follow (`Engine::apply`).
+fn with_touches(ticks: Vec<Tick>, touches: impl IntoIterator<Item = (u64, Change)>) -> Vec<Tick> {
+    let mut out: Vec<Tick> = Vec::with_capacity(ticks.len());
+    let mut touches = touches.into_iter().peekable();
+    for mut tick in ticks {
+        while let Some((t, change)) = touches.next_if(|(t, _)| *t < tick.tick) {
+            push_change(&mut out, t, change);
+        }
+        while let Some((_, change)) = touches.next_if(|(t, _)| *t == tick.tick) {
+            tick.changes.push(change);
+        }
+        out.push(tick);
+    }
+    for (t, change) in touches {
+        push_change(&mut out, t, change);
+    }
+    out
+}
+
+fn push_change(ticks: &mut Vec<Tick>, tick: u64, change: Change) {
+    match ticks.last_mut() {
+        Some(last) if last.tick == tick => last.changes.push(change),
+        _ => ticks.push(Tick {
+            tick,
+            changes: vec![change],
+        }),
+    }
 }
 
 /// The extra columns of FEED_POSITION_CHANGES, after the position's own.
@@ -155,4 +224,60 @@ pub async fn prune(db: &Pool, keep_seconds: f64) -> ApiResult<u64> {
 
 fn signed(tick: u64) -> i64 {
     i64::try_from(tick).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touched(n: u8) -> Change {
+        Change::Touched {
+            owner: Pubkey::new_from_array([n; 32]),
+            position: Pubkey::new_from_array([n; 32]),
+            slot: u64::from(n),
+            synced_us: i64::from(n),
+        }
+    }
+
+    fn removed(n: u8) -> Change {
+        Change::Removed {
+            owner: Pubkey::new_from_array([n; 32]),
+            position: Pubkey::new_from_array([n; 32]),
+            slot: u64::from(n),
+        }
+    }
+
+    #[test]
+    fn touches_go_last_in_their_tick_or_in_a_tick_of_their_own() {
+        let ticks = vec![
+            Tick {
+                tick: 3,
+                changes: vec![removed(3)],
+            },
+            Tick {
+                tick: 6,
+                changes: vec![removed(6)],
+            },
+        ];
+        let touches = [
+            (2, touched(2)),
+            (3, touched(3)),
+            (5, touched(5)),
+            (5, touched(50)),
+            (9, touched(9)),
+        ];
+        let merged = with_touches(ticks, touches);
+        let shape: Vec<(u64, Vec<Change>)> =
+            merged.into_iter().map(|t| (t.tick, t.changes)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (2, vec![touched(2)]),
+                (3, vec![removed(3), touched(3)]),
+                (5, vec![touched(5), touched(50)]),
+                (6, vec![removed(6)]),
+                (9, vec![touched(9)]),
+            ]
+        );
+    }
 }

@@ -44,6 +44,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         include_str!("../../sql/0010_write_version.sql"),
     ),
     ("0011_feed_log", include_str!("../../sql/0011_feed_log.sql")),
+    (
+        "0012_touch_log",
+        include_str!("../../sql/0012_touch_log.sql"),
+    ),
 ];
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

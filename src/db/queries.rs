@@ -402,6 +402,12 @@ pub const UPSERT_POSITIONS_BULK: &str = concat!(
     FROM (SELECT count(*) AS written FROM written) counted LEFT JOIN changed ON true"
 );
 
+/// A reconciliation's rows of pool $1 log no touch each (sql/0012)...
+pub const BEGIN_POOL_TOUCH: &str = "SELECT lendex_begin_pool_touch($1)";
+/// ...but one for the pool ($1 cluster, $2 pool, $3 slot), when $4 says the
+/// upsert stamped any row.
+pub const END_POOL_TOUCH: &str = "SELECT lendex_end_pool_touch($1, $2, $3, $4)";
+
 /// Removes a position closed on chain, unless the row holds a newer read.
 pub const DELETE_POSITION: &str = "DELETE FROM positions
     WHERE cluster = $1 AND position_address = $2 AND slot <= $3 RETURNING owner";
@@ -473,6 +479,17 @@ pub const FEED_POSITION_CHANGES: &str = concat!(
     WHERE l.tick > $1 AND l.tick <= $2 AND l.cluster = $3 AND l.kind IN ('o', 'x')
     ORDER BY l.tick, l.seq LIMIT $4"
 );
+
+/// The touches of ticks in ($1, $2] of cluster $3 (sql/0012): a position
+/// read again with its data unchanged ('t': address, owner), or a pool's
+/// reconciliation ('T': the pool), each with its slot and time; at most $4.
+pub const FEED_TOUCHES: &str = "SELECT l.tick AS change_tick, l.kind::text AS kind,
+        l.image->>'position_address' AS position_address, l.image->>'owner' AS owner,
+        l.image->>'pool_address' AS pool_address, (l.image->>'slot')::bigint AS slot,
+        (l.image->>'last_synced_at')::timestamptz AS last_synced_at
+    FROM feed_changes l
+    WHERE l.tick > $1 AND l.tick <= $2 AND l.cluster = $3 AND l.kind IN ('t', 'T')
+    ORDER BY l.tick, l.seq LIMIT $4";
 
 /// The first step of a prune: ticks older than $1 seconds (never the last
 /// tick) are declared gone, so a replica behind them reloads; returns the

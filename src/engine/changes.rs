@@ -25,15 +25,40 @@ pub enum Change {
         position: Pubkey,
         slot: u64,
     },
+    /// A position read again at `slot` with its data unchanged: only its
+    /// sync time and slot move (no re-score, no event).
+    Touched {
+        owner: Pubkey,
+        position: Pubkey,
+        slot: u64,
+        synced_us: i64,
+    },
+    /// A pool's reconciliation read at `slot`: every position of the pool
+    /// held at a lower slot was stamped with `slot` and `synced_us`.
+    PoolTouched {
+        pool: Pubkey,
+        slot: u64,
+        synced_us: i64,
+    },
 }
 
 impl Change {
     /// The owner a position change is of.
     pub fn owner(&self) -> Option<Pubkey> {
         match self {
-            Change::Pool(_) | Change::PoolRemoved(_) => None,
-            Change::Position { owner, .. } | Change::Removed { owner, .. } => Some(*owner),
+            Change::Pool(_) | Change::PoolRemoved(_) | Change::PoolTouched { .. } => None,
+            Change::Position { owner, .. }
+            | Change::Removed { owner, .. }
+            | Change::Touched { owner, .. } => Some(*owner),
         }
+    }
+
+    /// Whether it touches every member of a pool (their answers all change).
+    pub fn is_pool_wide(&self) -> bool {
+        matches!(
+            self,
+            Change::Pool(_) | Change::PoolRemoved(_) | Change::PoolTouched { .. }
+        )
     }
 }
 
@@ -53,11 +78,13 @@ enum Edit {
 
 impl Engine {
     /// Applies committed changes: pools first (owners re-scored after see the
-    /// new prices), then each owner's edits at once.
+    /// new prices), then each owner's edits at once, then the touches (they
+    /// move sync times and slots only, after the rows they may follow).
     pub fn apply(&mut self, changes: Vec<Change>) -> Unapplied {
         let mut unapplied = Unapplied::default();
         let mut owners: Vec<(Pubkey, Vec<Edit>)> = Vec::new();
         let mut at: FastMap<Pubkey, usize> = FastMap::default();
+        let mut touches = Vec::new();
         for change in changes {
             let (owner, edit) = match change {
                 Change::Pool(state) => {
@@ -81,6 +108,10 @@ impl Engine {
                     position,
                     slot,
                 } => (owner, Edit::Remove(position, slot)),
+                touch @ (Change::Touched { .. } | Change::PoolTouched { .. }) => {
+                    touches.push(touch);
+                    continue;
+                }
             };
             let i = *at.entry(owner).or_insert_with(|| {
                 owners.push((owner, Vec::new()));
@@ -95,7 +126,56 @@ impl Engine {
             }
             self.edit_owner(owner, edits);
         }
+        for touch in touches {
+            self.touch(touch);
+        }
         unapplied
+    }
+
+    /// A re-read that changed no data: the positions it stamped take its
+    /// time, and its slot where theirs is lower (a later write of the same
+    /// transaction may hold a higher one). Owners not resident are read from
+    /// the database as stored when they come back.
+    fn touch(&mut self, touch: Change) {
+        match touch {
+            Change::Touched {
+                owner,
+                position,
+                slot,
+                synced_us,
+            } => {
+                let Some(&id) = self.index.get(&owner) else {
+                    return;
+                };
+                if let Some(p) = self.owners[id as usize]
+                    .positions
+                    .iter_mut()
+                    .find(|p| p.address == position)
+                {
+                    p.synced_us = synced_us;
+                    p.slot = p.slot.max(slot);
+                }
+            }
+            Change::PoolTouched {
+                pool,
+                slot,
+                synced_us,
+            } => {
+                let Some(&pool_id) = self.pool_ids.get(&pool) else {
+                    return;
+                };
+                let members: Vec<Slot> = self.pools[&pool_id].members.iter().copied().collect();
+                for member in members {
+                    for p in &mut self.owners[member as usize].positions {
+                        if p.pool == pool_id && p.slot < slot {
+                            p.slot = slot;
+                            p.synced_us = synced_us;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// An owner's positions with `edits` made, re-scored.

@@ -605,3 +605,73 @@ pub(crate) fn sample_market(owners: u8) -> (Engine, Vec<Pubkey>) {
     }
     (engine, keys)
 }
+
+#[test]
+fn touches_move_sync_times_and_slots_only() {
+    let mut engine = Engine::new(10);
+    for i in 0..2 {
+        engine.upsert_pool(pool_state(i, Some(1_000_000)));
+    }
+    let at = |owner: u8, pool: usize, slot: u64, t: i64| PositionState {
+        slot,
+        ..position(owner, pool, 100, 50, t)
+    };
+    engine.set_owner(owner_key(1), vec![at(1, 0, 5, 10), at(1, 1, 9, 20)]);
+    engine.set_owner(owner_key(2), vec![at(2, 0, 12, 30)]);
+    let hf = engine.health_factor(&owner_key(1));
+    engine.take_events();
+    let held = |engine: &mut Engine, owner: u8| -> Vec<(Pubkey, u64, i64)> {
+        let view = engine.view(&owner_key(owner)).unwrap();
+        view.positions
+            .iter()
+            .map(|(p, _)| (p.address, p.slot, p.synced_us))
+            .collect()
+    };
+    // One position read again: its time and slot, nothing else.
+    engine.apply(vec![Change::Touched {
+        owner: owner_key(1),
+        position: position_key(1, 0),
+        slot: 7,
+        synced_us: 40,
+    }]);
+    assert_eq!(
+        held(&mut engine, 1),
+        vec![(position_key(1, 0), 7, 40), (position_key(1, 1), 9, 20)],
+        "newest sync first"
+    );
+    // Pool 0 reconciled at slot 10: every position of it held below 10.
+    engine.apply(vec![Change::PoolTouched {
+        pool: pool_key(0),
+        slot: 10,
+        synced_us: 50,
+    }]);
+    assert_eq!(
+        held(&mut engine, 1),
+        vec![(position_key(1, 0), 10, 50), (position_key(1, 1), 9, 20)]
+    );
+    assert_eq!(
+        held(&mut engine, 2),
+        vec![(position_key(2, 0), 12, 30)],
+        "a row read at a newer slot was not stamped"
+    );
+    assert_eq!(engine.health_factor(&owner_key(1)), hf);
+    assert!(engine.take_events().is_empty(), "a touch is no event");
+    // A touch of a position or pool not held changes nothing.
+    engine.apply(vec![
+        Change::Touched {
+            owner: owner_key(9),
+            position: position_key(9, 0),
+            slot: 99,
+            synced_us: 99,
+        },
+        Change::PoolTouched {
+            pool: pool_key(3),
+            slot: 99,
+            synced_us: 99,
+        },
+    ]);
+    assert_eq!(
+        held(&mut engine, 1),
+        vec![(position_key(1, 0), 10, 50), (position_key(1, 1), 9, 20)]
+    );
+}

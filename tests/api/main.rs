@@ -31,6 +31,7 @@ mod leader;
 mod liquidations_api;
 mod metrics_api;
 mod numeric_binary;
+mod positions_synced;
 mod process;
 mod remote_cli;
 mod replica;

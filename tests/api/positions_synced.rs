@@ -1,0 +1,113 @@
+//! GET /api/positions/{user} serves every field as stored (spec 4.10): a
+//! position read again with no change of its data still moves its
+//! last_synced_at, and the rows stay sorted by it, newest first, whether the
+//! read was an on-demand sync or the background reconciliation.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::chain_support::*;
+use crate::common::*;
+
+/// (position, last_synced_at) as PostgreSQL holds them, newest first.
+async fn stored(db: &tokio_postgres::Client, owner: &str) -> Vec<(String, DateTime<Utc>)> {
+    db.query(
+        "SELECT position_address, last_synced_at FROM positions WHERE owner = $1
+         ORDER BY last_synced_at DESC, position_address",
+        &[&owner],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
+/// (position, last_synced_at) as the API answers them, in its order.
+async fn served(app: &TestApp, owner: &str) -> Vec<(String, DateTime<Utc>)> {
+    let (status, body) = app.get(&format!("/api/positions/{owner}")).await;
+    assert_eq!(status, 200, "{body}");
+    body["positions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p: &Value| {
+            let at = p["last_synced_at"].as_str().unwrap();
+            (
+                p["position_address"].as_str().unwrap().to_string(),
+                DateTime::parse_from_rfc3339(at)
+                    .unwrap()
+                    .with_timezone(&Utc),
+            )
+        })
+        .collect()
+}
+
+async fn sync(t: &ChainApp, pool: &lendex::domain::pubkey::Pubkey, owner: &str) {
+    let body = json!({ "pool_address": pool.to_string(), "user": owner });
+    let (status, answer) = t.app.post("/api/positions/sync", &body).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[actix_rt::test]
+async fn a_resync_with_unchanged_data_moves_the_row_to_the_top() {
+    // No background reconciliation during the test: only the syncs stamp.
+    let t = ChainApp::start_with(|c| c.sync.interval_seconds = 3600).await;
+    let db = t.app.db.connect().await;
+    let owner = Wallet::new();
+    let owner_key = key(&owner.pubkey());
+    let mut pools = Vec::new();
+    for _ in 0..3 {
+        let (pool, _) = t.create_and_register(6, Some(100_000_000), Some(-8)).await;
+        t.put_position(&pool, &owner_key, 1_000_000, 200_000).await;
+        pools.push(pool);
+    }
+    for pool in &pools {
+        sync(&t, pool, &owner.pubkey()).await;
+    }
+    let first = served(&t.app, &owner.pubkey()).await;
+    assert_eq!(first, stored(&db, &owner.pubkey()).await);
+    // The row listed last is synced again, its data unchanged: 200 means
+    // committed, and the answer at once holds the new time, on top.
+    let last = first.last().unwrap().0.clone();
+    sync(&t, &pools[0], &owner.pubkey()).await;
+    let now = stored(&db, &owner.pubkey()).await;
+    assert_eq!(now[0].0, last, "the database moved the row to the top");
+    assert!(now[0].1 > first.last().unwrap().1);
+    assert_eq!(served(&t.app, &owner.pubkey()).await, now);
+}
+
+#[actix_rt::test]
+async fn the_background_reconciliation_is_served_as_stored() {
+    let t = ChainApp::start_with(|c| c.sync.interval_seconds = 1).await;
+    let db = t.app.db.connect().await;
+    let owner = Wallet::new();
+    let owner_key = key(&owner.pubkey());
+    for _ in 0..2 {
+        let (pool, _) = t.create_and_register(6, Some(100_000_000), Some(-8)).await;
+        t.put_position(&pool, &owner_key, 1_000_000, 200_000).await;
+    }
+    // The reconciliation indexes both positions, then stamps them again on
+    // every round: the answer follows the stored times.
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            stored(&db, &owner.pubkey()).await.len() == 2
+        })
+        .await,
+        "never indexed"
+    );
+    let indexed = stored(&db, &owner.pubkey()).await;
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            let now = stored(&db, &owner.pubkey()).await;
+            now.iter().all(|(_, at)| *at > indexed[0].1)
+                && served(&t.app, &owner.pubkey()).await == now
+        })
+        .await,
+        "served {:?}, stored {:?}",
+        served(&t.app, &owner.pubkey()).await,
+        stored(&db, &owner.pubkey()).await
+    );
+}
