@@ -14,7 +14,8 @@ use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use crate::db::writes::WriteCommand;
+use crate::db::queries;
+use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ApiError, ApiResult};
 
 /// A queued write with its reply channel, its output type erased.
@@ -24,6 +25,10 @@ pub(super) trait QueuedWrite: Send {
     fn apply<'a>(&'a mut self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>>;
     /// How to apply a run of writes of this type as one statement, if it has one.
     fn run_form(&self) -> Option<RunForm>;
+    /// Whether it is a change of the index of its own: a tick of the feed's
+    /// change log to itself, even when committed with others (each write a
+    /// client was answered for is judged on its own: feed, history).
+    fn own_tick(&self) -> bool;
     /// Forgets a result kept by a rolled-back attempt.
     fn reset(&mut self);
     /// Sends the reply: the command's result if the batch committed, else `failure`.
@@ -57,6 +62,10 @@ impl<C: WriteCommand> QueuedWrite for Pending<C> {
 
     fn run_form(&self) -> Option<RunForm> {
         C::MULTI_ROW.then_some(apply_run::<C> as RunForm)
+    }
+
+    fn own_tick(&self) -> bool {
+        C::LANE == Lane::Index
     }
 
     fn reset(&mut self) {
@@ -139,8 +148,11 @@ pub(super) async fn apply_batch(
             return Ok(());
         }
     } else {
-        for write in batch.iter_mut() {
+        for (i, write) in batch.iter_mut().enumerate() {
             tx.batch_execute("SAVEPOINT w").await?;
+            if i > 0 {
+                next_tick(&tx, &**write).await?;
+            }
             match write.apply(&tx).await {
                 Ok(()) => tx.batch_execute("RELEASE SAVEPOINT w").await?,
                 // Down or stalled: the rest would each wait again.
@@ -167,11 +179,24 @@ async fn apply_runs(tx: &Transaction<'_>, batch: &mut [Box<dyn QueuedWrite>]) ->
                 end += 1;
             }
         }
+        if i > 0 {
+            next_tick(tx, &*batch[i]).await?;
+        }
         match form {
             Some(apply) if end - i > 1 => apply(&mut batch[i..end], tx).await?,
             _ => batch[i].apply(tx).await?,
         }
         i = end;
+    }
+    Ok(())
+}
+
+/// A write that changes the index takes the next tick of the change log,
+/// not the one of the writes before it in the transaction (the clock row is
+/// already this transaction's, so ticks stay in commit order, with no hole).
+async fn next_tick(tx: &Transaction<'_>, write: &dyn QueuedWrite) -> ApiResult<()> {
+    if write.own_tick() {
+        tx.execute(queries::NEXT_FEED_TICK, &[]).await?;
     }
     Ok(())
 }

@@ -480,6 +480,10 @@ pub const FEED_POSITION_CHANGES: &str = concat!(
     ORDER BY l.tick, l.seq LIMIT $4"
 );
 
+/// The next index change of this transaction takes a tick of its own
+/// (sql/0011 keeps the transaction's tick in this setting).
+pub const NEXT_FEED_TICK: &str = "SELECT set_config('lendex.feed_tick', '', true)";
+
 /// The touches of ticks in ($1, $2] of cluster $3 (sql/0012): a position
 /// read again with its data unchanged ('t': address, owner), or a pool's
 /// reconciliation ('T': the pool), each with its slot and time; at most $4.

@@ -343,3 +343,67 @@ async fn heavy_writes_queued_together_are_not_one_batch() {
     let stats = index(writers.stats().await);
     assert!(stats.largest_batch >= 2, "{stats:?}");
 }
+
+#[actix_rt::test]
+async fn index_writes_committed_together_are_each_a_change_of_their_own() {
+    use lendex::actors::db_writer::{Writers, write};
+    use lendex::db::chain_writes::SyncPosition;
+    use lendex::domain::accounts::UserPosition;
+    use lendex::domain::pubkey::Pubkey;
+    use lendex::domain::wad::WAD;
+    let app = spawn_app().await;
+    let db = app.db.connect().await;
+    let pool = insert_pool(&db, ORACLE_DOLLAR).await;
+    let mut cfg = lendex::config::Config::defaults().database;
+    cfg.url = app.db.url.clone();
+    let writers = Writers::start(&cfg, "own-ticks-test").unwrap();
+    let sync = |n: u64| {
+        let owner = Pubkey::new_unique();
+        SyncPosition {
+            cluster: "localnet",
+            pool_address: pool.clone(),
+            pool: None,
+            position_address: Pubkey::new_unique().to_string(),
+            owner,
+            position: Some(UserPosition {
+                owner,
+                pool: pool.parse().unwrap(),
+                deposit_shares: 1_000 + n,
+                borrow_principal: n,
+                deposit_idx_snap: WAD,
+                borrow_idx_snap: WAD,
+                original_deposit: 1_000 + n,
+                bump: 255,
+            }),
+            slot: 10,
+            write_version: None,
+        }
+    };
+    // Sent at once: the first starts a batch, the others share the next.
+    let writes: Vec<SyncPosition> = (0..20).map(sync).collect();
+    let positions: Vec<String> = writes.iter().map(|w| w.position_address.clone()).collect();
+    let done = join_all(writes.into_iter().map(|w| write(&writers, w))).await;
+    assert!(done.iter().all(Result::is_ok), "{done:?}");
+    let stats = writers
+        .stats()
+        .await
+        .into_iter()
+        .find(|s| s.lane == lendex::db::writes::Lane::Index)
+        .unwrap();
+    assert!(
+        stats.largest_batch >= 2,
+        "no two writes shared a transaction: {stats:?}"
+    );
+    // Each write is its own tick of the change log: every replica applies,
+    // publishes and judges for history each one on its own.
+    let ticks: i64 = db
+        .query_one(
+            "SELECT count(DISTINCT tick) FROM feed_changes
+             WHERE kind = 'o' AND image->>'position_address' = ANY($1)",
+            &[&positions],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(ticks, 20);
+}
