@@ -29,7 +29,8 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 const KEEPALIVES: &str =
     "-c tcp_keepalives_idle=2 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=2";
 
-/// The lease was taken (true) or lost (false).
+/// The lease was taken (true) or lost (false); the first answer is told
+/// either way (false: another replica holds it).
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct LeaderChanged(pub bool);
@@ -52,6 +53,9 @@ pub async fn hold_lease(
     };
     let name = lease_name(cluster);
     let mut leader = false;
+    // The first answer is told whatever it is: a follower's history waits
+    // for it before applying changes (`health_cache::history`).
+    let mut told = false;
     loop {
         match connect(&database_url).await {
             Ok((client, mut ended)) => {
@@ -81,7 +85,10 @@ pub async fn hold_lease(
                         let change = if holds { "taken" } else { "lost" };
                         tracing::info!(cluster, leader, "ingester lease {change}");
                         tell(LeaderChanged(leader));
+                    } else if !told {
+                        tell(LeaderChanged(leader));
                     }
+                    told = true;
                     // The session's end is noticed at once, not at the next check.
                     tokio::select! {
                         () = tokio::time::sleep(EVERY) => {}

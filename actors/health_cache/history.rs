@@ -10,6 +10,7 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use super::actor::{HealthCache, Lease};
+use super::history_link::HOLD_AT_MOST;
 use crate::actors::history::{Records, StepDown, TakeOver};
 use crate::actors::leader_lease::LeaderChanged;
 use crate::engine::history::{Record, Stamped};
@@ -83,10 +84,38 @@ impl HealthCache {
         });
     }
 
-    /// Starts the market's samples (when history is on).
+    /// Starts the market's samples (when history is on), and applies what
+    /// waited for the lease's first answer if it never comes.
     pub(super) fn start_history_timers(&mut self, ctx: &mut Context<Self>) {
         if let Some(link) = &self.history {
             ctx.run_interval(link.market_every, |act, _| act.sample_market());
+            ctx.run_later(HOLD_AT_MOST, |act, ctx| act.pump(ctx));
+        }
+    }
+
+    /// Whether changes wait for recording to start (`HistoryLink::hold_until`).
+    pub(super) fn holds_changes(&self) -> bool {
+        self.history.as_ref().is_some_and(|l| l.holds_changes())
+    }
+
+    /// Changes wait (at most `HOLD_AT_MOST`) for a takeover about to start
+    /// recording, or go on (`None`).
+    fn hold_changes(&mut self, ctx: &mut Context<Self>, hold: bool) {
+        let Some(link) = self.history.as_mut() else {
+            return;
+        };
+        if hold {
+            link.hold_until = Some(std::time::Instant::now() + HOLD_AT_MOST);
+            ctx.run_later(HOLD_AT_MOST, |act, ctx| act.pump(ctx));
+        } else if link.hold_until.take().is_some() {
+            self.pump(ctx);
+        }
+    }
+
+    /// The cache holds the index now: a takeover that waited for it starts.
+    pub(super) fn on_ready(&mut self, ctx: &mut Context<Self>) {
+        if self.lease == Lease::Held {
+            self.take_over(ctx);
         }
     }
 
@@ -100,7 +129,7 @@ impl HealthCache {
             return;
         }
         if !self.ready {
-            ctx.run_later(RETRY_TAKEOVER, |act, ctx| act.take_over(ctx));
+            // Started again when the first load is applied (`on_ready`).
             return;
         }
         link.taking_over = true;
@@ -116,6 +145,7 @@ impl HealthCache {
                     link.last_us = link.last_us.max(started.last_at_us);
                     act.engine.start_history(started.baselines);
                     act.record_history();
+                    act.hold_changes(ctx, false);
                 }
                 Ok(Ok(_)) => {} // lost the lease meanwhile
                 Ok(Err(e)) => {
@@ -147,7 +177,14 @@ impl Handler<LeaderChanged> for HealthCache {
             return;
         };
         if leader {
+            // Nothing is applied until the takeover has started recording.
+            if link.epoch.is_none() {
+                self.hold_changes(ctx, true);
+            }
             self.take_over(ctx);
+        } else if link.epoch.is_none() {
+            // A follower records nothing: nothing to wait for.
+            self.hold_changes(ctx, false);
         } else if link.epoch.is_some() {
             // What was recorded up to now is stored (unless another leader
             // took over first); nothing more is.

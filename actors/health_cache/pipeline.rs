@@ -74,6 +74,9 @@ impl HealthCache {
             // Before the first load nothing can be applied (the load, always
             // asked for at start, reads it all).
             return;
+        } else if self.holds_changes() {
+            // History is about to record: every change waits to be judged.
+            return;
         } else if !pending.owners.is_empty() || !pending.fallback_pools.is_empty() {
             Job::Owners
         } else if pending.read_log {
@@ -92,6 +95,9 @@ impl HealthCache {
                 let read = async move { loader::load_everything(&db, cluster).await };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let result = result.map(|everything| act.apply_everything(everything));
+                    if result.is_ok() {
+                        act.on_ready(ctx);
+                    }
                     act.finish(ctx, job, number, result.map(|()| true));
                 }));
             }

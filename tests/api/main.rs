@@ -26,6 +26,7 @@ mod health_feed;
 mod history;
 mod history_faults;
 mod history_reads;
+mod history_syncs;
 mod http_errors;
 mod leader;
 mod liquidations_api;
