@@ -34,14 +34,25 @@ use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::chain::grpc::{self, Resume};
 use crate::chain::source::{Backoff, Ended, Notified, PROBE_EVERY, StreamEvent, listens};
 use crate::chain::websocket;
+use crate::db::chain_writes::{AccountWrite, SlotWrites};
 use crate::db::registered::is_registered;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ApiResult;
-use crate::ingest::{Ingest, NotifiedWrite};
+use crate::ingest::{Ingest, by_slot};
 
-/// Updates gathered into one batch.
+/// Updates gathered into one batch: what arrives within 20 ms, at most 100
+/// accounts, but a gRPC slot's writes are not cut at 100 (up to 10,000),
+/// and a status of the batch's last slot ends it at once. The writes of each slot
+/// in a batch are committed together (`commit_slots`).
 const GATHER_FOR: Duration = Duration::from_millis(20);
 const GATHER_MAX: usize = 100;
+const GATHER_SLOT_MAX: usize = 10_000;
+
+/// Past `GATHER_MAX`, a batch still takes accounts while they are of its
+/// last slot (the next one may be too), up to `GATHER_SLOT_MAX`.
+fn slot_still_open(batch: &[Notified]) -> bool {
+    batch.len() < GATHER_SLOT_MAX && matches!(batch, [.., a, b] if a.slot == b.slot)
+}
 /// How often the source's slot is held against the RPC node's (lag).
 const LAG_EVERY: Duration = Duration::from_secs(5);
 
@@ -174,10 +185,20 @@ async fn apply_updates(
             }
         }
         let until = tokio::time::Instant::now() + GATHER_FOR;
-        while batch.len() < GATHER_MAX {
+        // (A websocket's slots prove nothing: some nodes stamp the subscription's.)
+        let by_slot = matches!(deps.source, Source::Grpc(_));
+        while batch.len() < GATHER_MAX || (by_slot && slot_still_open(&batch)) {
             match tokio::time::timeout_at(until, rx.recv()).await {
                 Ok(Some(StreamEvent::Account(account))) => batch.push(account),
-                Ok(Some(other)) => state.on(deps, other, to).await,
+                Ok(Some(other)) => {
+                    // A slot's status comes after its writes: the batch is whole.
+                    let closes =
+                        matches!(other, StreamEvent::Slot(s) if batch.iter().all(|a| a.slot <= s));
+                    state.on(deps, other, to).await;
+                    if closes {
+                        break;
+                    }
+                }
                 _ => break,
             }
         }
@@ -304,17 +325,22 @@ impl Registered {
     }
 }
 
-/// Commits one account's write; false when the order rule refused it.
-async fn commit_write(deps: &StreamDeps, write: NotifiedWrite, heard: Instant) -> ApiResult<bool> {
-    let reaches = Reaches::Queued { heard: Some(heard) };
-    Ok(match write {
-        NotifiedWrite::Pool(w) => commit(&deps.writer, &deps.cache, w, reaches)
-            .await?
-            .is_some(),
-        NotifiedWrite::Position(w) => !commit(&deps.writer, &deps.cache, w, reaches)
-            .await?
-            .is_empty(),
-    })
+/// Commits a batch's writes, those of each slot together (one transaction,
+/// one change of the index), older slots first. Says of each account
+/// whether it was written (false: the order rule refused it).
+async fn commit_slots(
+    deps: &StreamDeps,
+    writes: Vec<AccountWrite>,
+    heard: Instant,
+) -> ApiResult<Vec<(Pubkey, bool)>> {
+    let mut out = Vec::with_capacity(writes.len());
+    for writes in by_slot(writes) {
+        let accounts: Vec<Pubkey> = writes.iter().map(AccountWrite::account).collect();
+        let reaches = Reaches::Queued { heard: Some(heard) };
+        let written = commit(&deps.writer, &deps.cache, SlotWrites { writes }, reaches).await?;
+        out.extend(accounts.into_iter().zip(written));
+    }
+    Ok(out)
 }
 
 /// The accounts of a batch, for the websocket's re-read.

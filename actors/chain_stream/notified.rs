@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-use super::{Registered, StreamDeps, commit_write, latest_data};
+use super::{Registered, StreamDeps, commit_slots, latest_data};
 use crate::actors::chain_reader::ReadAccounts;
 use crate::chain::source::Notified;
 use crate::domain::pubkey::Pubkey;
@@ -43,9 +43,8 @@ pub(super) async fn apply(
         return Ok(());
     }
     let (writes, mut reread) = deps.ingest.notified(batch, &wanted, trusted_above);
-    for write in writes {
-        let account = write.account();
-        if !commit_write(deps, write, heard).await? {
+    for (account, written) in commit_slots(deps, writes, heard).await? {
+        if !written {
             reread.insert(account); // the row holds a newer read
         }
     }
@@ -74,8 +73,7 @@ pub(super) async fn apply(
         reads = read().await?;
     }
     let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
-    for write in deps.ingest.reread(&again, &reads) {
-        commit_write(deps, write, heard).await?;
-    }
+    // One read, one slot: written together.
+    commit_slots(deps, deps.ingest.reread(&again, &reads), heard).await?;
     Ok(())
 }

@@ -1,17 +1,19 @@
 //! A gRPC batch (decisions §14): each account's latest write, as it came,
-//! under the (slot, write version) order rule the named queries hold; a
+//! the writes of one slot committed together, under the (slot, write
+//! version) order rule the named queries hold; a
 //! refused write is an older one, and nothing is re-read. A closed account
 //! that the index holds as a position is removed; anything unusable is counted
 //! and skipped (`ingest::streamed` says which).
 
 use std::time::Instant;
 
-use super::{Registered, StreamDeps, commit_write};
+use super::{Registered, StreamDeps, commit_slots};
 use crate::chain::source::Notified;
+use crate::db::chain_writes::AccountWrite;
 use crate::db::chain_writes::SyncPosition;
 use crate::db::registered::held_position;
 use crate::error::ApiResult;
-use crate::ingest::{NotifiedWrite, Streamed, latest};
+use crate::ingest::{Streamed, latest};
 
 pub(super) async fn apply(
     deps: &StreamDeps,
@@ -19,12 +21,13 @@ pub(super) async fn apply(
     batch: &[Notified],
     heard: Instant,
 ) -> ApiResult<()> {
+    let mut writes = Vec::new();
     for account in latest(batch) {
         match deps.ingest.streamed(account) {
             Streamed::Write { pool, write } => {
                 // Another pool of the program: not the index's.
                 if registered.contains(deps, &pool).await? {
-                    commit_write(deps, *write, heard).await?;
+                    writes.push(*write);
                 }
             }
             Streamed::Closed { account: key, slot } => {
@@ -40,7 +43,7 @@ pub(super) async fn apply(
                             slot,
                             write_version: account.write_version,
                         };
-                        commit_write(deps, NotifiedWrite::Position(removal), heard).await?;
+                        writes.push(AccountWrite::Position(removal));
                     }
                     None if account.owner != deps.ingest.program => {
                         crate::metrics::stream::skipped("grpc", "another program's account");
@@ -52,5 +55,6 @@ pub(super) async fn apply(
             Streamed::Skipped(why) => crate::metrics::stream::skipped("grpc", why),
         }
     }
+    commit_slots(deps, writes, heard).await?;
     Ok(())
 }

@@ -250,6 +250,68 @@ impl IndexWrite for SyncPool {
     }
 }
 
+/// One account's write from the chain: a pool's state or a position's.
+#[derive(Debug)]
+pub enum AccountWrite {
+    Pool(SyncPool),
+    Position(SyncPosition),
+}
+
+impl AccountWrite {
+    /// The account it writes.
+    pub fn account(&self) -> Pubkey {
+        let address = match self {
+            AccountWrite::Pool(w) => &w.pool_address,
+            AccountWrite::Position(w) => &w.position_address,
+        };
+        address.parse().expect("written from a Pubkey")
+    }
+
+    /// The slot of the chain data it writes.
+    pub fn slot(&self) -> u64 {
+        match self {
+            AccountWrite::Pool(w) => w.slot,
+            AccountWrite::Position(w) => w.slot,
+        }
+    }
+}
+
+/// The writes a chain source delivered together for one slot, in one
+/// transaction: one change of the index (one tick of the change log), so the
+/// feed and history see the slot's outcome, not the order its accounts
+/// arrived in (docs/design.md, "Chain sources"). Each write keeps its own
+/// order rule; the output says, in order, which were written.
+#[derive(Debug)]
+pub struct SlotWrites {
+    pub writes: Vec<AccountWrite>,
+}
+
+impl WriteCommand for SlotWrites {
+    type Output = Vec<bool>;
+    const LANE: Lane = Lane::Index;
+    fn rows(&self) -> usize {
+        self.writes.len().max(1)
+    }
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Vec<bool>>> {
+        Box::pin(async move {
+            let mut written = Vec::with_capacity(self.writes.len());
+            for write in &self.writes {
+                written.push(match write {
+                    AccountWrite::Pool(w) => w.apply(tx).await?.is_some(),
+                    AccountWrite::Position(w) => !w.apply(tx).await?.is_empty(),
+                });
+            }
+            Ok(written)
+        })
+    }
+}
+
+impl IndexWrite for SlotWrites {
+    fn changed(output: &Vec<bool>) -> bool {
+        output.iter().any(|w| *w)
+    }
+}
+
 /// Which stored rows a pool write may overwrite.
 #[derive(Clone, Copy)]
 enum Guard {

@@ -41,19 +41,26 @@ pub async fn walk(config: &Config, program: &Pubkey) -> CliResult {
         BAND * 100.0,
         STABLE_BAND * 100.0
     );
+    let pools: Vec<Pubkey> = TOKENS.iter().map(|t| mint_and_pool(program, t).1).collect();
     loop {
         tokio::time::sleep(EVERY).await;
         let now = chrono::Utc::now().timestamp();
-        for (i, token) in TOKENS.iter().enumerate() {
+        // Every pool read at once, then every price written back to back: a
+        // market's move lands in one slot, and the service applies a slot's
+        // writes together (no account flaps through states that never were).
+        let Ok(accounts) = chain.get_multiple_accounts(&pools).await else {
+            continue;
+        };
+        for (i, (token, account)) in TOKENS.iter().zip(accounts).enumerate() {
             let band = if token.symbol.starts_with("USD") {
                 STABLE_BAND
             } else {
                 BAND
             };
             levels[i] = step(levels[i], rng.gen_range(-0.2..0.2) * band, band);
-            let (_, pool_key) = mint_and_pool(program, token);
+            let pool_key = pools[i];
             // Read back, so totals and indexes the chain moved are kept.
-            let Ok(account) = chain.get_account(&pool_key).await else {
+            let Some(account) = account else {
                 continue;
             };
             let Ok(mut pool) = decode_pool(&account.data) else {

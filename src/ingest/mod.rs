@@ -15,7 +15,9 @@ mod notified;
 mod streamed;
 
 use crate::chain::rpc::{AccountRead, RawAccount};
-use crate::db::chain_writes::{RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition};
+use crate::db::chain_writes::{
+    AccountWrite, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
+};
 use crate::domain::accounts::{
     AccountCheck, LendingPool, check_pool, check_position, mint_decimals, pool_address,
     position_address,
@@ -23,7 +25,7 @@ use crate::domain::accounts::{
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
-pub use notified::{Notifications, NotifiedWrite, sort_out};
+pub use notified::{Notifications, sort_out};
 pub use streamed::{Streamed, latest};
 
 /// What every ingest needs to know: whose accounts, and under which cluster
@@ -185,6 +187,17 @@ impl Ingest {
             positions,
         }
     }
+}
+
+/// Writes grouped by the slot of their data, older slots first, each group
+/// in arrival order: what a source delivered for one slot is committed
+/// together (`db::chain_writes::SlotWrites`).
+pub fn by_slot(writes: Vec<AccountWrite>) -> Vec<Vec<AccountWrite>> {
+    let mut groups: std::collections::BTreeMap<u64, Vec<AccountWrite>> = Default::default();
+    for write in writes {
+        groups.entry(write.slot()).or_default().push(write);
+    }
+    groups.into_values().collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::Ingest;
 use crate::chain::rpc::AccountRead;
 use crate::chain::source::Notified;
-use crate::db::chain_writes::{SyncPool, SyncPosition};
+use crate::db::chain_writes::{AccountWrite, SyncPosition};
 use crate::domain::accounts::{
     LendingPool, POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool,
     check_position,
@@ -84,24 +84,6 @@ pub fn sort_out(batch: &[Notified]) -> Notifications {
     out
 }
 
-/// One account's write, from a notification or a re-read.
-#[derive(Debug)]
-pub enum NotifiedWrite {
-    Pool(SyncPool),
-    Position(SyncPosition),
-}
-
-impl NotifiedWrite {
-    /// The account it writes.
-    pub fn account(&self) -> Pubkey {
-        let address = match self {
-            NotifiedWrite::Pool(w) => &w.pool_address,
-            NotifiedWrite::Position(w) => &w.position_address,
-        };
-        address.parse().expect("written from a Pubkey")
-    }
-}
-
 impl Ingest {
     /// The accounts of `wanted` (sorted out and kept) that can be written as
     /// notified, and those that must be re-read.
@@ -119,7 +101,7 @@ impl Ingest {
         batch: &[Notified],
         wanted: &Notifications,
         trusted_above: u64,
-    ) -> (Vec<NotifiedWrite>, BTreeSet<Pubkey>) {
+    ) -> (Vec<AccountWrite>, BTreeSet<Pubkey>) {
         // The latest notification of each account.
         let latest: BTreeMap<Pubkey, &Notified> = batch.iter().map(|n| (n.pubkey, n)).collect();
         let mut writes = Vec::new();
@@ -138,7 +120,7 @@ impl Ingest {
                 self.pool(pool, &read, None, false).ok()
             });
             match write {
-                Some(w) => writes.push(NotifiedWrite::Pool(w)),
+                Some(w) => writes.push(AccountWrite::Pool(w)),
                 None => {
                     reread.insert(*pool);
                 }
@@ -150,7 +132,7 @@ impl Ingest {
                 Some(self.position_write(position, pool, None, state.ok()?, n.slot))
             });
             match write {
-                Some(w) => writes.push(NotifiedWrite::Position(w)),
+                Some(w) => writes.push(AccountWrite::Position(w)),
                 None => {
                     reread.insert(*position);
                 }
@@ -167,7 +149,7 @@ impl Ingest {
         &self,
         wanted: &Notifications,
         reads: &BTreeMap<Pubkey, AccountRead>,
-    ) -> Vec<NotifiedWrite> {
+    ) -> Vec<AccountWrite> {
         let mut writes = Vec::new();
         let mut pools: BTreeMap<Pubkey, LendingPool> = BTreeMap::new();
         for pool in wanted.all_pools() {
@@ -179,7 +161,7 @@ impl Ingest {
             };
             pools.insert(pool, state);
             if let Ok(write) = self.pool(&pool, read, None, false) {
-                writes.push(NotifiedWrite::Pool(write));
+                writes.push(AccountWrite::Pool(write));
             }
         }
         for (position, pool) in &wanted.positions {
@@ -191,7 +173,7 @@ impl Ingest {
             };
             let write =
                 self.position_write(position, pool, Some(pool_state.clone()), state, read.slot);
-            writes.push(NotifiedWrite::Position(write));
+            writes.push(AccountWrite::Position(write));
         }
         writes
     }

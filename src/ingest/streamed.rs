@@ -13,8 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Ingest, NotifiedWrite};
+use super::Ingest;
 use crate::chain::source::Notified;
+use crate::db::chain_writes::AccountWrite;
 use crate::db::chain_writes::{SyncPool, SyncPosition};
 use crate::domain::accounts::{
     POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool, check_position,
@@ -28,7 +29,7 @@ pub enum Streamed {
     /// state is large, and most of what a stream carries is positions).
     Write {
         pool: Pubkey,
-        write: Box<NotifiedWrite>,
+        write: Box<AccountWrite>,
     },
     /// Closed, or handed to another program: removed if the index holds it as
     /// a position, at this slot.
@@ -67,7 +68,7 @@ impl Ingest {
             return match check_pool(&self.program, parts) {
                 Ok(pool) => Streamed::Write {
                     pool: account.pubkey,
-                    write: Box::new(NotifiedWrite::Pool(SyncPool {
+                    write: Box::new(AccountWrite::Pool(SyncPool {
                         cluster: self.cluster,
                         pool_address: account.pubkey.to_string(),
                         pool,
@@ -91,7 +92,7 @@ impl Ingest {
             return match check_position(&self.program, parts, &pool, None) {
                 Ok(position) => Streamed::Write {
                     pool,
-                    write: Box::new(NotifiedWrite::Position(SyncPosition {
+                    write: Box::new(AccountWrite::Position(SyncPosition {
                         cluster: self.cluster,
                         pool_address: pool.to_string(),
                         pool: None,

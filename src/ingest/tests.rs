@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::chain::source::Notified;
+use crate::db::chain_writes::AccountWrite;
 use crate::domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
 
 const CLUSTER: &str = "localnet";
@@ -170,8 +171,8 @@ fn only_a_provable_slot_is_written_as_notified() {
     assert_eq!(writes.len(), 2);
     for write in &writes {
         match write {
-            NotifiedWrite::Pool(w) => assert_eq!((w.slot, w.catch_up), (1_000, false)),
-            NotifiedWrite::Position(w) => {
+            AccountWrite::Pool(w) => assert_eq!((w.slot, w.catch_up), (1_000, false)),
+            AccountWrite::Position(w) => {
                 assert_eq!(w.slot, 1_000);
                 assert_eq!(w.owner, owner);
                 assert!(w.pool.is_none(), "the pool comes with its own notification");
@@ -231,7 +232,7 @@ fn a_reread_position_carries_its_pools_state_and_skips_what_is_gone() {
         2,
         "the pool, and the one position still there"
     );
-    let NotifiedWrite::Position(w) = &writes[1] else {
+    let AccountWrite::Position(w) = &writes[1] else {
         panic!("{writes:?}")
     };
     assert_eq!((w.slot, w.pool.is_some()), (21, true));
@@ -249,7 +250,7 @@ fn a_streamed_write_is_written_as_it_came_with_its_version() {
     let (i, pool, user) = (ingest(), Pubkey::new_unique(), Pubkey::new_unique());
     match i.streamed(&streamed(pool, pool_data(5), 70, 3)) {
         Streamed::Write { pool: p, write } => {
-            let NotifiedWrite::Pool(w) = *write else {
+            let AccountWrite::Pool(w) = *write else {
                 panic!("{write:?}")
             };
             assert_eq!(p, pool);
@@ -264,7 +265,7 @@ fn a_streamed_write_is_written_as_it_came_with_its_version() {
     data.extend([0; 16]);
     match i.streamed(&streamed(position, data, 71, 4)) {
         Streamed::Write { pool: p, write } => {
-            let NotifiedWrite::Position(w) = *write else {
+            let AccountWrite::Position(w) = *write else {
                 panic!("{write:?}")
             };
             assert_eq!(p, pool);
@@ -330,4 +331,40 @@ fn a_batch_keeps_each_accounts_highest_slot_and_version() {
     let mut want = vec![(a, vec![5]), (b, vec![4])];
     want.sort();
     assert_eq!(kept, want);
+}
+
+#[test]
+fn writes_are_grouped_by_slot_older_first_in_arrival_order() {
+    let removal = |n: u8, slot: u64| {
+        AccountWrite::Position(SyncPosition {
+            cluster: "localnet",
+            pool_address: Pubkey::new_from_array([9; 32]).to_string(),
+            pool: None,
+            position_address: Pubkey::new_from_array([n; 32]).to_string(),
+            owner: Pubkey::new_from_array([n; 32]),
+            position: None,
+            slot,
+            write_version: None,
+        })
+    };
+    let writes = vec![
+        removal(1, 7),
+        removal(2, 5),
+        removal(3, 7),
+        removal(4, 6),
+        removal(5, 5),
+    ];
+    let groups: Vec<Vec<(u64, Pubkey)>> = by_slot(writes)
+        .iter()
+        .map(|g| g.iter().map(|w| (w.slot(), w.account())).collect())
+        .collect();
+    let k = |n: u8| Pubkey::new_from_array([n; 32]);
+    assert_eq!(
+        groups,
+        vec![
+            vec![(5, k(2)), (5, k(5))],
+            vec![(6, k(4))],
+            vec![(7, k(1)), (7, k(3))],
+        ]
+    );
 }

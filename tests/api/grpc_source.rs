@@ -294,3 +294,72 @@ async fn the_servers_pings_are_answered_within_a_second() {
     // Answering changed no filter: still the one subscription.
     assert_eq!(server.subscriptions().len(), 1);
 }
+
+#[actix_rt::test]
+async fn a_slots_writes_are_one_change_so_no_account_flaps() {
+    let server = ScriptedGeyser::start().await;
+    let mut m = grpc_market(&server, |c| c.history.flush_interval_ms = 100).await;
+    let (app, program) = (&m.t.app, m.t.program);
+    // 500 USDC against 15 SOL at $20: 400 of weighted collateral for $300.
+    let slot = m.t.chain.slot().await + 1_000;
+    let owner = Pubkey::new_unique();
+    let (usdc_at, usdc) = position_account(&program, &m.usdc, &owner, 500_000_000, 0);
+    let (sol_at, sol) = position_account(&program, &m.sol, &owner, 0, 15_000_000_000);
+    for (key, position, version) in [(usdc_at, &usdc, 1), (sol_at, &sol, 2)] {
+        let data = encode_position(position);
+        server.send(slot, account_update(&key, &program, 1, data, slot, version));
+    }
+    server.send(slot, slot_update(slot));
+    assert!(deposit_becomes(app, &owner, &m.usdc, 500_000_000).await);
+    let hf = || async {
+        app.get(&format!("/api/positions/{owner}")).await.1["positions"][0]["health_factor_wad"]
+            .as_str()
+            .map(str::to_string)
+    };
+    // One slot: SOL to $30 ($450 of debt: under water alone), then USDC to
+    // $2 ($800 of weighted collateral: 1.78). Applied one at a time the
+    // account would go under and recover within the slot; the slot's
+    // outcome is healthy.
+    m.sol_data.oracle_price = Some(30 * USD);
+    m.usdc_data.oracle_price = Some(2 * USD);
+    let at = slot + 1;
+    server.send(
+        at,
+        account_update(&m.sol, &program, 1, encode_pool(&m.sol_data), at, 1),
+    );
+    server.send(
+        at,
+        account_update(&m.usdc, &program, 1, encode_pool(&m.usdc_data), at, 2),
+    );
+    server.send(at, slot_update(at));
+    let want = (800 * lendex::domain::wad::WAD / 450).to_string();
+    assert!(
+        eventually(Duration::from_secs(10), async || hf().await.as_deref()
+            == Some(want.as_str()))
+        .await,
+        "{:?}",
+        hf().await
+    );
+    let db = m.t.app.db.connect().await;
+    let ticks: i64 = db
+        .query_one(
+            "SELECT count(DISTINCT tick) FROM feed_changes
+             WHERE kind = 'p' AND (image->>'slot')::bigint = $1",
+            &[&(at as i64)],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(ticks, 1, "the slot's two pool writes are one change");
+    // History saw the slot's outcome: a point, no crossing either way.
+    let points = eventually(Duration::from_secs(10), async || {
+        crate::history::points(app, &owner.to_string())
+            .await
+            .last()
+            .is_some_and(|p| p["health_factor_wad"] == want.as_str())
+    })
+    .await;
+    assert!(points, "the slot's outcome was recorded");
+    let events = crate::history::events(app, &format!("owner={owner}")).await;
+    assert!(events.is_empty(), "{events:?}");
+}
