@@ -32,7 +32,7 @@ use crate::actors::chain_reader::{ChainReader, GetSlot};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::chain::grpc::{self, Resume};
-use crate::chain::source::{Backoff, Ended, Notified, PROBE_EVERY, StreamEvent, listens};
+use crate::chain::source::{Backoff, Ended, Notified, StreamEvent, wait_out};
 use crate::chain::websocket;
 use crate::db::chain_writes::{AccountWrite, SlotWrites};
 use crate::db::registered::is_registered;
@@ -142,27 +142,16 @@ pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
             reason: ended.reason.clone(),
         });
         let wait = backoff.wait_jittered(started.elapsed());
-        wait_for_node(deps.source.url(), wait, ended.reached).await;
+        wait_for_node(&deps.source, wait, ended.reached).await;
     }
 }
 
-/// Waits out the backoff. A node that refused the connection itself is asked
-/// meanwhile whether it listens again, and tried at once when it does.
-async fn wait_for_node(url: &str, wait: Duration, reached: bool) {
-    if reached {
-        tokio::time::sleep(wait).await;
-        return;
-    }
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let now = tokio::time::Instant::now();
-        if now >= deadline {
-            return;
-        }
-        tokio::time::sleep(PROBE_EVERY.min(deadline - now)).await;
-        if listens(url).await {
-            return;
-        }
+/// Waits out the backoff, asking the node meanwhile whether it answers its
+/// protocol (`chain::source::wait_out`).
+async fn wait_for_node(source: &Source, wait: Duration, answered: bool) {
+    match source {
+        Source::Websocket { url } => wait_out(wait, answered, || websocket::answers(url)).await,
+        Source::Grpc(endpoint) => wait_out(wait, answered, || grpc::answers(endpoint)).await,
     }
 }
 

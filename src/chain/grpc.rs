@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
-use yellowstone_grpc_client::{ClientTlsConfig, GeyserGrpcClient};
+use yellowstone_grpc_client::{ClientTlsConfig, GeyserGrpcClient, GeyserGrpcClientError};
 use yellowstone_grpc_proto::prelude::{
     CommitmentLevel, SlotStatus, SubscribeRequest, SubscribeRequestFilterAccounts,
     SubscribeRequestFilterAccountsFilter, SubscribeRequestFilterAccountsFilterMemcmp,
@@ -23,7 +23,7 @@ use yellowstone_grpc_proto::prelude::{
 };
 use yellowstone_grpc_proto::tonic::Code;
 
-use super::source::{Ended, Notified, StreamEvent, listens};
+use super::source::{Ended, Notified, StreamEvent};
 use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use crate::domain::pubkey::Pubkey;
 
@@ -38,6 +38,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// After subscribing, how long a refusal of `from_slot` is waited for before
 /// the subscription counts as made.
 const REFUSAL_WAIT: Duration = Duration::from_secs(1);
+/// A probe of a node that is backed off from gets this long.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The subscription: the program's pools and positions, slot updates, at
 /// `confirmed`; from `from_slot` when resuming.
@@ -287,6 +289,46 @@ async fn replay_from(client: &mut GeyserGrpcClient, last: u64) -> Option<u64> {
     }
 }
 
+/// Whether the node answers the protocol now: a connection and one `Ping`
+/// call, each within `PROBE_TIMEOUT`. Any gRPC status counts as an answer
+/// (a server that refuses the token, say, is there); a connection closed at
+/// once (a balancer whose backend is down) or a timeout does not. Cheap
+/// enough to ask every half second while a reconnect backs off.
+pub async fn answers(endpoint: &Endpoint) -> bool {
+    let probe = async {
+        let mut builder = GeyserGrpcClient::build_from_shared(endpoint.url.clone())
+            .ok()?
+            .x_token(endpoint.x_token.clone())
+            .ok()?
+            .connect_timeout(PROBE_TIMEOUT)
+            .tcp_nodelay(true);
+        if endpoint.url.starts_with("https://") {
+            builder = builder
+                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .ok()?;
+        }
+        let mut client = builder.connect().await.ok()?;
+        match client.ping(1).await {
+            Ok(_) => Some(()),
+            Err(GeyserGrpcClientError::TonicStatus(status)) if answered(status.code()) => Some(()),
+            Err(_) => None,
+        }
+    };
+    matches!(
+        tokio::time::timeout(PROBE_TIMEOUT, probe).await,
+        Ok(Some(()))
+    )
+}
+
+/// A status the server itself sent, as opposed to one the client made up
+/// for a transport that failed.
+fn answered(code: Code) -> bool {
+    !matches!(
+        code,
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded
+    )
+}
+
 async fn connect(endpoint: &Endpoint) -> Result<GeyserGrpcClient, Ended> {
     let bad = |what: &str, e: &dyn std::fmt::Display| Ended::reached(format!("{what}: {e}"));
     let mut builder = GeyserGrpcClient::build_from_shared(endpoint.url.clone())
@@ -303,11 +345,11 @@ async fn connect(endpoint: &Endpoint) -> Result<GeyserGrpcClient, Ended> {
             .tls_config(ClientTlsConfig::new().with_native_roots())
             .map_err(|e| bad("TLS", &e))?;
     }
-    match builder.connect().await {
-        Ok(client) => Ok(client),
-        Err(e) if listens(&endpoint.url).await => Err(bad("connect failed", &e)),
-        Err(e) => Err(Ended::unreachable(format!("connect failed: {e}"))),
-    }
+    // Refused, or connected and not answering HTTP/2: probed while waiting.
+    builder
+        .connect()
+        .await
+        .map_err(|e| Ended::unreachable(format!("connect failed: {e}")))
 }
 
 #[cfg(test)]

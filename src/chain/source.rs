@@ -5,10 +5,12 @@
 //! same for both.
 //!
 //! Reconnecting (decisions §14): attempts back off with jitter, doubling to
-//! at most 5 s and never more than 3 a second. While a node that refused the
-//! connection itself is waited out, it is asked every half second whether it
-//! listens again (a TCP connect, nothing sent), so the feed catches up within
-//! 2 s of its return; a node that answers and then fails gets the backoff.
+//! at most 5 s and never more than 3 a second. While it waits, the node is
+//! asked every half second whether it answers its protocol (a handshake and
+//! no subscription: `wait_out`), and tried at once when it answers again
+//! after it did not, however it failed (refused, accepted and closed,
+//! silent), so the feed catches up within 2 s of its return. A node that
+//! answers every probe and still fails gets the whole backoff.
 
 use std::time::Duration;
 
@@ -45,12 +47,13 @@ pub enum StreamEvent {
     Slot(u64),
 }
 
-/// Why a connection ended, and whether the node was reached at all.
+/// Why a connection ended, and whether the node answered its protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ended {
     pub reason: String,
-    /// The TCP connection was made (the node listens): the next attempt waits
-    /// out the backoff. Not reached: the node is asked whether it is back.
+    /// The node answered its protocol (a handshake): it failed after, and a
+    /// probe that succeeds does not cut the backoff short until one failed.
+    /// Not reached: the first probe that succeeds ends the wait.
     pub reached: bool,
 }
 
@@ -70,12 +73,40 @@ impl Ended {
     }
 }
 
+/// Waits out `wait` after a connection that ended: returns early when the
+/// node, not answering before (`answered` false, or a probe that failed
+/// meanwhile), answers a probe again. Probes every `PROBE_EVERY`, so never
+/// sooner than that: within the 3 attempts a second.
+pub async fn wait_out<F, Fut>(wait: Duration, answered: bool, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut was_down = !answered;
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        tokio::time::sleep(PROBE_EVERY.min(deadline - now)).await;
+        if tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        let up = probe().await;
+        if up && was_down {
+            return;
+        }
+        was_down |= !up;
+    }
+}
+
 /// The first wait after a failure, and the longest.
 pub const BACKOFF_FIRST: Duration = Duration::from_millis(400);
 pub const BACKOFF_LAST: Duration = Duration::from_secs(5);
 /// Never more than 3 attempts a second.
 pub const ATTEMPTS_APART: Duration = Duration::from_millis(334);
-/// How often a node that refused connections is asked whether it is back.
+/// How often a node backed off from is asked whether it answers (`wait_out`).
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 /// A connection that lived this long starts the backoff over.
 pub const STABLE_AFTER: Duration = Duration::from_secs(10);
@@ -146,22 +177,49 @@ pub fn endpoint_of(url: &str) -> Option<(String, u16)> {
     }
 }
 
-/// Whether something listens at the URL's host and port (a TCP connect
-/// within a second; nothing is sent).
-pub async fn listens(url: &str) -> bool {
-    let Some((host, port)) = endpoint_of(url) else {
-        return false;
-    };
-    let connect = tokio::net::TcpStream::connect((host.as_str(), port));
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), connect).await,
-        Ok(Ok(_))
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    /// How long `wait_out` waits, in paused time, with probes answering as
+    /// `answers` says one after the other (then as its last).
+    async fn waited(wait_ms: u64, answered: bool, answers: &[bool]) -> (Duration, usize) {
+        let asked = RefCell::new(0usize);
+        let start = tokio::time::Instant::now();
+        wait_out(Duration::from_millis(wait_ms), answered, || {
+            let n = *asked.borrow();
+            *asked.borrow_mut() += 1;
+            let up = answers[n.min(answers.len() - 1)];
+            async move { up }
+        })
+        .await;
+        (start.elapsed(), *asked.borrow())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_node_back_after_not_answering_is_tried_at_the_next_probe() {
+        // Not answering at the end (refused, or accepted and closed): the
+        // first probe that answers ends the 5 s wait.
+        let (took, probes) = waited(5_000, false, &[false, false, true]).await;
+        assert_eq!((took, probes), (Duration::from_millis(1_500), 3));
+        // It answered, then stopped during the wait, then came back.
+        let (took, _) = waited(5_000, true, &[true, false, false, true]).await;
+        assert_eq!(took, Duration::from_millis(2_000));
+        // Never sooner than one probe period: within 3 attempts a second.
+        let (took, _) = waited(5_000, false, &[true]).await;
+        assert_eq!(took, PROBE_EVERY);
+        assert!(PROBE_EVERY >= ATTEMPTS_APART);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_node_that_answers_every_probe_gets_the_whole_backoff() {
+        let (took, _) = waited(5_000, true, &[true]).await;
+        assert_eq!(took, Duration::from_millis(5_000));
+        // Down all along: the backoff, then the attempt.
+        let (took, _) = waited(3_200, false, &[false]).await;
+        assert_eq!(took, Duration::from_millis(3_200));
+    }
 
     #[test]
     fn waits_double_to_five_seconds_never_below_a_third() {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::source::{Ended, Notified, StreamEvent, listens};
+use super::source::{Ended, Notified, StreamEvent};
 use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use crate::domain::pubkey::Pubkey;
 
@@ -120,6 +120,24 @@ pub fn parse_frame(text: &str) -> Frame {
     parsed.map_or(Frame::Other, Frame::Account)
 }
 
+/// Whether the node answers the protocol now: a websocket handshake within
+/// a second, then closed. A connection accepted and closed at once (a
+/// balancer whose backend is down) does not count. Cheap enough to ask
+/// every half second while a reconnect backs off.
+pub async fn answers(url: &str) -> bool {
+    let handshake = tokio::time::timeout(
+        Duration::from_secs(1),
+        tokio_tungstenite::connect_async(url),
+    );
+    match handshake.await {
+        Ok(Ok((mut socket, _))) => {
+            let _ = tokio::time::timeout(Duration::from_millis(200), socket.close(None)).await;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// One connection: connect, subscribe, then forward notifications until the
 /// socket closes, errs or falls silent for `silence` (no frame, pongs included,
 /// while a ping goes out every third of it). Returns why it ended.
@@ -137,8 +155,7 @@ pub async fn run_connection(
     };
     let mut socket = match failed {
         Ok(socket) => socket,
-        // Refused outright, or a handshake that went wrong once connected.
-        Err(reason) if listens(url).await => return Ended::reached(reason),
+        // Refused outright, or no handshake once connected: not answering.
         Err(reason) => return Ended::unreachable(reason),
     };
     for request in subscriptions(program) {

@@ -258,3 +258,56 @@ async fn a_server_gone_and_back_is_found_again_at_once() {
         back.elapsed()
     );
 }
+
+#[actix_rt::test]
+async fn a_node_that_accepts_and_closes_is_found_again_within_two_seconds() {
+    // A balancer in front of the node: while its backend is down it accepts
+    // each connection and closes it at once.
+    let server = ScriptedGeyser::start().await;
+    let proxy = crate::ws_proxy::WsProxy::start(&server.url).await;
+    let url = proxy.url.clone();
+    let m = market(|c| {
+        c.rpc.source = lendex::config::ChainSource::Grpc;
+        c.rpc.grpc_url = url;
+        c.sync.interval_seconds = 3600;
+    })
+    .await;
+    let app = &m.t.app;
+    assert!(connected(app).await);
+    proxy.down();
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            stream_check(app).await["connected"] == false
+        })
+        .await
+    );
+    // Down long enough for the backoff to reach its 5 s.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Back right after the client knocked (an attempt or a probe): with the
+    // backoff alone the next attempt is 4 to 6 s away.
+    let knocks = proxy.accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            proxy.accepted.load(std::sync::atomic::Ordering::SeqCst) > knocks
+        })
+        .await
+    );
+    let n = server.subscriptions().len();
+    let back = Instant::now();
+    proxy.up();
+    assert!(
+        eventually(Duration::from_secs(15), async || server
+            .subscriptions()
+            .len()
+            > n)
+        .await,
+        "never came back"
+    );
+    let took = back.elapsed();
+    eprintln!("subscribed again {took:?} after the node came back");
+    assert!(
+        took < Duration::from_secs(3),
+        "subscribed again {took:?} after the node came back"
+    );
+    assert!(connected(app).await);
+}

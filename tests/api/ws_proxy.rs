@@ -18,6 +18,8 @@ pub struct WsProxy {
     state: Arc<Mutex<State>>,
     /// Notifications sent twice and out of order so far.
     pub messed: Arc<std::sync::atomic::AtomicUsize>,
+    /// Connections accepted so far, refused ones included (accepted and closed).
+    pub accepted: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -47,9 +49,11 @@ impl WsProxy {
         let url = format!("{scheme}{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State::default()));
         let messed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (accepting, counting) = (state.clone(), messed.clone());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (accepting, counting, accepts) = (state.clone(), messed.clone(), accepted.clone());
         actix_rt::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                accepts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let (refusing, messing, pausing, to) = {
                     let s = accepting.lock().unwrap();
                     let to = s.retargeted.clone().unwrap_or_else(|| target.clone());
@@ -72,7 +76,12 @@ impl WsProxy {
                 accepting.lock().unwrap().connections.push((freeze, task));
             }
         });
-        WsProxy { url, state, messed }
+        WsProxy {
+            url,
+            state,
+            messed,
+            accepted,
+        }
     }
 
     /// Closes every open connection.
