@@ -53,16 +53,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             resource("/api/positions/sync", "POST").route(web::post().to(positions::sync_position)),
         )
         // Fixed paths before "/api/positions/{user}", which would match them too.
-        .service(read(
-            resource("/api/positions/{user}/detail", GET),
-            positions::detail,
-        ))
+        .service(read(resource(polls::OWNER_DETAIL, GET), positions::detail))
         .service(read(
             resource("/api/positions/{user}/history", GET),
             history::owner_history,
         ))
         .service(read(
-            resource("/api/positions/{user}", GET),
+            resource(polls::OWNER_POSITIONS, GET),
             positions::list_positions,
         ))
         .service(resource("/api/auth/nonce", "POST").route(web::post().to(auth::issue_nonce)))

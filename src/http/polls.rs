@@ -1,5 +1,6 @@
 //! The liquidators' polls: GET /api/positions/unhealthy, /api/liquidations and
-//! /api/positions/at-risk, answered from the health cache's rendered answers.
+//! /api/positions/at-risk, answered from the health cache's rendered answers,
+//! and a wallet's /api/positions/{user} and .../detail, from its kept body.
 //!
 //! `POLLS` is the one table of these routes: each pattern (also the metrics
 //! label and the App's route, see `http::routes`) with the parser of its query
@@ -26,16 +27,21 @@ use super::state::AppState;
 use crate::actors::health_cache::Render;
 use crate::domain::enums::parse_u128_decimal;
 use crate::domain::limits::clamp_limit;
+use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::WAD;
 use crate::engine::WATCH_BELOW;
 use crate::engine::answers::Answer;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Changes, SharedRendered, now_seconds};
+use crate::feed::rendered::{Changes, OwnerBody, SharedRendered, now_seconds};
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
 pub const LIQUIDATIONS: &str = "/api/liquidations";
 pub const AT_RISK: &str = "/api/positions/at-risk";
+/// A wallet's positions and their detail: rendered per owner, served ahead
+/// of the App as the polls are when the body is kept.
+pub const OWNER_POSITIONS: &str = "/api/positions/{user}";
+pub const OWNER_DETAIL: &str = "/api/positions/{user}/detail";
 
 /// A poll's route and the parser of its query.
 pub struct Poll {
@@ -103,8 +109,8 @@ pub const POLLED: [&str; 12] = [
     UNHEALTHY,
     LIQUIDATIONS,
     AT_RISK,
-    "/api/positions/{user}",
-    "/api/positions/{user}/detail",
+    OWNER_POSITIONS,
+    OWNER_DETAIL,
     "/api/pools",
     "/api/positions/{user}/history",
     "/api/history/events",
@@ -130,19 +136,26 @@ pub fn answer(
     if req.method() != Method::GET {
         return None;
     }
-    let poll = POLLS.iter().find(|poll| poll.route == req.path())?;
     let observed = Observed::start();
     let query = Query(req.uri().query().unwrap_or_default()).check().ok()?;
-    let answer = (poll.parse)(query).ok()?;
     let cond = Conditional::of(req.headers(), query).ok()?;
-    let body = rendered.answer(&answer, now_seconds())?;
+    let (route, body) = match POLLS.iter().find(|poll| poll.route == req.path()) {
+        Some(poll) => {
+            let answer = (poll.parse)(query).ok()?;
+            (poll.route, rendered.answer(&answer, now_seconds())?)
+        }
+        None => {
+            let (owner, kind, route) = owner_route(req.path())?;
+            (route, rendered.owner_body(&owner, kind)?)
+        }
+    };
     if cond.would_wait(&body) {
         return None;
     }
     let response = cond.respond(&body);
     observed.finish(
         Answered {
-            route: poll.route,
+            route,
             polled: true,
             method: req.method(),
             path: req.path(),
@@ -153,6 +166,21 @@ pub fn answer(
         slow_after,
     );
     Some(response.into())
+}
+
+/// The wallet, body and route pattern of a path the App would route to
+/// `OWNER_POSITIONS` or `OWNER_DETAIL`; None for any other path, and for a
+/// wallet that is not a plain base58 key (the App answers those).
+pub fn owner_route(path: &str) -> Option<(Pubkey, OwnerBody, &'static str)> {
+    let rest = path.strip_prefix("/api/positions/")?;
+    let (user, kind, route) = match rest.strip_suffix("/detail") {
+        Some(user) => (user, OwnerBody::Detail, OWNER_DETAIL),
+        None => (rest, OwnerBody::Positions, OWNER_POSITIONS),
+    };
+    if user.contains('/') {
+        return None;
+    }
+    Some((parse_pubkey(user).ok()?, kind, route))
 }
 
 /// The App's side: the rendered answer (or the cache renders it now), under
@@ -191,6 +219,32 @@ mod tests {
     use actix_web::web::Bytes;
 
     use super::*;
+
+    #[test]
+    fn owner_routes_are_told_from_the_other_positions_paths() {
+        let key = Pubkey::new_unique();
+        assert_eq!(
+            owner_route(&format!("/api/positions/{key}")),
+            Some((key, OwnerBody::Positions, OWNER_POSITIONS))
+        );
+        assert_eq!(
+            owner_route(&format!("/api/positions/{key}/detail")),
+            Some((key, OwnerBody::Detail, OWNER_DETAIL))
+        );
+        for other in [
+            "/api/positions/unhealthy".to_string(),
+            "/api/positions/at-risk".to_string(),
+            "/api/positions/sync".to_string(),
+            format!("/api/positions/{key}/history"),
+            format!("/api/positions/{key}/detail/x"),
+            format!("/api/positions/{key}/"),
+            "/api/positions/".to_string(),
+            format!("/api/pools/{key}"),
+        ] {
+            assert_eq!(owner_route(&other), None, "{other}");
+        }
+    }
+
     use crate::feed::rendered::Body;
 
     const BODY: &[u8] = br#"{"positions":[]}"#;
