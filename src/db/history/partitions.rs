@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use chrono::NaiveDate;
 use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
 
 use super::queries;
 
@@ -34,14 +35,28 @@ pub async fn drop_before(
     client: &Client,
     keep_from: NaiveDate,
 ) -> Result<Vec<String>, tokio_postgres::Error> {
-    let statements: Vec<String> = client
-        .query(queries::RETENTION_STATEMENTS, &[&keep_from])
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    for statement in &statements {
-        client.batch_execute(statement).await?;
+    // One maintainer at a time (a replica taking over, a maintenance asked
+    // for while the timer's runs): two DETACH ... CONCURRENTLY of one day
+    // fail each other. The statements are listed once the lock is held.
+    client.execute(queries::RETENTION_LOCK, &[]).await?;
+    let dropped = async {
+        let statements: Vec<String> = client
+            .query(queries::RETENTION_STATEMENTS, &[&keep_from])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for statement in &statements {
+            match client.batch_execute(statement).await {
+                // Dropped meanwhile by hand: nothing left to do for it.
+                Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
+                other => other?,
+            }
+        }
+        Ok(statements)
     }
-    Ok(statements)
+    .await;
+    // (A session that failed ends, and its lock with it.)
+    let _ = client.execute(queries::RETENTION_UNLOCK, &[]).await;
+    dropped
 }

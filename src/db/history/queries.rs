@@ -119,6 +119,11 @@ pub const PARTITION_DAYS: &str =
 
 pub const PARTITION_COUNT: &str = "SELECT count(*) FROM lendex_history_partitions()";
 
+/// Serialises retention across maintainers (a session-level advisory lock,
+/// released by RETENTION_UNLOCK or with the session).
+pub const RETENTION_LOCK: &str = "SELECT pg_advisory_lock(7053394227050528000)";
+pub const RETENTION_UNLOCK: &str = "SELECT pg_advisory_unlock(7053394227050528000)";
+
 pub const RETENTION_STATEMENTS: &str =
     "SELECT statement FROM lendex_history_retention_statements($1)";
 
