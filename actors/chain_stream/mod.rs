@@ -41,10 +41,13 @@ use crate::error::ApiResult;
 use crate::ingest::{Ingest, by_slot};
 
 /// Updates gathered into one batch: what arrives within 20 ms, at most 100
-/// accounts, but a gRPC slot's writes are not cut at 100 (up to 10,000),
-/// and a status of the batch's last slot ends it at once. The writes of each slot
+/// accounts. A gRPC batch ends at once at the status of its last slot (a
+/// server sends it after the slot's writes), waits for it up to 100 ms, and
+/// is not cut at 100 accounts inside a slot (up to 10,000). The writes of each slot
 /// in a batch are committed together (`commit_slots`).
 const GATHER_FOR: Duration = Duration::from_millis(20);
+/// How long a gRPC batch waits, at most, for the status closing its slot.
+const GATHER_SLOT_FOR: Duration = Duration::from_millis(100);
 const GATHER_MAX: usize = 100;
 const GATHER_SLOT_MAX: usize = 10_000;
 
@@ -173,7 +176,8 @@ async fn apply_updates(
                 continue;
             }
         }
-        let until = tokio::time::Instant::now() + GATHER_FOR;
+        let first = tokio::time::Instant::now();
+        let mut until = first + GATHER_FOR;
         // (A websocket's slots prove nothing: some nodes stamp the subscription's.)
         let by_slot = matches!(deps.source, Source::Grpc(_));
         while batch.len() < GATHER_MAX || (by_slot && slot_still_open(&batch)) {
@@ -187,6 +191,11 @@ async fn apply_updates(
                     if closes {
                         break;
                     }
+                }
+                // A gRPC slot not closed yet by its status: its other writes
+                // may still be on the way (a busy machine spreads a burst).
+                Err(_) if by_slot && until < first + GATHER_SLOT_FOR => {
+                    until = first + GATHER_SLOT_FOR;
                 }
                 _ => break,
             }

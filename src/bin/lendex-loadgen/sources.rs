@@ -70,6 +70,9 @@ pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
                         let slot = stamp.load(Ordering::SeqCst).max(n.slot);
                         let v = version.fetch_add(1, Ordering::SeqCst);
                         let _ = relay.send(account_update(&n, slot, v));
+                        // As a Yellowstone server does: the slot's status
+                        // after its writes (the client applies the slot then).
+                        let _ = relay.send(slot_update(slot));
                     }
                 }
             };
