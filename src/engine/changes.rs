@@ -77,20 +77,22 @@ enum Edit {
 }
 
 impl Engine {
-    /// Applies committed changes: pools first (owners re-scored after see the
-    /// new prices), then each owner's edits at once, then the touches (they
-    /// move sync times and slots only, after the rows they may follow).
+    /// Applies committed changes: every pool's new state first, then their
+    /// members re-scored once with all of them, then each owner's edits at
+    /// once, then the touches (they move sync times and slots only, after the
+    /// rows they may follow).
     pub fn apply(&mut self, changes: Vec<Change>) -> Unapplied {
         let mut unapplied = Unapplied::default();
         let mut owners: Vec<(Pubkey, Vec<Edit>)> = Vec::new();
         let mut at: FastMap<Pubkey, usize> = FastMap::default();
         let mut touches = Vec::new();
+        let mut moved = Vec::new();
         for change in changes {
             let (owner, edit) = match change {
                 Change::Pool(state) => {
                     let address = state.address;
-                    if self.upsert_pool(state) {
-                        unapplied.pools.push(address);
+                    if let Some(m) = self.set_pool(state) {
+                        moved.push((address, m));
                     }
                     continue;
                 }
@@ -118,6 +120,13 @@ impl Engine {
                 owners.len() - 1
             });
             owners[i].1.push(edit);
+        }
+        // Every pool of the change set first: each member is scored once
+        // with all the new prices.
+        for (address, m) in moved {
+            if self.rescore_moved(m) {
+                unapplied.pools.push(address);
+            }
         }
         for (owner, edits) in owners {
             if !self.knows(&owner) {

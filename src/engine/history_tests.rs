@@ -354,3 +354,59 @@ fn a_liquidation_is_inferred_from_one_slot_of_two_positions() {
     assert_eq!(e.slot, 9);
     assert!(e.health_factor_before < WAD);
 }
+
+#[test]
+fn prices_of_one_change_are_scored_together_no_flap() {
+    use super::tests::pool_state;
+    let mut engine = Engine::new(10);
+    engine.record_events(true);
+    for i in 0..2 {
+        engine.upsert_pool(pool_state(i, Some(1_000_000)));
+    }
+    engine.start_history(Baselines {
+        owners: Vec::new(),
+        oracles: Vec::new(),
+    });
+    // Collateral in pool 0, debt in pool 1: healthy at equal prices.
+    let position = |pool: usize, deposit: u64, borrow: u64| PositionState {
+        address: Pubkey::new_from_array([10 + pool as u8; 32]),
+        pool: pool_key(pool),
+        amounts: PositionAmounts {
+            deposit_shares: deposit,
+            borrow_principal: borrow,
+            borrow_idx_snap: WAD,
+        },
+        deposit_idx_snap: WAD,
+        original_deposit: deposit,
+        synced_us: 0,
+        slot: 1,
+    };
+    let owner = owner_key(1);
+    engine.set_owner(
+        owner,
+        vec![position(0, 1_000_000, 0), position(1, 0, 500_000_000)],
+    );
+    let before = engine.health_factor(&owner).unwrap();
+    assert!(before >= WAD);
+    engine.take_events();
+    engine.take_history();
+    // 1 of collateral ($0.80 weighted) against $0.525 of debt: 1.52. One
+    // committed change: the debt's price doubles (under water alone) and the
+    // collateral's goes up tenfold (healthy together).
+    let priced = |i: usize, price: i64| PoolState {
+        slot: 2,
+        ..pool_state(i, Some(price))
+    };
+    engine.apply(vec![
+        Change::Pool(priced(1, 2_000_000)),
+        Change::Pool(priced(0, 10_000_000)),
+    ]);
+    assert!(engine.health_factor(&owner).unwrap() >= WAD);
+    assert!(engine.take_events().is_empty(), "no start, no stop");
+    let events: Vec<Record> = engine
+        .take_history()
+        .into_iter()
+        .filter(|r| matches!(r, Record::Event(_)))
+        .collect();
+    assert!(events.is_empty(), "{events:?}");
+}

@@ -56,6 +56,14 @@ type FastSet<K> = HashSet<K, Hasher>;
 
 /// A pool's dense id inside the engine: members are tracked per id, not per key.
 type PoolId = u32;
+
+/// A pool whose new state moves its members (`Engine::set_pool`).
+pub(super) struct Moved {
+    id: PoolId,
+    cause: Cause,
+    /// Its pricing moved (else only its liquidation terms: a re-quote).
+    repriced: bool,
+}
 /// An owner's place in the slab.
 type Slot = u32;
 
@@ -203,10 +211,21 @@ impl Engine {
     /// A state read at an older slot than the one held changes nothing; one
     /// that differs only in its slot moves the slot alone (nothing to re-render).
     pub fn upsert_pool(&mut self, state: PoolState) -> bool {
+        match self.set_pool(state) {
+            Some(moved) => self.rescore_moved(moved),
+            None => false,
+        }
+    }
+
+    /// A pool's new state, without re-scoring anyone yet: what moved, when
+    /// its members must be re-scored or re-quoted (`rescore_moved`). Several
+    /// pools of one change are all set first, so each member is scored once
+    /// with every new price, never through a mix that existed at no slot's end.
+    pub(super) fn set_pool(&mut self, state: PoolState) -> Option<Moved> {
         if let Some(&id) = self.pool_ids.get(&state.address) {
             let held = &mut self.pools.get_mut(&id).expect("ids map to pools").state;
             if held.slot > state.slot {
-                return false;
+                return None;
             }
             if (PoolState {
                 slot: held.slot,
@@ -214,7 +233,7 @@ impl Engine {
             }) == *held
             {
                 held.slot = state.slot;
-                return false;
+                return None;
             }
         }
         let (supply_apy, borrow_apy) =
@@ -238,7 +257,7 @@ impl Engine {
                         has_evicted_members: false,
                     },
                 );
-                return false; // nobody can hold a position in a pool not known before
+                return None; // nobody can hold a position in a pool not known before
             }
         };
         let entry = self.pools.get_mut(&id).expect("ids map to pools");
@@ -253,16 +272,27 @@ impl Engine {
         entry.state = state;
         entry.supply_apy = supply_apy;
         entry.borrow_apy = borrow_apy;
-        if !repriced {
-            if new_terms {
-                self.requote_pool(id);
-            }
+        (repriced || new_terms).then_some(Moved {
+            id,
+            cause,
+            repriced,
+        })
+    }
+
+    /// Re-scores (or, for new terms alone, re-quotes) the members of a pool
+    /// `set_pool` moved; true when it has evicted members to re-load.
+    pub(super) fn rescore_moved(&mut self, moved: Moved) -> bool {
+        if !self.pools.contains_key(&moved.id) {
+            return false; // removed since
+        }
+        if !moved.repriced {
+            self.requote_pool(moved.id);
             return false;
         }
-        self.rescore_pool(id, cause);
+        self.rescore_pool(moved.id, moved.cause);
         // Read after the re-score: a member that turned healthy may have evicted
         // another that has not been re-scored yet.
-        self.pools[&id].has_evicted_members
+        self.pools[&moved.id].has_evicted_members
     }
 
     /// A pool gone from the index: its positions are gone with it (cascade).
