@@ -50,7 +50,25 @@ pub(crate) fn mover(
     every: Duration,
     done: Arc<std::sync::atomic::AtomicBool>,
 ) -> tokio::task::JoinHandle<Vec<u64>> {
-    tokio::spawn(async move {
+    // On a thread and runtime of its own: the test's runtime also parses a
+    // hundred subscribers' streams, and a mover waiting its turn there moved
+    // a fraction of its prices on a loaded machine.
+    tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(move_prices(url, pool, every, done))
+    })
+}
+
+async fn move_prices(
+    url: String,
+    pool: String,
+    every: Duration,
+    done: Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<u64> {
+    {
         let (mut db, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
             .unwrap();
@@ -77,7 +95,7 @@ pub(crate) fn mover(
             tokio::time::sleep(every).await;
         }
         ticks
-    })
+    }
 }
 
 /// What one subscriber saw.
