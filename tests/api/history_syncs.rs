@@ -1,5 +1,6 @@
 //! History records every committed state of an owner that the rule picks
-//! (decisions §12 (a), (b)), however the changes reach the engine: three
+//! (a first point, and every change of its positions), however the changes
+//! reach the engine: three
 //! on-demand syncs, each answered 200, are three points, also when the
 //! machine is busy and one read of the change log carries several of them.
 
