@@ -188,7 +188,7 @@ fn book_100k() -> Engine {
     engine
 }
 
-/// The risk lens (decisions §10): the per-owner kernel (an owner's four
+/// The risk lens (docs/design.md §10): the per-owner kernel (an owner's four
 /// positions valued at a shocked price), and over `book_100k` a shock of
 /// pool 0 (every owner's collateral) and its 50-step curve.
 fn risk_lens(c: &mut Criterion) {

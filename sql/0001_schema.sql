@@ -1,4 +1,4 @@
--- Lendex schema: the six tables of spec §2 plus what decisions.md adds
+-- Lendex schema: the tables of docs/design.md §16, with the cluster column (§4)
 -- (pool decimals and indexes, the cluster of every chain-derived row, and the
 -- slot each such row was read at). u64/u128 quantities are exact NUMERIC domains so nothing
 -- is rounded; enums are CHECK constraints so the schema itself refuses bad rows.

@@ -1,4 +1,4 @@
--- Position detail (spec 4.11) lists each wallet's recent borrows, which the
+-- Position detail (docs/design.md §4.11) lists each wallet's recent borrows, which the
 -- health cache keeps in memory. Any write that can change that list (a borrow
 -- recorded, or its status moved to or from failed), whoever makes it, is
 -- announced so every replica forgets the wallet's cached list.

@@ -1,4 +1,4 @@
--- History (decisions §12): every moment that matters of each account's health,
+-- History (docs/design.md §12): every moment that matters of each account's health,
 -- what happened to accounts, the pools' prices and the market, kept
 -- `history.retention_days` and served back exactly.
 --

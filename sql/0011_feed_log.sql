@@ -1,4 +1,4 @@
--- One feed across replicas (decisions §13). Every replica must apply the
+-- One feed across replicas (docs/design.md §13). Every replica must apply the
 -- index's changes in one order, the database's commit order, and see each
 -- change as it was committed (a row read later may hold a newer change:
 -- two replicas reading at different moments would compute different events).

@@ -38,17 +38,17 @@ pub struct ServerConfig {
     pub shutdown_timeout_seconds: u64,
     /// Time to receive a request's headers, and again its body; past it, 408.
     pub request_timeout_ms: u64,
-    /// Long polls held at once (decisions §11); past it they are answered at once.
+    /// Long polls held at once (docs/design.md §11); past it they are answered at once.
     pub max_held_polls: usize,
     /// Open SSE streams per client address (an IPv6 client: per /64).
     pub max_streams_per_ip: usize,
     /// Open SSE streams in total.
     pub max_streams: usize,
     /// A request answered slower than this is logged at INFO even when its
-    /// route is a polled read (decisions §1).
+    /// route is a polled read (docs/design.md §1).
     pub slow_request_ms: u64,
     /// On SIGTERM, how long the health check fails while requests are still
-    /// answered, before streams close and the server stops (decisions §13).
+    /// answered, before streams close and the server stops (docs/design.md §13).
     pub drain_ms: u64,
 }
 
@@ -69,7 +69,7 @@ pub struct RpcConfig {
     /// A live source (websocket or gRPC stream) silent this long is dropped
     /// and reconnected.
     pub ws_silence_ms: u64,
-    /// Where live account updates come from (decisions §14).
+    /// Where live account updates come from (docs/design.md §14).
     pub source: ChainSource,
     /// The Yellowstone gRPC endpoint (short env: GRPC_URL), for `source = "grpc"`.
     pub grpc_url: String,

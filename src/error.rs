@@ -1,6 +1,6 @@
 //! The one error type of the API. Every failure a handler can meet becomes one of
 //! these, and `error_response` below is the only place that turns it into the
-//! spec's `{"error": "<short reason>"}` body and HTTP status (spec §7, decisions §4).
+//! spec's `{"error": "<short reason>"}` body and HTTP status (docs/design.md §4.17, §4).
 //! A server-side failure keeps its cause: logged once, at the edge that answers
 //! (`error_response`, or the background task that met it), never in a body.
 //!
@@ -48,7 +48,7 @@ pub enum ApiError {
     Internal(Cause),
     RpcUnavailable(Cause),
     DatabaseUnavailable(Cause),
-    /// This replica is draining before a stop (decisions §13): a new stream
+    /// This replica is draining before a stop (docs/design.md §13): a new stream
     /// is sent elsewhere by the balancer (503, Retry-After).
     Draining,
 }
@@ -275,7 +275,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl From<crate::domain::accounts::AccountCheck> for ApiError {
     /// An account read that is not the expected pool: absent is 404, anything
-    /// else 400 `invalid` (decisions §5).
+    /// else 400 `invalid` (docs/design.md §4.8, §4.9).
     fn from(e: crate::domain::accounts::AccountCheck) -> Self {
         match e {
             crate::domain::accounts::AccountCheck::Absent => ApiError::PoolAccountNotFound,

@@ -1,5 +1,5 @@
-//! Operator commands (decisions §1): direct database writes with no nonce, the
-//! recovery path of spec 5.6. Each admin change writes an audit entry with actor
+//! Operator commands (docs/design.md §1): direct database writes with no nonce, the
+//! recovery path of docs/design.md §5.6. Each admin change writes an audit entry with actor
 //! `system`, through the same write commands the server uses.
 
 use crate::config::Config;

@@ -1,4 +1,4 @@
-//! A websocket batch (decisions §7): an account whose notification slot
+//! A websocket batch (docs/design.md §7): an account whose notification slot
 //! proves it newer than what the index may hold is written as it came; the
 //! others (some nodes, surfpool among them, stamp every notification with the
 //! subscription's slot), and any write the stored row's newer slot refuses,

@@ -1,4 +1,4 @@
-//! A gRPC batch (decisions §14): each account's latest write, as it came,
+//! A gRPC batch (docs/design.md §14): each account's latest write, as it came,
 //! the writes of one slot committed together, under the (slot, write
 //! version) order rule the named queries hold; a
 //! refused write is an older one, and nothing is re-read. A closed account

@@ -34,7 +34,7 @@ const PRUNE_EVERY: Duration = Duration::from_secs(1);
 const LOG_PRUNE_EVERY: Duration = Duration::from_secs(10);
 
 /// Every replica keeps its numbering and replay window whether or not
-/// anyone is subscribed (decisions §13): the engine always keeps events.
+/// anyone is subscribed (docs/design.md §13): the engine always keeps events.
 fn recording(mut engine: Engine) -> Engine {
     engine.record_events(true);
     engine

@@ -1,4 +1,4 @@
-//! What the cache records of history (decisions §12): on the leader, after
+//! What the cache records of history (docs/design.md §12): on the leader, after
 //! every change the engine applied, its records are taken, stamped with the
 //! time and sent to the history writer; every `history.market_interval_seconds`
 //! the market is sampled. Leadership comes from the ingester lease: taking it

@@ -123,7 +123,7 @@ pub struct BorrowsChanged(pub Vec<Pubkey>);
 /// Subscribe to the liquidation feed: a candidate_start for every owner already
 /// under water (all of them, whatever their number), then live events; or, for
 /// a reconnect whose `Last-Event-ID` can resume, the events it missed, then
-/// live ones (decisions §11). The answer is the response body.
+/// live ones (docs/design.md §11). The answer is the response body.
 #[derive(Message)]
 #[rtype(result = "ApiResult<FeedStream>")]
 pub struct Subscribe {
@@ -166,7 +166,7 @@ pub struct CacheStats {
     pub reads: u64,
 }
 
-/// A question for the risk lens (decisions §10), answered rendered.
+/// A question for the risk lens (docs/design.md §10), answered rendered.
 #[derive(Message)]
 #[rtype(result = "ApiResult<Bytes>")]
 pub struct Risk(pub RiskQuery);

@@ -2,7 +2,7 @@
 //! the feed's change log (sql/0011) under its transaction's tick; the cache
 //! reads the log after the last tick it applied and applies it tick after
 //! tick, its own writes included, so every replica holds the same state after
-//! the same tick and numbers the same events alike (decisions §13). A full
+//! the same tick and numbers the same events alike (docs/design.md §13). A full
 //! reload reads everything with the clock in one snapshot and goes on from
 //! its tick. Owners the engine evicted are read back as they are now.
 //!

@@ -2,7 +2,7 @@
 //! feed events as numbered frames to every subscriber and into the replay
 //! window, and the end of the rendered answers the change made stale; and the
 //! start of each subscription (the snapshot, the events a reconnect missed,
-//! or a `reset` and the snapshot: decisions §11, §13).
+//! or a `reset` and the snapshot: docs/design.md §11, §13).
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use crate::feed::replay::{Reset, number_tick, tick_end, tick_of};
 use crate::feed::subscriber::{FeedStream, Subscriber};
 
 /// How long a reconnect naming a change this replica has not applied waits
-/// for it (decisions §13).
+/// for it (docs/design.md §13).
 const RESUME_WAIT: Duration = Duration::from_secs(2);
 
 /// How often at most subscribers are sent the feed's position alone (an

@@ -1,4 +1,4 @@
-//! The history writer (decisions §12): the leader's engine records what
+//! The history writer (docs/design.md §12): the leader's engine records what
 //! matters, the health cache stamps it and sends it here, and this actor
 //! stores it, off every hot path (on a thread of its own, with connections of
 //! its own). Records wait in a bounded queue (`queue`) and are stored by

@@ -1,4 +1,4 @@
-// Adds an admin to Lendex's allowlist with the signed nonce handshake (spec §5):
+// Adds an admin to Lendex's allowlist with the signed nonce handshake (docs/design.md §5):
 // 1. ask for a nonce for the action, 2. check the message is the canonical one
 // and sign its UTF-8 bytes (ed25519, detached, base58), 3. send the call.
 //

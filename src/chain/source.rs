@@ -4,7 +4,7 @@
 //! `Ended`; what is done with the updates is `actors::chain_stream`'s, the
 //! same for both.
 //!
-//! Reconnecting (decisions §14): attempts back off with jitter, doubling to
+//! Reconnecting (docs/design.md §14): attempts back off with jitter, doubling to
 //! at most 5 s and never more than 3 a second. While it waits, the node is
 //! asked every half second whether it answers its protocol (a handshake and
 //! no subscription: `wait_out`), and tried at once when it answers again

@@ -80,7 +80,7 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'stati
         applied.push(*version);
     }
     if !super_admin_pubkey.is_empty() {
-        // Bootstrap (spec 5.6): adds the key, or re-activates it as super_admin.
+        // Bootstrap (docs/design.md §5.6): adds the key, or re-activates it as super_admin.
         // Rerunning with a new key adds that key too; older ones are left alone.
         let changed = tx
             .query_opt(queries::BOOTSTRAP_SUPER_ADMIN, &[&super_admin_pubkey])

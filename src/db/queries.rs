@@ -32,7 +32,7 @@ pub const LIST_ACTIVE_ADMINS: &str = "SELECT pubkey, role, label, added_by, crea
 pub const LIST_ALL_ADMINS: &str = "SELECT pubkey, role, label, added_by, created_at, revoked_at
     FROM pool_admins ORDER BY created_at, pubkey";
 
-/// Adding a pubkey that has a row re-activates and updates it (decisions §6).
+/// Adding a pubkey that has a row re-activates and updates it (docs/design.md §4.4).
 pub const UPSERT_ADMIN: &str = "INSERT INTO pool_admins (pubkey, role, label, added_by)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (pubkey) DO UPDATE
@@ -97,7 +97,7 @@ pub const TRIM_WALLET_NONCES: &str = "DELETE FROM auth_nonces WHERE pubkey = $1 
     SELECT nonce FROM auth_nonces WHERE pubkey = $1
     ORDER BY created_at DESC, nonce DESC OFFSET $2)";
 
-/// The single-use step of spec 5.2: one atomic DELETE bound to wallet, nonce,
+/// The single-use step of docs/design.md §5.2: one atomic DELETE bound to wallet, nonce,
 /// action and expiry. Of two concurrent uses, only one gets the row back.
 pub const CONSUME_NONCE: &str = "DELETE FROM auth_nonces
     WHERE pubkey = $1 AND nonce = $2 AND action = $3 AND expires_at > clock_timestamp()
@@ -310,7 +310,7 @@ macro_rules! pool_state_update {
 /// The pool's chain state read at slot $26, unless the row holds a newer read.
 /// A read (write version $28 null) counts as the newest write of its slot; a
 /// streamed write ($28 its write version) goes only over an older slot or an
-/// older write of the same slot (decisions §14).
+/// older write of the same slot (docs/design.md §14).
 pub const UPDATE_POOL_STATE: &str = pool_state_update!(
     "$28",
     "(slot < $26 OR (slot = $26 AND ($28::bigint IS NULL OR write_version < $28)))"

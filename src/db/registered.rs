@@ -1,5 +1,5 @@
 //! Whether a pool is in the index: only pools registered through
-//! POST /api/pools/init are refreshed or have positions indexed (decisions §5).
+//! POST /api/pools/init are refreshed or have positions indexed (docs/design.md §4.9).
 //! The one place this is asked, before any chain read of the pool: by the
 //! on-demand syncs, and by the stream for what it is notified of. Also whether
 //! the index holds a position (a streamed account closed on chain).

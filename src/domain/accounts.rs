@@ -1,4 +1,4 @@
-//! On-chain account layouts of the lending program v0.1 (decisions §2), decoded
+//! On-chain account layouts of the lending program v0.1 (docs/design.md §2), decoded
 //! with borsh after the 8-byte Anchor discriminator. Trailing bytes after the
 //! last field are ignored (accounts are often allocated larger).
 

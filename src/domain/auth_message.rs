@@ -1,6 +1,6 @@
-//! The canonical text a wallet signs (spec 5.2) and the action strings of 5.4.
+//! The canonical text a wallet signs (docs/design.md §5.2) and the action strings of 5.4.
 
-/// First line of every signed message (decisions §6).
+/// First line of every signed message (docs/design.md §5.2).
 pub const MESSAGE_HEADER: &str = "Service admin auth";
 
 /// The exact three-line message: header, action, nonce, joined by a line feed.
@@ -20,11 +20,11 @@ pub fn init_pool_action(token_mint: &str) -> String {
     format!("init_pool:{token_mint}")
 }
 
-/// The action signed for a mainnet audit read (decisions §4).
+/// The action signed for a mainnet audit read (docs/design.md §4).
 pub const READ_AUDIT_ACTION: &str = "read_audit";
 
 /// An action must be 1..=256 printable ASCII characters: a line break could forge
-/// the message's lines (decisions §4, nonce hygiene).
+/// the message's lines (docs/design.md §4, nonce hygiene).
 pub fn is_valid_action(action: &str) -> bool {
     (1..=256).contains(&action.len()) && action.bytes().all(|b| (0x20..=0x7e).contains(&b))
 }

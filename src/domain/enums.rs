@@ -1,7 +1,7 @@
 //! The closed vocabularies of the spec: admin roles, transaction actions and statuses.
 //! The schema enforces the same sets with CHECK constraints.
 
-/// An admin role (spec 2.6): the one definition of the vocabulary, parsed at
+/// An admin role (docs/design.md §16.6): the one definition of the vocabulary, parsed at
 /// the edges (a request body, a row, a CLI argument) and used as is within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,7 +59,7 @@ pub fn is_tx_status(s: &str) -> bool {
     TX_STATUSES.contains(&s)
 }
 
-/// An amount is a u64 written in decimal (decisions §4).
+/// An amount is a u64 written in decimal (docs/design.md §4).
 pub fn is_u64_decimal(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 20

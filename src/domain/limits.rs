@@ -3,7 +3,7 @@
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
 
-/// Missing, non-numeric or < 1 gives the default; above 200 gives 200 (decisions §4).
+/// Missing, non-numeric or < 1 gives the default; above 200 gives 200 (docs/design.md §4).
 pub fn clamp_limit(raw: Option<&str>) -> i64 {
     match raw.and_then(|s| s.trim().parse::<i64>().ok()) {
         Some(n) if n >= 1 => n.min(MAX_LIMIT),

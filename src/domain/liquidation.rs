@@ -1,4 +1,4 @@
-//! Liquidation quotes (decisions §8), exact integers with the §3 definitions:
+//! Liquidation quotes (docs/design.md §8), exact integers with the §3 definitions:
 //! for an owner under water, the (debt pool, collateral pool) pair that pays a
 //! liquidator most, what to repay, what to seize, the protocol's cut and the
 //! profit; and the account health factor priced with the oracle's confidence.
@@ -34,7 +34,7 @@ pub struct QuoteInput<'a> {
     pub amounts: &'a PositionAmounts,
 }
 
-/// The best pair of one owner (decisions §8; the owner's health factors and
+/// The best pair of one owner (docs/design.md §8; the owner's health factors and
 /// oracle staleness are added where it is served).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Quote {

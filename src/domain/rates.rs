@@ -1,4 +1,4 @@
-//! Interest rates of decisions §3: kinked borrow rate, supply rate, and APY.
+//! Interest rates of docs/design.md §3: kinked borrow rate, supply rate, and APY.
 //! Rates are computed exactly in WAD integers (floor at each division); only
 //! the final compounding to an APY is floating point, since it is returned as a
 //! JSON number.

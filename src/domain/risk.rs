@@ -1,4 +1,4 @@
-//! The risk lens's math (decisions §10), exact and in integers: a shocked
+//! The risk lens's math (docs/design.md §10), exact and in integers: a shocked
 //! oracle price, an owner's sums at any prices, and the price at which an
 //! account crosses a health factor of 1.
 //!
@@ -19,7 +19,7 @@ use super::wide::Wide;
 
 /// Basis points in one: a change of 10,000 bps doubles a price.
 pub const BPS: i64 = 10_000;
-/// The range of a shock (decisions §10): down to zero, up to +1000%.
+/// The range of a shock (docs/design.md §10): down to zero, up to +1000%.
 pub const MIN_SHOCK_BPS: i64 = -10_000;
 pub const MAX_SHOCK_BPS: i64 = 100_000;
 
@@ -238,7 +238,7 @@ pub type Wider = Uint<1024, 16>;
 
 /// The liquidation price of pool x for an owner whose other counted pools sum
 /// to `others` (exact, §3) and whose position in x is `position`, at x's
-/// current `price` and `expo` (decisions §10). With x's terms per unit of
+/// current `price` and `expo` (docs/design.md §10). With x's terms per unit of
 /// price, without floors, cx = T lt 10^e / WAD and dx = Dt 10^e (T its deposit
 /// tokens, Dt its debt tokens, e = 18 + expo - decimals), the health factor is
 /// (A + cx p) / (B + dx p), 1 at p* = (B - A) / (cx - dx). None when cx = dx,

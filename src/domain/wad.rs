@@ -1,4 +1,4 @@
-//! Exact money math of decisions §3, in integers. WAD = 10^18.
+//! Exact money math of docs/design.md §3, in integers. WAD = 10^18.
 //!
 //! Products are taken in 512-bit integers (`ruint`): u64 amounts x u128 indexes x
 //! i64 prices x 10^(18+expo) x u128 thresholds can pass 2^256 at the extremes, and
@@ -256,7 +256,7 @@ pub fn health_factor_from_sums_in<W: Wide>(collateral: W, debt: W) -> Result<u12
     Ok((collateral.sat_mul(W::of(WAD))? / debt).clamp_u128())
 }
 
-/// The account health factor over all of an owner's positions (decisions §3).
+/// The account health factor over all of an owner's positions (docs/design.md §3).
 /// Computed in 256-bit integers when nothing overflows (the usual case), else
 /// again in 512 bits; both are exact, so the result is the same.
 pub fn account_health_factor<'a, I>(positions: I) -> u128

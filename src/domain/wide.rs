@@ -4,7 +4,7 @@
 //! - `U256`, checked: realistic values fit, and 4-limb products are several times
 //!   cheaper than 8-limb ones. Any step that would overflow, or that reaches one
 //!   of the saturating edges below, gives up with `Overflow`.
-//! - `U512`, the definition: saturating where decisions §3 says so, never
+//! - `U512`, the definition: saturating where docs/design.md §3 says so, never
 //!   giving up (`Infallible`).
 //!
 //! A 256-bit result that did not give up is exactly the 512-bit one: every step

@@ -19,7 +19,7 @@ use crate::domain::wad::Big;
 use crate::wire::liquidations::LiquidationQuote;
 use crate::wire::positions::{Candidate, UnhealthyRow};
 
-/// A candidate event's SSE id (decisions §11): `<epoch>.<sequence>`, the epoch
+/// A candidate event's SSE id (docs/design.md §11): `<epoch>.<sequence>`, the epoch
 /// fixed for the life of the process, the sequence one more per live event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventId {

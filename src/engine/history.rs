@@ -1,4 +1,4 @@
-//! What the engine records of history (decisions §12) while it leads: the
+//! What the engine records of history (docs/design.md §12) while it leads: the
 //! engine is the one that computes health factors, so it is the one that
 //! judges which of them qualify (`domain::history::rule`), against each
 //! owner's last recorded point (its baseline). Records are kept until the
@@ -463,7 +463,7 @@ impl Engine {
         })));
     }
 
-    /// The market as it stands (decisions §12): the §10 sums at current prices.
+    /// The market as it stands (docs/design.md §12): the §10 sums at current prices.
     ///
     /// Read from the owners under water alone, not the book: only they have
     /// debt under water, and only they have bad debt while no pool weighs

@@ -1,5 +1,5 @@
 //! What liquidators act on, rendered from the engine: liquidation quotes
-//! (GET /api/liquidations, decisions §8) and the at-risk watch list
+//! (GET /api/liquidations, docs/design.md §8) and the at-risk watch list
 //! (GET /api/positions/at-risk).
 
 use bytes::Bytes;
@@ -127,7 +127,7 @@ pub fn at_risk_body(engine: &Engine, below: u128, limit: usize) -> Bytes {
 }
 
 /// Within runs of equal `key`, orders by owner as a base58 string (the wire
-/// order of decisions §8); runs of one, the common case, cost nothing.
+/// order of docs/design.md §8); runs of one, the common case, cost nothing.
 fn by_owner_within_ties<T, K: PartialEq>(
     items: &mut [T],
     key: impl Fn(&T) -> K,

@@ -1,4 +1,4 @@
-//! The risk lens over the engine's memory (decisions §10): every owner
+//! The risk lens over the engine's memory (docs/design.md §10): every owner
 //! re-scored exactly at shocked prices, a pool's liquidation curve, and the
 //! price at which each position's account crosses 1. The math is
 //! `domain::risk`'s; this walks the owners and pools the engine holds.
@@ -29,7 +29,7 @@ use crate::wire::risk::{
 /// One pool's shock as asked: its address and change in basis points.
 pub type ShockRequest = (Pubkey, i64);
 
-/// What a shock does to the book (decisions §10), before rendering.
+/// What a shock does to the book (docs/design.md §10), before rendering.
 pub struct ShockOutcome {
     /// Each shocked pool, in the request's order: (pool, change, shocked price, expo).
     pub shock: Vec<(Pubkey, i64, Option<u128>, i32)>,
@@ -56,7 +56,7 @@ pub struct ShockedAccount {
     pub slot: u64,
 }
 
-/// One pool's liquidation curve (decisions §10), before rendering.
+/// One pool's liquidation curve (docs/design.md §10), before rendering.
 pub struct CurveOutcome {
     pub pool: Pubkey,
     pub price: i64,
@@ -365,7 +365,7 @@ fn inputs_at<'a>(ctx: &'a [Option<PoolCtx<'a>>], positions: &'a [Held]) -> Vec<Q
         .collect()
 }
 
-/// Each position's liquidation price (decisions §10), in the view's order:
+/// Each position's liquidation price (docs/design.md §10), in the view's order:
 /// against the exact §3 sums of the owner's other counted pools at current
 /// prices; None for an unpriced pool or when no positive price crosses.
 pub fn liquidation_prices(view: &OwnerView<'_>) -> Vec<Option<(LiquidationPrice, i32)>> {

@@ -1,4 +1,4 @@
-//! The unhealthy rows (spec 2.4): the body of GET /api/positions/unhealthy,
+//! The unhealthy rows (docs/design.md §16.4): the body of GET /api/positions/unhealthy,
 //! and the SSE frames of the liquidation feed, rendered from the engine.
 
 use bytes::Bytes;

@@ -1,4 +1,4 @@
-//! Caps on open SSE streams (decisions §11): per client address
+//! Caps on open SSE streams (docs/design.md §11): per client address
 //! (`server.max_streams_per_ip`) and in total (`server.max_streams`). Each
 //! open stream holds a `Ticket`; the stream's end (the client gone, the
 //! service stopping) drops it and frees its place.

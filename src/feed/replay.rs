@@ -1,4 +1,4 @@
-//! The feed's replay window (decisions §11, §13): the most recent live events,
+//! The feed's replay window (docs/design.md §11, §13): the most recent live events,
 //! kept as the very frames subscribers were sent (shared `Bytes`, no copy), so
 //! a reconnect whose `Last-Event-ID` is inside the window gets exactly the
 //! events it missed, in order, and no snapshot. Anything else (another

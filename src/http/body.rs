@@ -13,7 +13,7 @@ use crate::domain::pubkey::is_pubkey;
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 
-/// Largest accepted body (decisions §4: 413 beyond 64 KiB).
+/// Largest accepted body (docs/design.md §4: 413 beyond 64 KiB).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Time to receive a body when no settings are reachable (`server.request_timeout_ms`).
 const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,4 +1,4 @@
-//! Conditional GET and long polls (decisions §11) on the six routes served
+//! Conditional GET and long polls (docs/design.md §11) on the six routes served
 //! from rendered bodies: each answer carries its strong ETag and
 //! `Cache-Control: no-cache`; an `If-None-Match` that lists the tag gets 304
 //! with no body; with `wait_ms` as well, the request is held until the answer
@@ -30,7 +30,7 @@ pub const MAX_WAIT_MS: u64 = 30_000;
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// The OpenAPI parameters of a conditional GET and long poll, shared by the six
-/// routes of decisions §11 (`params(..., LongPoll)` in their `utoipa::path`).
+/// routes of docs/design.md §11 (`params(..., LongPoll)` in their `utoipa::path`).
 pub struct LongPoll;
 
 impl utoipa::IntoParams for LongPoll {
@@ -48,7 +48,7 @@ impl utoipa::IntoParams for LongPoll {
                 .parameter_in(ParameterIn::Query)
                 .required(Required::False)
                 .description(Some(format!(
-                    "long poll (decisions §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to {MAX_WAIT_MS}"
+                    "long poll (docs/design.md §11): with an If-None-Match that matches the current answer, hold the request up to this many milliseconds until the answer changes (200) or the wait ends (304); 0 to {MAX_WAIT_MS}"
                 )))
                 .schema(Some(wait_ms))
                 .build(),

@@ -1,4 +1,4 @@
-//! A replica's way out from behind a load balancer (decisions §13). On SIGTERM
+//! A replica's way out from behind a load balancer (docs/design.md §13). On SIGTERM
 //! it first fails its health check while still answering, so the balancer
 //! stops sending it new requests without a client seeing an error; after
 //! `server.drain_ms` it closes its streams and held polls, whose clients

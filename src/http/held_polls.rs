@@ -1,4 +1,4 @@
-//! The cap on held long polls (decisions §11, `server.max_held_polls`): a
+//! The cap on held long polls (docs/design.md §11, `server.max_held_polls`): a
 //! count each held poll takes a place in, and gives back when it is answered.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

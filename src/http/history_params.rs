@@ -1,4 +1,4 @@
-//! The parameters of the history reads (decisions §12), parsed once:
+//! The parameters of the history reads (docs/design.md §12), parsed once:
 //! `from` / `to` (RFC 3339 or Unix milliseconds; by default the 24 hours up
 //! to now), `resolution`, `limit` and `cursor`. Anything malformed is
 //! `400 invalid`. A cursor is opaque to clients: it names its listing and

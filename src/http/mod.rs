@@ -105,7 +105,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             resource("/api/openapi.json", GET),
             openapi::openapi_json,
         ))
-        // Outside /api (decisions §9), where scrapers look for it.
+        // Outside /api (docs/design.md §9), where scrapers look for it.
         .service(read(resource("/metrics", GET), metrics::metrics))
         .service(read(resource("/console", GET), console::page))
         .service(read(resource("/console/{file}", GET), console::file));

@@ -1,5 +1,5 @@
 //! What every answered request leaves behind: its series in the HTTP metrics
-//! and one log line, at the level decisions §1 gives it. Used by the App's
+//! and one log line, at the level docs/design.md §1 gives it. Used by the App's
 //! middleware and by `polls::answer`, so both paths are counted and logged
 //! alike.
 //!

@@ -102,7 +102,7 @@ pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
     Ok(Answer::AtRisk { below, limit })
 }
 
-/// The routes machines poll: decisions §11's six, the history reads, health
+/// The routes machines poll: docs/design.md §11's six, the history reads, health
 /// (start scripts, the balancer) and the metrics (scrapers). Their
 /// successful, timely reads are logged at DEBUG (`observe`).
 pub const POLLED: [&str; 12] = [

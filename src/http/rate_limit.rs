@@ -1,4 +1,4 @@
-//! Per-client-IP token bucket for the public write endpoints (decisions §4).
+//! Per-client-IP token bucket for the public write endpoints (docs/design.md §4).
 //! Each replica limits on its own; the limits are per replica.
 
 use std::net::IpAddr;

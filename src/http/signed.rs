@@ -1,4 +1,4 @@
-//! Verification of signed admin requests (spec 5.2, steps 4 to 7).
+//! Verification of signed admin requests (docs/design.md §5.2, steps 4 to 7).
 //!
 //! Order matters: the signature is checked over the exact canonical bytes for the
 //! action this endpoint expects; only then is the nonce spent (atomically, bound

@@ -119,7 +119,7 @@ impl Ingest {
     }
 
     /// POST /api/pools/init: the pool and its mint read from chain, checked
-    /// against the body (decisions §5 and §6), into the registration's write.
+    /// against the body (docs/design.md §4.8), into the registration's write.
     pub fn registration(
         &self,
         call: &Registration<'_>,

@@ -1,4 +1,4 @@
-//! Websocket notifications (decisions §7): what a batch names, sorted by kind,
+//! Websocket notifications (docs/design.md §7): what a batch names, sorted by kind,
 //! and how each account becomes a write: as it came, when its slot can prove
 //! it newer; else from a re-read over HTTP.
 

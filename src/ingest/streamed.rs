@@ -1,4 +1,4 @@
-//! Streamed account writes (a gRPC source, decisions §14): each comes with the
+//! Streamed account writes (a gRPC source, docs/design.md §14): each comes with the
 //! slot it was written in and its write version, so it is written as it came,
 //! under the order rule: never over a row holding a newer (slot, write
 //! version), a read of a slot counting as the newest write of that slot. No

@@ -260,7 +260,7 @@ fn a_streamed_write_is_written_as_it_came_with_its_version() {
         other => panic!("{other:?}"),
     }
     let position = Pubkey::new_unique();
-    // Longer data than the layout is fine (decisions §6).
+    // Longer data than the layout is fine (docs/design.md §2).
     let mut data = position_data(user, pool, 8);
     data.extend([0; 16]);
     match i.streamed(&streamed(position, data, 71, 4)) {

@@ -1,4 +1,4 @@
-//! History's series (decisions §12): records as they are queued, batches as
+//! History's series (docs/design.md §12): records as they are queued, batches as
 //! they are stored, rows dropped past the cap or fenced off by a takeover;
 //! the queue's depth and the partitions are read from the writer at scrape.
 

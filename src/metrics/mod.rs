@@ -1,4 +1,4 @@
-//! Prometheus metrics (decisions §9): every name is defined here, once, with its
+//! Prometheus metrics (docs/design.md §9): every name is defined here, once, with its
 //! help text, and recorded through the `metrics` facade; GET /metrics renders
 //! them with `metrics-exporter-prometheus`. The two HTTP series, recorded on
 //! every request, are counted and rendered by `http` instead; the standard

@@ -1,5 +1,5 @@
-//! `lendex remote` and `lendex keygen` (decisions §9): the operator's signed
-//! client. It does the whole handshake of spec §5 over HTTP with a Solana CLI
+//! `lendex remote` and `lendex keygen` (docs/design.md §9): the operator's signed
+//! client. It does the whole handshake of docs/design.md §5 over HTTP with a Solana CLI
 //! keypair file, so an operator never signs anything by hand.
 //!
 //! The client signs only the canonical message it builds itself from the action
@@ -173,7 +173,7 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
             query.extend(limit.map(|l| ("limit", l.to_string())));
             let path = format!("/api/admin/audit?{}", encode_query(&query));
             // Public on devnet and localnet; on mainnet the read is signed in
-            // headers (decisions §4), which the server asks for with a 403.
+            // headers (docs/design.md §4), which the server asks for with a 403.
             let answer = match client.send(reqwest::Method::GET, &path, None, &[]).await {
                 Err(Failure::Answer(body)) if body.contains("\"forbidden\"") => {
                     let signed = client.signed(READ_AUDIT_ACTION).await?;

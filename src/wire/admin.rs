@@ -1,4 +1,4 @@
-//! The admin allowlist and the audit log (spec 2.6, 2.7, 4.2 to 4.6).
+//! The admin allowlist and the audit log (docs/design.md §16.6, 2.7, 4.2 to 4.6).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The handshake's first step (spec 4.1).
+//! The handshake's first step (docs/design.md §4.1).
 
 use serde::Serialize;
 use utoipa::ToSchema;

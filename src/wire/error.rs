@@ -1,9 +1,9 @@
-//! The error body of every failure (spec §7).
+//! The error body of every failure (docs/design.md §4.17).
 
 use serde::Serialize;
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
-    /// Short reason from the closed set of spec §7.
+    /// Short reason from the closed set of docs/design.md §4.17.
     pub error: String,
 }

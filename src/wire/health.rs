@@ -1,11 +1,11 @@
-//! GET /api/health (spec 4.16, decisions §7): each backend's state.
+//! GET /api/health (docs/design.md §4.16, §7): each backend's state.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
 /// `degraded` when any check fails (the HTTP status is 200 either way);
 /// `draining` (HTTP 503) while a stopping replica waits for its load balancer
-/// to move away (decisions §13).
+/// to move away (docs/design.md §13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
@@ -51,7 +51,7 @@ pub struct HealthChecks {
     pub history: HistoryCheck,
 }
 
-/// History (decisions §12): recorded by the leader, stored in the background.
+/// History (docs/design.md §12): recorded by the leader, stored in the background.
 /// Informational: the database check already says when storing cannot work.
 #[derive(Serialize, ToSchema)]
 pub struct HistoryCheck {

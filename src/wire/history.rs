@@ -1,4 +1,4 @@
-//! History (decisions §12): an owner's health over time, the events of
+//! History (docs/design.md §12): an owner's health over time, the events of
 //! accounts, a pool's prices and the market, as points or buckets. Values are
 //! exact decimal strings; slots, ids, counts and exponents JSON integers;
 //! times RFC 3339 with milliseconds. Every answer says from when history is

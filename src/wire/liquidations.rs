@@ -1,4 +1,4 @@
-//! What liquidators act on (decisions §8): quotes and the at-risk watch list.
+//! What liquidators act on (docs/design.md §8): quotes and the at-risk watch list.
 
 use serde::Serialize;
 use utoipa::ToSchema;

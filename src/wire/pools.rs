@@ -1,4 +1,4 @@
-//! Pools: the index (spec 2.1, 4.7), registration (4.8) and refresh (4.9).
+//! Pools: the index (docs/design.md §16.1, 4.7), registration (4.8) and refresh (4.9).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -217,7 +217,7 @@ pub struct PoolStatus {
     pub deposits_value_wad: String,
     #[schema(value_type = DecimalText)]
     pub borrows_value_wad: String,
-    /// total_borrows / total_deposits, as a WAD (decisions §3).
+    /// total_borrows / total_deposits, as a WAD (docs/design.md §3).
     #[schema(value_type = WadText)]
     pub utilization_wad: String,
     /// Fractions (0.05 is 5%), as GET /api/positions/{user}/detail gives them.

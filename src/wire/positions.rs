@@ -1,4 +1,4 @@
-//! Positions: a wallet's rows (spec 2.2, 4.10), their detail (2.3, 4.11),
+//! Positions: a wallet's rows (docs/design.md §16.2, 4.10), their detail (2.3, 4.11),
 //! their refresh (4.12), the unhealthy feed (2.4, 4.13) and its SSE events.
 
 use chrono::{DateTime, Utc};
@@ -32,7 +32,7 @@ pub struct Position {
     pub last_synced_at: DateTime<Utc>,
 }
 
-/// One of `borrow_txs` in position detail (spec 2.3): a borrow of the wallet in
+/// One of `borrow_txs` in position detail (docs/design.md §16.3): a borrow of the wallet in
 /// the pool, from the transaction log.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct BorrowTx {
@@ -100,7 +100,7 @@ pub struct PositionDetail {
     /// The account-level health factor, the same on every row.
     #[schema(value_type = WadText)]
     pub health_factor_wad: String,
-    /// The price of this pool at which the account crosses 1 (decisions §10),
+    /// The price of this pool at which the account crosses 1 (docs/design.md §10),
     /// or null.
     pub liquidation_price: Option<LiquidationPriceWire>,
 }

@@ -1,4 +1,4 @@
-//! The risk lens (decisions §10): a price shock's effect on the book, a pool's
+//! The risk lens (docs/design.md §10): a price shock's effect on the book, a pool's
 //! liquidation curve, and liquidation prices.
 
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The transaction log (spec 2.5, 4.14, 4.15).
+//! The transaction log (docs/design.md §16.5, 4.14, 4.15).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The allowlist, /admin/me and the audit log (spec 4.2 to 4.6).
+//! The allowlist, /admin/me and the audit log (docs/design.md §4.2 to 4.6).
 
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! The nonce endpoint and each property of spec 5.3, with real ed25519 keys.
+//! The nonce endpoint and each property of docs/design.md §5.3, with real ed25519 keys.
 
 use serde_json::json;
 

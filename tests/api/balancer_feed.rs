@@ -1,4 +1,4 @@
-//! The liquidation feed through HAProxy (decisions §13): subscribers follow
+//! The liquidation feed through HAProxy (docs/design.md §13): subscribers follow
 //! the feed with their `Last-Event-ID`, as the examples do, while replicas die
 //! or are restarted under them, and every price move reaches every subscriber
 //! exactly once, with no snapshot after the first.

@@ -1,5 +1,5 @@
 //! Pool registration and sync, and position sync, against surfpool, a real
-//! Solana RPC (spec 4.7 to 4.12, decisions §2 and §5). The background refresh
+//! Solana RPC (docs/design.md §4.7 to 4.12, docs/design.md §2 and §5). The background refresh
 //! and slot safety are in chain_refresh.rs.
 
 use lendex::domain::accounts::*;

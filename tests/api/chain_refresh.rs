@@ -1,6 +1,6 @@
 //! Chain rows over time, against surfpool: slot safety (an older read never
 //! overwrites a newer row), the background refresh with no API call, and the
-//! decimals repair of legacy rows (spec 4.7 to 4.12, decisions §2 and §5).
+//! decimals repair of legacy rows (docs/design.md §4.7 to 4.12, docs/design.md §2 and §5).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! One feed across replicas (decisions §13): replicas on one database number
+//! One feed across replicas (docs/design.md §13): replicas on one database number
 //! the same events alike, with the same data, whether anyone listens or not;
 //! an id from one resumes on another with exactly the events after it; a
 //! replica that has not applied the change an id names waits for it; a

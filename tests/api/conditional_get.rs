@@ -1,4 +1,4 @@
-//! Conditional GET and long polls on the six rendered routes (decisions §11):
+//! Conditional GET and long polls on the six rendered routes (docs/design.md §11):
 //! strong ETags that two replicas of one database agree on, 304 with no body,
 //! held polls woken by a change or timing out, and the cap on held polls.
 

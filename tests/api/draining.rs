@@ -1,5 +1,5 @@
-//! A replica on its way out from behind a load balancer (decisions §13), and
-//! the log lines that scale with the polls (decisions §1).
+//! A replica on its way out from behind a load balancer (docs/design.md §13), and
+//! the log lines that scale with the polls (docs/design.md §1).
 
 use std::io::Read;
 use std::process::Stdio;

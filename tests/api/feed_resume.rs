@@ -1,4 +1,4 @@
-//! The liquidation feed across reconnects and under its caps (decisions §11):
+//! The liquidation feed across reconnects and under its caps (docs/design.md §11):
 //! every candidate event has an `<epoch>.<sequence>` id and its provenance; a
 //! reconnect inside the replay window gets exactly what it missed and no
 //! snapshot; anything else gets `reset` and the snapshot; open streams are

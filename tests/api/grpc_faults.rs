@@ -1,4 +1,4 @@
-//! The gRPC source when things go wrong (decisions §14): a cut stream resumed
+//! The gRPC source when things go wrong (docs/design.md §14): a cut stream resumed
 //! from the last slot when the server still holds it (nothing lost, no
 //! reconcile), reconciled when it does not or refuses; a bad token reported
 //! and retried with backoff; a silent server left; a server gone and back.

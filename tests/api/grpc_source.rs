@@ -1,4 +1,4 @@
-//! The Yellowstone gRPC source (decisions §14) against a scripted Geyser
+//! The Yellowstone gRPC source (docs/design.md §14) against a scripted Geyser
 //! server speaking the real protocol: accounts indexed with no sync call, a
 //! price move to the unhealthy list, the (slot, write version) order rule,
 //! closed and unusable accounts, and pings answered.

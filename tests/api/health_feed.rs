@@ -1,6 +1,6 @@
 //! The health-factor engine end to end: the unhealthy feed and position detail
 //! served from the cache, coherence with writes made outside this process, the
-//! SSE liquidation feed, and the eviction fallback (spec 4.11, 4.13).
+//! SSE liquidation feed, and the eviction fallback (docs/design.md §4.11, 4.13).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! History end to end (decisions §12): what the leader records as the index
+//! History end to end (docs/design.md §12): what the leader records as the index
 //! changes, stored and served back with the values the API served at the time.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! History under trouble (decisions §12): a database outage while a point
+//! History under trouble (docs/design.md §12): a database outage while a point
 //! waits to be stored, a leader killed before it stored what it recorded, a
 //! stop with history queued, and retention dropping old days whole. In each,
 //! every qualifying point and event ends up stored exactly once.

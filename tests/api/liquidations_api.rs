@@ -1,5 +1,5 @@
 //! Liquidation quotes (GET /api/liquidations), the at-risk list and the quote on
-//! SSE candidates (decisions §8), served by the real server from a real chain.
+//! SSE candidates (docs/design.md §8), served by the real server from a real chain.
 //! Market: USDC (6 decimals, $1) and SOL (9 decimals, $20); every pool has
 //! threshold 0.8, close factor 0.5, bonus 5%, protocol fee 1%, confidence 1000.
 

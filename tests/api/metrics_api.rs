@@ -1,4 +1,4 @@
-//! GET /metrics (decisions §9): the Prometheus text format, every series named
+//! GET /metrics (docs/design.md §9): the Prometheus text format, every series named
 //! `lendex_`, counters that follow what happened, and state read at scrape time.
 //! The recorder is process-wide, so tests compare before and after.
 

@@ -1,4 +1,4 @@
-//! GET /api/positions/{user} serves every field as stored (spec 4.10): a
+//! GET /api/positions/{user} serves every field as stored (docs/design.md §4.10): a
 //! position read again with no change of its data still moves its
 //! last_synced_at, and the rows stay sorted by it, newest first, whether the
 //! read was an on-demand sync or the background reconciliation.

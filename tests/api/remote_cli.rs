@@ -1,4 +1,4 @@
-//! `lendex keygen` and `lendex remote` (decisions §9), the real binary against a
+//! `lendex keygen` and `lendex remote` (docs/design.md §9), the real binary against a
 //! running service: the operator path of the README from a new keypair to admin
 //! calls, pool registration read from the chain, and mainnet's signed audit read.
 

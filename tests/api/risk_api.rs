@@ -1,4 +1,4 @@
-//! The risk lens over HTTP (decisions §10): a price shock, a liquidation curve,
+//! The risk lens over HTTP (docs/design.md §10): a price shock, a liquidation curve,
 //! liquidation prices on detail and at-risk rows, and every malformed request
 //! answered 400 `invalid` (or 404 `not found` for a pool not in the index).
 

@@ -1,4 +1,4 @@
-//! The transaction log (spec 4.14, 4.15).
+//! The transaction log (docs/design.md §4.14, 4.15).
 
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! The stored health factor (decisions §5: every row of an owner carries the
+//! The stored health factor (docs/design.md §3: every row of an owner carries the
 //! account's value) after a move that re-scores more owners than one chunk of
 //! the write-back: every row ends with the value the API serves, written in
 //! several short transactions (an ingest write waits for one chunk at most,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix_web::{App, HttpResponse, HttpServer, web};
 
 /// The unhealthy feed in one SQL statement, from the raw inputs, with the exact
-/// math of decisions §3 in NUMERIC (div() is integer division).
+/// math of docs/design.md §3 in NUMERIC (div() is integer division).
 const UNHEALTHY_SQL: &str = "
 WITH terms AS (
   SELECT p.owner,

@@ -1,4 +1,4 @@
-//! History at scale (decisions §12), for `scripts/load-test-history`:
+//! History at scale (docs/design.md §12), for `scripts/load-test-history`:
 //! - `history-seed`: `days` of history for `owners`, written straight into the
 //!   partitions by SQL at a realistic rate: `points_per_day` health points an
 //!   owner (an oracle moving about 3% a day crosses a 1% grid some (3/1)^2 = 9

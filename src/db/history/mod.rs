@@ -1,4 +1,4 @@
-//! History in PostgreSQL (decisions §12; schema in sql/0009): its named
+//! History in PostgreSQL (docs/design.md §12; schema in sql/0009): its named
 //! statements, a batch stored by binary COPY exactly once (`write`), a
 //! takeover's baselines (`takeover`), the day partitions made ahead and
 //! dropped whole (`partitions`), and the reads the API serves (`read`).

@@ -1,4 +1,4 @@
-//! History's named statements (decisions §12). As everywhere, nothing is
+//! History's named statements (docs/design.md §12). As everywhere, nothing is
 //! assembled at run time: each optional filter of the events list is its
 //! own statement, so each gets its own plan and index.
 

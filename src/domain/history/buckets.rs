@@ -1,4 +1,4 @@
-//! Points summed into buckets of a fixed width (decisions §12): one bucket
+//! Points summed into buckets of a fixed width (docs/design.md §12): one bucket
 //! per interval that holds points, empty intervals left out. A bucket covers
 //! its whole interval, aligned on the epoch (a day's bucket starts at UTC
 //! midnight).
@@ -67,7 +67,7 @@ pub fn health_buckets(points: &[HealthPoint], width_us: i64) -> Vec<HealthBucket
     out
 }
 
-/// One sample of the market (decisions §12), at current prices.
+/// One sample of the market (docs/design.md §12), at current prices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MarketPoint {
     pub at_us: i64,

@@ -1,4 +1,4 @@
-//! The `liquidated` event, inferred (decisions §12): an owner under water
+//! The `liquidated` event, inferred (docs/design.md §12): an owner under water
 //! before a slot's changes whose position in some pool d lost borrow_principal
 //! and whose position in some pool c lost deposit_shares, both new states at
 //! that slot. repaid is the drop of borrow_debt in d, seized the drop of

@@ -1,4 +1,4 @@
-//! History (decisions §12) as pure rules: what is recorded of an owner's
+//! History (docs/design.md §12) as pure rules: what is recorded of an owner's
 //! health (`rule`), the `liquidated` inference (`liquidated`), and how points
 //! are summed into buckets (`buckets`). The vocabularies are here, once: each
 //! is stored as a small integer and served as its name.

@@ -1,4 +1,4 @@
-//! When an owner's health is recorded (decisions §12): a point whenever the
+//! When an owner's health is recorded (docs/design.md §12): a point whenever the
 //! account health factor differs from the owner's last recorded point and
 //! (a) the owner has no point yet, (b) its positions changed, (c) the value is
 //! in another band than the last point's, or (d) it moved by at least 1%.

@@ -2,7 +2,7 @@
 // binary). This file: helpers, the one money format, messages, HTTP with a
 // deadline, the sections and their bookmarkable URLs, the wallet (found
 // through the Wallet Standard events), sign-in and sign-out, and the signed
-// nonce handshake of spec §5 (solana:signMessage) with one prompt at a time.
+// nonce handshake of docs/design.md §5 (solana:signMessage) with one prompt at a time.
 // chart.js draws; live.js keeps every figure's freshness and the overview;
 // pools.js, feed.js, risk.js, history.js and admin.js are the sections.
 // The page holds no key and no session of its own.

@@ -1,4 +1,4 @@
-// History (decisions §12): the market over time (accounts under water, their
+// History (docs/design.md §12): the market over time (accounts under water, their
 // debt and the bad debt), a wallet's page (its health as a step line on a
 // log scale with the 1.0 line, time under water shaded, its events marked,
 // its collateral and debt beneath, over 1 h, 24 h, 7 d or 30 d), and the

@@ -1,4 +1,4 @@
-// The risk lens (decisions §10): a pool's liquidation curve drawn from the
+// The risk lens (docs/design.md §10): a pool's liquidation curve drawn from the
 // server's exact figures (a click on a point shocks the pool there), and a
 // price shock with the accounts it sinks. Each form checks its fields before
 // asking, and shows its own errors beside it.

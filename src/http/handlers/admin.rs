@@ -1,4 +1,4 @@
-//! The admin allowlist and the audit log (spec 4.2 to 4.6).
+//! The admin allowlist and the audit log (docs/design.md §4.2 to 4.6).
 
 use crate::wire::formats::{NonceText, PubkeyText, TimeParam, WalletSignature};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -29,7 +29,7 @@ use crate::wire::error::ErrorBody;
 const MAX_LABEL_CHARS: usize = 256;
 
 /// The credentials and the target wallet of an allowlist call: both required
-/// (spec 4.4 and 4.5 check them first, before anything else about the body).
+/// (docs/design.md §4.4 and 4.5 check them first, before anything else about the body).
 fn signed_target(body: &JsonBody) -> ApiResult<(Credentials<'_>, &str)> {
     let creds = credentials(body)?;
     let pubkey = body.str("pubkey")?;
@@ -232,7 +232,7 @@ pub async fn audit(
 }
 
 /// Mainnet audit reads are signed (`read_audit`) by an active admin of either role,
-/// carried in headers; every credential failure is 403 forbidden (decisions §4).
+/// carried in headers; every credential failure is 403 forbidden (docs/design.md §4).
 async fn check_audit_credentials(req: &HttpRequest, state: &AppState) -> ApiResult<()> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let (Some(actor), Some(nonce), Some(signature)) =

@@ -1,4 +1,4 @@
-//! POST /api/auth/nonce: step 1 of the handshake (spec 4.1, 5.2).
+//! POST /api/auth/nonce: step 1 of the handshake (docs/design.md §4.1, 5.2).
 
 use actix_web::{HttpResponse, web};
 use chrono::{DateTime, SecondsFormat, Utc};

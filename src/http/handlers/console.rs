@@ -1,4 +1,4 @@
-//! The admin console (decisions §9): static files compiled
+//! The admin console (docs/design.md §9): static files compiled
 //! into the binary, so it works offline and needs no CDN. It talks to the same
 //! signed endpoints as any client; nothing here is privileged.
 

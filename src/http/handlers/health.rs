@@ -1,4 +1,4 @@
-//! GET /api/health: liveness with the state of each backend (spec 4.16). HTTP
+//! GET /api/health: liveness with the state of each backend (docs/design.md §4.16). HTTP
 //! 200, answered within 3 s whatever the database or the RPC do; a failing
 //! check turns status to "degraded". A replica draining before a stop answers
 //! 503 "draining", the one answer every load balancer's check understands.
@@ -23,7 +23,7 @@ pub(super) const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
 
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency"),
-        (status = 503, body = HealthResponse, description = "draining: this replica is stopping (decisions §13); a load balancer takes it out of rotation")))]
+        (status = 503, body = HealthResponse, description = "draining: this replica is stopping (docs/design.md §13); a load balancer takes it out of rotation")))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let (db, rpc, sync, cache, lanes, history) = futures_util::join!(
         database_check(&state),

@@ -1,4 +1,4 @@
-//! History reads (decisions §12): an owner's health over time, the events of
+//! History reads (docs/design.md §12): an owner's health over time, the events of
 //! accounts, a pool's prices and the market, from PostgreSQL. Each answer
 //! carries its strong ETag (a conditional GET gets 304), `retention_start`,
 //! and a cursor when the listing goes on.

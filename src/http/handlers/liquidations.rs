@@ -1,4 +1,4 @@
-//! What liquidators act on (decisions §8): a quote per owner under water, and the
+//! What liquidators act on (docs/design.md §8): a quote per owner under water, and the
 //! watch list of owners about to go under. Both are rendered by the health cache
 //! once per change and shared by every poller.
 

@@ -1,4 +1,4 @@
-//! GET /metrics: the Prometheus text format (decisions §9). Counters and
+//! GET /metrics: the Prometheus text format (docs/design.md §9). Counters and
 //! histograms are recorded where things happen (`crate::metrics`); the state
 //! actors hold is read here, at scrape time, with the health check's deadline.
 

@@ -1,5 +1,5 @@
-//! Pools: the cached index (spec 4.7), registration by an allowlisted admin
-//! (4.8, decisions §5) and the refresh of a registered pool from chain (4.9).
+//! Pools: the cached index (docs/design.md §4.7), registration by an allowlisted admin
+//! (§4.8) and the refresh of a registered pool from chain (§4.9).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
@@ -317,7 +317,7 @@ pub async fn sync_pool(
     }))
 }
 
-/// Only registered pools are read from chain (decisions §5): any other is 404
+/// Only registered pools are read from chain (docs/design.md §4.9): any other is 404
 /// `pool account not found`, before any RPC.
 pub(super) async fn ensure_registered(state: &AppState, pool: &Pubkey) -> ApiResult<()> {
     if is_registered(&state.db, state.cluster.as_str(), pool).await? {

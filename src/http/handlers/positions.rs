@@ -250,7 +250,7 @@ async fn detail_body(state: &AppState, owner: &Pubkey, held: OwnerPositions) -> 
     render(&DetailResponse { positions })
 }
 
-/// A wallet's borrows, at most 10 per pool, newest first, not failed (decisions §6).
+/// A wallet's borrows, at most 10 per pool, newest first, not failed (docs/design.md §4.11).
 async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String, BorrowTx)>> {
     let client = state.db.get().await?;
     let stmt = client.prepare_cached(queries::RECENT_BORROWS).await?;

@@ -1,4 +1,4 @@
-//! The risk lens (decisions §10): what a price shock does to the book, and a
+//! The risk lens (docs/design.md §10): what a price shock does to the book, and a
 //! pool's liquidation curve, computed exactly from the health engine's memory.
 
 use actix_web::{HttpResponse, web};

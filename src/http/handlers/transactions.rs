@@ -1,4 +1,4 @@
-//! The append-only transaction log (spec 4.14, 4.15).
+//! The append-only transaction log (docs/design.md §4.14, 4.15).
 
 use crate::wire::formats::PubkeyText;
 use actix_web::{HttpResponse, web};
@@ -37,7 +37,7 @@ pub struct RecordTransactionCall<'a> {
 
 impl RecordTransactionRequest {
     /// Spec 4.15's `signature, wallet, action required` first; any malformed
-    /// field after that is `invalid` (decisions §4).
+    /// field after that is `invalid` (docs/design.md §4).
     pub fn parse(body: &JsonBody) -> ApiResult<RecordTransactionCall<'_>> {
         let (signature, wallet, action) = (
             body.str("signature")?,
