@@ -15,6 +15,7 @@ mod cluster_feed;
 mod common;
 mod conditional_get;
 mod console_browser;
+mod documents;
 mod draining;
 mod examples;
 mod feed_resume;

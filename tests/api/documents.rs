@@ -1,0 +1,219 @@
+//! The documents a newcomer reads stay true to the tree: every path the README
+//! and `docs/` name exists, and the configuration reference, `config.toml`
+//! and the code's defaults list the same keys with the same values.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn documents() -> Vec<PathBuf> {
+    let mut docs = vec![repo().join("README.md")];
+    let mut more: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    more.sort();
+    docs.extend(more);
+    docs
+}
+
+/// The top-level folders and files a document may name by their full path.
+const ROOTS: [&str; 10] = [
+    "src/", "actors/", "sql/", "tests/", "benches/", "scripts/", "ops/", "docs/", "examples/",
+    ".ci/",
+];
+const ROOT_FILES: [&str; 3] = ["config.toml", "Cargo.toml", "BENCHMARKS.md"];
+const FILE_ENDINGS: [&str; 10] = [
+    ".rs", ".sql", ".js", ".mjs", ".py", ".md", ".toml", ".sh", ".cfg", ".json",
+];
+
+/// Each text between backticks on one line.
+fn code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split('`');
+        parts.next();
+        while let (Some(inside), Some(_)) = (parts.next(), parts.next()) {
+            spans.push(inside);
+        }
+    }
+    spans
+}
+
+/// The targets of markdown links `[text](target)`.
+fn link_targets(text: &str) -> Vec<&str> {
+    text.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &text[at + 2..];
+            rest.find(')').map(|end| &rest[..end])
+        })
+        .filter(|t| !t.contains(char::is_whitespace))
+        .collect()
+}
+
+/// The entries of a file tree drawn in a code block: a name at column 0 is a
+/// top-level path, a name indented two spaces lives under the last of those.
+fn tree_paths(text: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for block in text.split("```").skip(1).step_by(2) {
+        let mut top: Option<String> = None;
+        for line in block.lines() {
+            let indent = line.len() - line.trim_start().len();
+            let Some(name) = line.split_whitespace().next() else {
+                continue;
+            };
+            let is_path = name.contains('/') || FILE_ENDINGS.iter().any(|e| name.ends_with(e));
+            if indent > 2 || !is_path || !name.chars().all(|c| c.is_alphanumeric() || "_.-/".contains(c)) {
+                continue;
+            }
+            if indent == 0 {
+                top = Some(name.to_string());
+                paths.push(name.to_string());
+            } else if let Some(top) = &top {
+                paths.push(format!("{top}{name}"));
+            }
+        }
+    }
+    paths
+}
+
+/// What a document names that is not in the tree.
+fn missing_paths(doc: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(doc).unwrap();
+    let here = doc.parent().unwrap();
+    let mut missing = Vec::new();
+    for target in link_targets(&text) {
+        if target.starts_with("http") || target.starts_with('#') || target.starts_with("mailto") {
+            continue;
+        }
+        let file = target.split('#').next().unwrap();
+        if !here.join(file).exists() {
+            missing.push(format!("link {target}"));
+        }
+    }
+    for span in code_spans(&text) {
+        let span = span.trim_end_matches(['.', ',', ';', ':']);
+        let placeholder = span.contains(['<', '{', '*', '…', ':', '=', '?', ' ']);
+        // Absolute paths, and what a run makes (.surfpool/, .cluster/, target/).
+        let made_at_run = (span.starts_with('.') && !span.starts_with(".ci/"))
+            || span.starts_with("target/");
+        if placeholder || made_at_run || span.starts_with(['/', '~']) {
+            continue;
+        }
+        if ROOTS.iter().any(|r| span.starts_with(r)) || ROOT_FILES.contains(&span) {
+            if !repo().join(span).exists() {
+                missing.push(format!("path {span}"));
+            }
+        } else if span.contains('/') && FILE_ENDINGS.iter().any(|e| span.ends_with(e)) {
+            // A path inside a layer (`chain/grpc.rs`): under one of them.
+            let found = ["", "src", "actors", "tests", "scripts"]
+                .iter()
+                .any(|r| repo().join(r).join(span).exists());
+            if !found {
+                missing.push(format!("path {span}"));
+            }
+        }
+    }
+    if text.contains("```") {
+        for path in tree_paths(&text) {
+            if !repo().join(&path).exists() {
+                missing.push(format!("tree {path}"));
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn every_path_the_documents_name_exists() {
+    let mut missing = Vec::new();
+    for doc in documents() {
+        for m in missing_paths(&doc) {
+            missing.push(format!("{}: {m}", doc.strip_prefix(repo()).unwrap().display()));
+        }
+    }
+    assert!(missing.is_empty(), "named but not in the tree:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_path_check_finds_what_is_missing() {
+    let dir = std::env::temp_dir().join(format!("lendex-doc-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = dir.join("probe.md");
+    std::fs::write(
+        &doc,
+        "See `src/engine/gone.rs`, `chain/nowhere.rs`, [a](nothing.md), `src/app.rs`.\n\n```\nsrc/\n  missing_file.rs   no such file\n  app.rs            is here\n```\n",
+    )
+    .unwrap();
+    let missing = missing_paths(&doc);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        missing,
+        [
+            "link nothing.md",
+            "path src/engine/gone.rs",
+            "path chain/nowhere.rs",
+            "tree src/missing_file.rs"
+        ]
+    );
+}
+
+/// A TOML value as the configuration reference writes it.
+fn as_written(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => format!("\"{s}\""),
+        other => other.to_string(),
+    }
+}
+
+/// `section.key` → value of a TOML table of tables.
+fn flatten(table: &toml::Table) -> BTreeMap<String, String> {
+    let mut keys = BTreeMap::new();
+    for (section, entries) in table {
+        for (key, value) in entries.as_table().unwrap() {
+            keys.insert(format!("{section}.{key}"), as_written(value));
+        }
+    }
+    keys
+}
+
+#[test]
+fn config_toml_the_reference_and_the_defaults_agree() {
+    let file: toml::Table = std::fs::read_to_string(repo().join("config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let file = flatten(&file);
+
+    // The code's defaults, as the binary would print them.
+    let defaults = toml::Table::try_from(lendex::config::Config::defaults()).unwrap();
+    assert_eq!(flatten(&defaults), file, "config.toml and Config::defaults()");
+
+    // The reference: one row per key, `| key | default | ...`; a string
+    // default is written bare or quoted, a note may follow in parentheses.
+    let reference = std::fs::read_to_string(repo().join("docs/configuration.md")).unwrap();
+    let mut rows = BTreeMap::new();
+    for line in reference.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 4 || !cells[1].contains('.') || cells[1].contains(' ') {
+            continue;
+        }
+        let default = cells[2].split(" (").next().unwrap().trim();
+        rows.insert(cells[1].to_string(), default.to_string());
+    }
+    let keys: Vec<&String> = file.keys().collect();
+    let documented: Vec<&String> = rows.keys().collect();
+    assert_eq!(documented, keys, "keys of docs/configuration.md and config.toml");
+    for (key, value) in &file {
+        let written = &rows[key];
+        let bare = value.trim_matches('"');
+        assert!(
+            written == value || written == bare,
+            "{key}: the reference says {written}, config.toml {value}"
+        );
+    }
+}
