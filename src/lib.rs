@@ -1,12 +1,19 @@
-//! Lendex: a live index of a Solana lending program.
+//! Lendex: a live index of a Solana lending program (README.md; the layers and
+//! walks are in docs/architecture.md).
 //!
-//! - `domain`: pure logic (validation, auth message, and later WAD math and decoding);
-//! - `db`: PostgreSQL pool, migrations, named queries and write commands;
+//! - `domain`: the pure rules, the crate `crates/domain` (WAD math, health
+//!   factor, quotes, risk, history rules, account layouts, the signed message);
+//! - `engine`: the health engine, pure: every owner in memory, ranked and scored;
+//! - `wire`: every request and response body; `error`: the one API error type;
+//! - `db`: PostgreSQL (migrations, named queries, write commands, the change log);
+//! - `chain`: the RPC transport and the live sources; `ingest`: chain reads into
+//!   index writes;
 //! - `actors` (the top-level `actors/` folder): the actors that own state;
-//! - `http`: routes, extractors and handlers;
+//! - `feed`: SSE subscribers, the replay window, rendered answers;
+//! - `http`: routes, extractors, handlers, the console;
+//! - `metrics`, `logging`, `config`;
 //! - `app`: wires it all together; `ops`: the operator CLI's commands;
-//! - `metrics`: the Prometheus series, named once;
-//! - `remote`: the operator's signed client (`lendex remote`, `lendex keygen`).
+//!   `demo`: the demo market; `remote`: the signed client (`lendex remote`).
 
 #[path = "../actors/mod.rs"]
 pub mod actors;
@@ -15,7 +22,6 @@ pub mod chain;
 pub mod config;
 pub mod db;
 pub mod demo;
-pub mod domain;
 pub mod engine;
 pub mod error;
 pub mod feed;
@@ -26,3 +32,6 @@ pub mod metrics;
 pub mod ops;
 pub mod remote;
 pub mod wire;
+
+/// The pure rules, a crate of their own (`crates/domain`).
+pub use lendex_domain as domain;

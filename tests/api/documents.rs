@@ -9,6 +9,16 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A file, or a folder with something in it (git keeps no empty folder, so an
+/// empty one left behind in a checkout counts as gone).
+fn exists(path: &Path) -> bool {
+    if path.is_dir() {
+        std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some())
+    } else {
+        path.exists()
+    }
+}
+
 fn documents() -> Vec<PathBuf> {
     let mut docs = vec![repo().join("README.md")];
     let mut more: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
@@ -91,7 +101,7 @@ fn missing_paths(doc: &Path) -> Vec<String> {
             continue;
         }
         let file = target.split('#').next().unwrap();
-        if !here.join(file).exists() {
+        if !exists(&here.join(file)) {
             missing.push(format!("link {target}"));
         }
     }
@@ -105,14 +115,14 @@ fn missing_paths(doc: &Path) -> Vec<String> {
             continue;
         }
         if ROOTS.iter().any(|r| span.starts_with(r)) || ROOT_FILES.contains(&span) {
-            if !repo().join(span).exists() {
+            if !exists(&repo().join(span)) {
                 missing.push(format!("path {span}"));
             }
         } else if span.contains('/') && FILE_ENDINGS.iter().any(|e| span.ends_with(e)) {
             // A path inside a layer (`chain/grpc.rs`): under one of them.
             let found = ["", "src", "actors", "tests", "scripts"]
                 .iter()
-                .any(|r| repo().join(r).join(span).exists());
+                .any(|r| exists(&repo().join(r).join(span)));
             if !found {
                 missing.push(format!("path {span}"));
             }
@@ -120,7 +130,7 @@ fn missing_paths(doc: &Path) -> Vec<String> {
     }
     if text.contains("```") {
         for path in tree_paths(&text) {
-            if !repo().join(&path).exists() {
+            if !exists(&repo().join(&path)) {
                 missing.push(format!("tree {path}"));
             }
         }

@@ -6,7 +6,7 @@
 use ruint::aliases::U256;
 
 use super::{Cause, bucket_start};
-use crate::domain::wad::WAD;
+use crate::wad::WAD;
 
 /// One recorded health point of an owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! recorded point too: a leader that takes over from that point loses none.
 
 use super::EventKind;
-use crate::domain::wad::WAD;
+use crate::wad::WAD;
 
 /// Where the bands are cut: 1.0, 1.05, 1.1, 1.25, 1.5 and 2.0 WAD.
 pub const BAND_CUTS: [u128; 6] = [

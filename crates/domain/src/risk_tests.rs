@@ -201,7 +201,7 @@ proptest! {
         // The 256-bit sums are the definition's sums.
         prop_assert_eq!(account_sums(pairs()), sums);
         // And their health factor, fast path or not, is the §3 one.
-        prop_assert_eq!(sums.health_factor(), crate::domain::wad::account_health_factor(pairs()));
+        prop_assert_eq!(sums.health_factor(), crate::wad::account_health_factor(pairs()));
         prop_assert_eq!(sums.health_factor(), health_factor_from_sums(sums.weighted, sums.debt));
     }
 

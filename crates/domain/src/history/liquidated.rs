@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 
-use crate::domain::pubkey::Pubkey;
-use crate::domain::wad::{Big, WAD};
+use crate::pubkey::Pubkey;
+use crate::wad::{Big, WAD};
 
 /// One position's new state in a batch, as the inference reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use num_bigint::BigUint;
 use proptest::prelude::*;
 
 use super::*;
-use crate::domain::wad::value_wad_at;
+use crate::wad::value_wad_at;
 
 const USD: i64 = 100_000_000; // $1 at expo -8
 
