@@ -50,7 +50,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     let pool = db::connect_pool(&config.database)?;
     migrate_until_done(pool.clone(), config.auth.super_admin_pubkey.clone()).await?;
 
-    // This replica's name in the NOTIFY of its own writes (sql/0006).
+    // This replica's name in the NOTIFY of its own writes (sql/functions.sql).
     let origin = format!("{:016x}", rand::random::<u64>());
     let writer = Writers::start(&config.database, &origin)?;
     let nonces = NonceRegistry::new(

@@ -1,5 +1,5 @@
 //! How changes reach the engine. Every committed change of the index is in
-//! the feed's change log (sql/0011) under its transaction's tick; the cache
+//! the feed's change log (tables in sql/0011_feed_log.sql, triggers in sql/functions.sql) under its transaction's tick; the cache
 //! reads the log after the last tick it applied and applies it tick after
 //! tick, its own writes included, so every replica holds the same state after
 //! the same tick and numbers the same events alike (docs/design.md §13). A full

@@ -527,7 +527,7 @@ impl WriteCommand for RefreshPoolPositions {
                     });
                 }
             }
-            // One touch for the rows the upsert stamped (sql/0012).
+            // One touch for the rows the upsert stamped (lendex_end_pool_touch, sql/functions.sql).
             let stamped = out.written > 0 && self.slot > 0;
             tx.execute(
                 queries::END_POOL_TOUCH,

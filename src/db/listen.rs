@@ -1,7 +1,7 @@
 //! A LISTEN connection for the health cache. Every change to positions or
 //! pools, whoever makes it (this replica, another one, an external indexer
-//! writing SQL), announces its tick of the feed's change log (sql/0011); every
-//! borrow written announces its wallet (sql/0003, 0006). A lost connection may
+//! writing SQL), announces its tick of the feed's change log (sql/functions.sql); every
+//! borrow written announces its wallet (sql/functions.sql). A lost connection may
 //! have missed some announcements: after reconnecting, the listener says so
 //! (`Notice::Resync`), and the cache reads the log and forgets its borrows.
 

@@ -1,6 +1,8 @@
-//! Applies the `sql/` migrations in order, once each, and seeds the bootstrap
-//! super-admin. Safe to run from several replicas at once: an advisory lock
-//! serialises them, and every file is applied inside its own transaction.
+//! Applies the `sql/` migrations in order, once each, then `sql/functions.sql`
+//! (every function and trigger, in its current form) whenever its text differs
+//! from the copy last applied, and seeds the bootstrap super-admin. Safe to run
+//! from several replicas at once: an advisory lock serialises them, and all of
+//! it is one transaction.
 
 use deadpool_postgres::Pool;
 
@@ -50,10 +52,24 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Every function and trigger, re-applied when it changes (docs/design.md §1).
+pub const FUNCTIONS: &str = include_str!("../../sql/functions.sql");
+
+/// The digest that tells whether `FUNCTIONS` is the copy last applied: re-making
+/// triggers takes a lock on their tables, so an unchanged file is not re-run.
+pub fn functions_digest() -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(FUNCTIONS.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Arbitrary constant naming the advisory lock that serialises migrations.
 const MIGRATION_LOCK_KEY: i64 = 0x1e4d_e800_0001;
 
-/// The versions applied by this call. A database that cannot be reached is
+/// The versions applied by this call (and `functions` when sql/functions.sql
+/// was re-applied). A database that cannot be reached is
 /// `DatabaseUnavailable` (the caller may retry); SQL that fails is `Internal`.
 pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'static str>> {
     let mut client = pool.get().await?;
@@ -78,6 +94,19 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'stati
             })?;
         tx.execute(queries::RECORD_MIGRATION, &[version]).await?;
         applied.push(*version);
+    }
+    tx.batch_execute(queries::CREATE_FUNCTIONS_TABLE).await?;
+    let digest = functions_digest();
+    let current = tx.query_opt(queries::FUNCTIONS_DIGEST, &[]).await?;
+    if current.is_none_or(|row| row.get::<_, String>(0) != digest) {
+        tx.batch_execute(FUNCTIONS)
+            .await
+            .map_err(|e| match ApiError::from(e) {
+                ApiError::Internal(cause) => ApiError::internal(format!("functions.sql: {cause}")),
+                unavailable => unavailable,
+            })?;
+        tx.execute(queries::RECORD_FUNCTIONS_DIGEST, &[&digest]).await?;
+        applied.push("functions");
     }
     if !super_admin_pubkey.is_empty() {
         // Bootstrap (docs/design.md §5.6): adds the key, or re-activates it as super_admin.

@@ -11,6 +11,13 @@ pub const CREATE_MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_mig
     version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())";
 pub const MIGRATION_APPLIED: &str = "SELECT 1 FROM schema_migrations WHERE version = $1";
 pub const RECORD_MIGRATION: &str = "INSERT INTO schema_migrations (version) VALUES ($1)";
+/// The digest of the sql/functions.sql last applied (one row).
+pub const CREATE_FUNCTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_functions (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    digest text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())";
+pub const FUNCTIONS_DIGEST: &str = "SELECT digest FROM schema_functions";
+pub const RECORD_FUNCTIONS_DIGEST: &str = "INSERT INTO schema_functions (digest) VALUES ($1)
+    ON CONFLICT (only_row) DO UPDATE SET digest = EXCLUDED.digest, applied_at = now()";
 
 // ---- admins -------------------------------------------------------------------
 

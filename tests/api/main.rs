@@ -37,6 +37,7 @@ mod positions_synced;
 mod process;
 mod remote_cli;
 mod replica;
+mod schema;
 mod risk_api;
 mod stopping;
 mod transactions_api;
