@@ -31,7 +31,8 @@ pub mod logging;
 pub mod metrics;
 pub mod ops;
 pub mod remote;
-pub mod wire;
 
 /// The pure rules, a crate of their own (`crates/domain`).
 pub use lendex_domain as domain;
+/// Every request and response body, a crate of its own (`crates/wire`).
+pub use lendex_wire as wire;

@@ -8,7 +8,6 @@ use crate::domain::accounts::mint_decimals;
 use crate::domain::enums::Role;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::CliResult;
-use crate::wire::admin::Admin;
 
 /// The actor recorded for operator changes.
 pub const SYSTEM_ACTOR: &str = "system";
@@ -88,7 +87,7 @@ pub async fn admin_list(config: &Config) -> CliResult {
         "{:<44}  {:<11}  {:<8}  {:<20}  label",
         "pubkey", "role", "state", "added_by"
     );
-    for admin in rows.iter().map(Admin::from_row) {
+    for admin in rows.iter().map(crate::db::rows::admin) {
         let admin = admin?;
         let state = if admin.revoked_at.is_some() {
             "revoked"

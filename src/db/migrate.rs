@@ -105,7 +105,8 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'stati
                 ApiError::Internal(cause) => ApiError::internal(format!("functions.sql: {cause}")),
                 unavailable => unavailable,
             })?;
-        tx.execute(queries::RECORD_FUNCTIONS_DIGEST, &[&digest]).await?;
+        tx.execute(queries::RECORD_FUNCTIONS_DIGEST, &[&digest])
+            .await?;
         applied.push("functions");
     }
     if !super_admin_pubkey.is_empty() {

@@ -20,6 +20,14 @@ const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct JsonBody(Map<String, Value>);
 
+/// How a request body (a type of `wire`) is read into the typed call its
+/// handler takes, each route's errors in the order its contract gives them.
+/// Implemented beside each handler.
+pub trait ParseBody {
+    type Call<'a>;
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>>;
+}
+
 impl JsonBody {
     pub fn parse(bytes: &[u8]) -> ApiResult<JsonBody> {
         match serde_json::from_slice::<Value>(bytes) {

@@ -33,7 +33,15 @@ fn documents() -> Vec<PathBuf> {
 
 /// The top-level folders and files a document may name by their full path.
 const ROOTS: [&str; 10] = [
-    "src/", "actors/", "sql/", "tests/", "benches/", "scripts/", "ops/", "docs/", "examples/",
+    "src/",
+    "actors/",
+    "sql/",
+    "tests/",
+    "benches/",
+    "scripts/",
+    "ops/",
+    "docs/",
+    "examples/",
     ".ci/",
 ];
 const ROOT_FILES: [&str; 3] = ["config.toml", "Cargo.toml", "BENCHMARKS.md"];
@@ -77,7 +85,12 @@ fn tree_paths(text: &str) -> Vec<String> {
                 continue;
             };
             let is_path = name.contains('/') || FILE_ENDINGS.iter().any(|e| name.ends_with(e));
-            if indent > 2 || !is_path || !name.chars().all(|c| c.is_alphanumeric() || "_.-/".contains(c)) {
+            if indent > 2
+                || !is_path
+                || !name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_.-/".contains(c))
+            {
                 continue;
             }
             if indent == 0 {
@@ -109,8 +122,8 @@ fn missing_paths(doc: &Path) -> Vec<String> {
         let span = span.trim_end_matches(['.', ',', ';', ':']);
         let placeholder = span.contains(['<', '{', '*', '…', ':', '=', '?', ' ']);
         // Absolute paths, and what a run makes (.surfpool/, .cluster/, target/).
-        let made_at_run = (span.starts_with('.') && !span.starts_with(".ci/"))
-            || span.starts_with("target/");
+        let made_at_run =
+            (span.starts_with('.') && !span.starts_with(".ci/")) || span.starts_with("target/");
         if placeholder || made_at_run || span.starts_with(['/', '~']) {
             continue;
         }
@@ -143,10 +156,17 @@ fn every_path_the_documents_name_exists() {
     let mut missing = Vec::new();
     for doc in documents() {
         for m in missing_paths(&doc) {
-            missing.push(format!("{}: {m}", doc.strip_prefix(repo()).unwrap().display()));
+            missing.push(format!(
+                "{}: {m}",
+                doc.strip_prefix(repo()).unwrap().display()
+            ));
         }
     }
-    assert!(missing.is_empty(), "named but not in the tree:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "named but not in the tree:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
@@ -201,7 +221,11 @@ fn config_toml_the_reference_and_the_defaults_agree() {
 
     // The code's defaults, as the binary would print them.
     let defaults = toml::Table::try_from(lendex::config::Config::defaults()).unwrap();
-    assert_eq!(flatten(&defaults), file, "config.toml and Config::defaults()");
+    assert_eq!(
+        flatten(&defaults),
+        file,
+        "config.toml and Config::defaults()"
+    );
 
     // The reference: one row per key, `| key | default | ...`; a string
     // default is written bare or quoted, a note may follow in parentheses.
@@ -217,7 +241,10 @@ fn config_toml_the_reference_and_the_defaults_agree() {
     }
     let keys: Vec<&String> = file.keys().collect();
     let documented: Vec<&String> = rows.keys().collect();
-    assert_eq!(documented, keys, "keys of docs/configuration.md and config.toml");
+    assert_eq!(
+        documented, keys,
+        "keys of docs/configuration.md and config.toml"
+    );
     for (key, value) in &file {
         let written = &rows[key];
         let bare = value.trim_matches('"');

@@ -70,12 +70,23 @@ async fn a_database_of_any_age_ends_with_the_functions_of_one_file() {
         .unwrap();
     assert!(retired.is_none(), "the retired function is dropped");
     let body: String = client
-        .query_one("SELECT prosrc FROM pg_proc WHERE proname = 'lendex_log_pool'", &[])
+        .query_one(
+            "SELECT prosrc FROM pg_proc WHERE proname = 'lendex_log_pool'",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
-    assert!(body.contains("lendex_log_change"), "the file's body is back: {body}");
+    assert!(
+        body.contains("lendex_log_change"),
+        "the file's body is back: {body}"
+    );
 
     // The same file again is not re-applied (re-making triggers locks tables).
-    assert!(lendex::db::migrate::run(&pool, "").await.unwrap().is_empty());
+    assert!(
+        lendex::db::migrate::run(&pool, "")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

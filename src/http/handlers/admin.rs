@@ -14,14 +14,13 @@ use crate::domain::enums::Role;
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
-use crate::http::body::JsonBody;
+use crate::http::body::{JsonBody, ParseBody};
 use crate::http::extract::Params;
 use crate::http::history_params::parse_time;
 use crate::http::signed::{Credentials, Need, active_role, authorize, credentials};
 use crate::http::state::AppState;
 use crate::wire::admin::{
-    AddAdminRequest, Admin, AllowlistResponse, AuditEntry, AuditResponse, MeResponse, OkResponse,
-    RevokeAdminRequest,
+    AddAdminRequest, AllowlistResponse, AuditResponse, MeResponse, OkResponse, RevokeAdminRequest,
 };
 use crate::wire::error::ErrorBody;
 
@@ -47,10 +46,12 @@ pub struct AddAdminCall<'a> {
     pub label: Option<&'a str>,
 }
 
-impl AddAdminRequest {
+impl ParseBody for AddAdminRequest {
+    type Call<'a> = AddAdminCall<'a>;
+
     /// Spec 4.4's errors, in its order: missing fields, then the role, then
     /// anything malformed (`invalid`), all before any nonce is spent.
-    pub fn parse(body: &JsonBody) -> ApiResult<AddAdminCall<'_>> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (creds, pubkey) = signed_target(body)?;
         let role = match body.str("role") {
             Ok(Some(role)) => Role::parse(role).ok_or(ApiError::InvalidRole)?,
@@ -78,9 +79,11 @@ pub struct RevokeAdminCall<'a> {
     pub pubkey: Pubkey,
 }
 
-impl RevokeAdminRequest {
+impl ParseBody for RevokeAdminRequest {
+    type Call<'a> = RevokeAdminCall<'a>;
+
     /// Spec 4.5's errors, in its order, before any nonce is spent.
-    pub fn parse(body: &JsonBody) -> ApiResult<RevokeAdminCall<'_>> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (creds, pubkey) = signed_target(body)?;
         let (Ok(key), Ok(_)) = (parse_pubkey(pubkey), parse_pubkey(creds.actor)) else {
             return Err(ApiError::Invalid);
@@ -111,7 +114,7 @@ pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> 
         .query(&stmt, &[])
         .await?
         .iter()
-        .map(Admin::from_row)
+        .map(crate::db::rows::admin)
         .collect::<ApiResult<_>>()?;
     Ok(HttpResponse::Ok().json(AllowlistResponse { admins }))
 }
@@ -227,7 +230,7 @@ pub async fn audit(
     all.extend(filters.iter().map(|f| f as &(dyn ToSql + Sync)));
     let stmt = client.prepare_cached(statement).await?;
     let rows = client.query(&stmt, &all).await?;
-    let entries = rows.iter().map(AuditEntry::from_row).collect();
+    let entries = rows.iter().map(crate::db::rows::audit_entry).collect();
     Ok(HttpResponse::Ok().json(AuditResponse { entries }))
 }
 

@@ -7,7 +7,7 @@ use crate::actors::nonce_registry::IssueNonce;
 use crate::domain::auth_message::{canonical_message, is_valid_action};
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
-use crate::http::body::JsonBody;
+use crate::http::body::{JsonBody, ParseBody};
 use crate::http::extract::PublicWrite;
 use crate::http::state::AppState;
 use crate::wire::auth::{NonceRequest, NonceResponse};
@@ -19,11 +19,13 @@ pub struct NonceCall<'a> {
     pub action: &'a str,
 }
 
-impl NonceRequest {
+impl ParseBody for NonceRequest {
+    type Call<'a> = NonceCall<'a>;
+
     /// Spec 4.1's errors, in its order: a non-string pubkey counts as an invalid
     /// one, then `pubkey and action required`, `invalid pubkey`, and an action
     /// outside 1-256 printable ASCII is `invalid`.
-    pub fn parse(body: &JsonBody) -> ApiResult<NonceCall<'_>> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let pubkey = body.str("pubkey").map_err(|_| ApiError::InvalidPubkey)?;
         let action = body.str("action")?;
         let (Some(pubkey), Some(action)) = (pubkey, action) else {

@@ -15,7 +15,7 @@ use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
 use crate::feed::rendered::{Body, Changes, now_seconds};
-use crate::http::body::JsonBody;
+use crate::http::body::{JsonBody, ParseBody};
 use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::PublicWrite;
 use crate::http::polls;
@@ -27,7 +27,7 @@ use crate::ingest::Registration;
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::PubkeyText;
 use crate::wire::pools::{
-    InitPoolRequest, InitPoolResponse, Pool, PoolOnChain, PoolStatusResponse, PoolsResponse,
+    InitPoolRequest, InitPoolResponse, PoolOnChain, PoolStatusResponse, PoolsResponse,
     SyncPoolRequest, SyncPoolResponse, UnregisteredPool, UnregisteredPoolsResponse,
 };
 
@@ -38,10 +38,12 @@ pub struct InitPoolCall<'a> {
     pub registration: Registration<'a>,
 }
 
-impl InitPoolRequest {
+impl ParseBody for InitPoolRequest {
+    type Call<'a> = InitPoolCall<'a>;
+
     /// Spec 4.8's `missing fields` first, then `invalid` for anything malformed,
     /// all before any nonce is spent.
-    pub fn parse(body: &JsonBody) -> ApiResult<InitPoolCall<'_>> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let creds = credentials(body)?;
         let fields = (
             body.str("pool_address")?,
@@ -97,10 +99,12 @@ impl InitPoolRequest {
     }
 }
 
-impl SyncPoolRequest {
+impl ParseBody for SyncPoolRequest {
+    type Call<'a> = (Pubkey, Option<&'a str>);
+
     /// Spec 4.9's `pool_address required` and `bad pubkey: <reason>`, then an
     /// over-long symbol is `invalid`. Returns (pool, symbol).
-    pub fn parse(body: &JsonBody) -> ApiResult<(Pubkey, Option<&str>)> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let pool = body
             .str("pool_address")?
             .ok_or(ApiError::Required("pool_address required"))?;
@@ -137,7 +141,7 @@ async fn pools_body(state: web::Data<AppState>) -> ApiResult<Body> {
     let client = state.db.get().await?;
     let stmt = client.prepare_cached(queries::LIST_POOLS).await?;
     let rows = client.query(&stmt, &[&state.cluster.as_str()]).await?;
-    let pools = rows.iter().map(Pool::from_row).collect();
+    let pools = rows.iter().map(crate::db::rows::pool).collect();
     let bytes = serde_json::to_vec(&PoolsResponse { pools }).map_err(ApiError::internal)?;
     let body = Body::new(bytes.into());
     state.rendered.keep_pools(now, generation, body.clone());

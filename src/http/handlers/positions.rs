@@ -19,7 +19,7 @@ use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
 use crate::feed::rendered::{Body, Changes, OwnerBody};
-use crate::http::body::JsonBody;
+use crate::http::body::{JsonBody, ParseBody};
 use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
@@ -35,10 +35,12 @@ use crate::wire::positions::{
 };
 use chrono::DateTime;
 
-impl SyncPositionRequest {
+impl ParseBody for SyncPositionRequest {
+    type Call<'a> = (Pubkey, Pubkey);
+
     /// Both fields or `missing fields`; both pubkeys or `invalid`. Returns
     /// (pool, user).
-    pub fn parse(body: &JsonBody) -> ApiResult<(Pubkey, Pubkey)> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (Some(pool), Some(user)) = (body.str("pool_address")?, body.str("user")?) else {
             return Err(ApiError::MissingFields);
         };

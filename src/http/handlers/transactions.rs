@@ -11,12 +11,12 @@ use crate::domain::enums::{is_tx_action, is_tx_status, is_u64_decimal};
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
-use crate::http::body::JsonBody;
+use crate::http::body::{JsonBody, ParseBody};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::state::AppState;
 use crate::wire::error::ErrorBody;
 use crate::wire::transactions::{
-    RecordTransactionRequest, RecordTransactionResponse, Transaction, TransactionsResponse,
+    RecordTransactionRequest, RecordTransactionResponse, TransactionsResponse,
 };
 
 /// Bounds on free-text fields (a signature is 88 base58 characters at most).
@@ -35,10 +35,12 @@ pub struct RecordTransactionCall<'a> {
     pub error_msg: Option<&'a str>,
 }
 
-impl RecordTransactionRequest {
+impl ParseBody for RecordTransactionRequest {
+    type Call<'a> = RecordTransactionCall<'a>;
+
     /// Spec 4.15's `signature, wallet, action required` first; any malformed
     /// field after that is `invalid` (docs/design.md §4).
-    pub fn parse(body: &JsonBody) -> ApiResult<RecordTransactionCall<'_>> {
+    fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (signature, wallet, action) = (
             body.str("signature")?,
             body.str("wallet")?,
@@ -113,7 +115,7 @@ pub async fn list_transactions(
                 .await?
         }
     };
-    let transactions = rows.iter().map(Transaction::from_row).collect();
+    let transactions = rows.iter().map(crate::db::rows::transaction).collect();
     Ok(HttpResponse::Ok().json(TransactionsResponse { transactions }))
 }
 

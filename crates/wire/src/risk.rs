@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::formats::{DecimalText, DirectionName, I64Text, PubkeyText, WadText};
 use super::liquidations::LiquidationQuote;
-use crate::domain::risk::Direction;
+use lendex_domain::risk::Direction;
 
 /// One shocked pool, in the request's order.
 #[derive(Debug, Serialize, ToSchema)]

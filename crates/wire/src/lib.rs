@@ -1,8 +1,9 @@
 //! The API's wire types, by resource: every request and response body, defined
 //! once. The OpenAPI document is derived from them (`http::openapi`), the
 //! engine renders its answers in them, and handlers read request bodies into
-//! typed calls through each request type's `parse` (in its handler file).
-//! This module depends on nothing of the crate above the domain.
+//! typed calls through each request type's `ParseBody` (beside its handler).
+//! A crate of its own: it depends on the domain alone, so a body cannot grow
+//! a dependency on the server.
 
 pub mod admin;
 pub mod auth;

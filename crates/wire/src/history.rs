@@ -11,7 +11,7 @@ use super::formats::{
     DecimalText, HistoryCauseName, HistoryEventKindName, I64Text, PubkeyText, ResolutionName,
     TimeText, U64Text, WadText, time_text,
 };
-use crate::domain::history::buckets::{HealthBucket, HealthPoint, MarketBucket, MarketPoint};
+use lendex_domain::history::buckets::{HealthBucket, HealthPoint, MarketBucket, MarketPoint};
 
 /// One recorded health point of an owner.
 #[derive(Debug, Serialize, ToSchema)]

@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::formats::{NonceText, PubkeyText, RoleName, WalletSignature};
-use crate::domain::enums::Role;
+use lendex_domain::enums::Role;
 
 /// Spec 2.6.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -4,7 +4,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::formats::{DecimalText, DirectionName, PubkeyText, U64Text, WadText};
-use crate::domain::risk::Direction;
+use lendex_domain::risk::Direction;
 
 /// One quote: the owner's most profitable (debt pool, collateral pool) pair.
 /// u64/u128 values are decimal strings; values are in WAD USD.

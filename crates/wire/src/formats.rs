@@ -10,7 +10,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::domain::enums::{ROLES, TX_ACTIONS, TX_STATUSES};
+use lendex_domain::enums::{ROLES, TX_ACTIONS, TX_STATUSES};
 
 /// Base58 of 32 bytes: 32 to 44 characters of the bitcoin alphabet.
 pub const PUBKEY_PATTERN: &str = "^[1-9A-HJ-NP-Za-km-z]{32,44}$";
@@ -166,7 +166,7 @@ pub fn time_text(at_us: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::domain::pubkey::is_pubkey;
+    use lendex_domain::pubkey::is_pubkey;
 
     #[test]
     fn times_are_written_to_the_millisecond() {
