@@ -1,6 +1,6 @@
 //! The one error type of the API. Every failure a handler can meet becomes one of
 //! these, and `error_response` below is the only place that turns it into the
-//! spec's `{"error": "<short reason>"}` body and HTTP status (docs/design.md §4.17, §4).
+//! contract's `{"error": "<short reason>"}` body and HTTP status (docs/design.md §4.17, §4).
 //! A server-side failure keeps its cause: logged once, at the edge that answers
 //! (`error_response`, or the background task that met it), never in a body.
 //!

@@ -1,5 +1,5 @@
 //! The write-back: the engine's health factors stored in `positions` (the
-//! spec's stored, account-level health factor; every row of an owner).
+//! stored, account-level health factor (docs/design.md §3); every row of an owner).
 //!
 //! No route reads that column, so in the background it is the least urgent
 //! work of the service, and it must not hold up what is urgent. A price move

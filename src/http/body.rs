@@ -1,6 +1,6 @@
 //! Request bodies. The body is read with a 64 KiB cap and parsed as JSON whatever
 //! the Content-Type says; anything but a JSON object is `bad json`. Fields are then
-//! read one by one, so each endpoint can give the spec's own error for a missing
+//! read one by one, so each endpoint can give its contract's own error for a missing
 //! field (its "required" message) and `invalid` for a field of the wrong type.
 
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! body, before any handler runs, and it has no hook to change them.
 //!
 //! So the connection's socket is wrapped: when the bytes the dispatcher writes
-//! hold one of those exact empty-body heads, it is rewritten with the spec's
+//! hold one of those exact empty-body heads, it is rewritten with the contract's
 //! `{"error": ...}` body (ApiError::body, the one place error bodies are made).
 //! No answer of ours can be mistaken for one: every application error carries
 //! a JSON body (never `content-length: 0`). The dispatcher hands over whole

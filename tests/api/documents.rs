@@ -254,3 +254,135 @@ fn config_toml_the_reference_and_the_defaults_agree() {
         );
     }
 }
+
+/// The files of the repository a citation could hide in: code, SQL, scripts,
+/// examples, settings (not what a run installs or builds).
+fn source_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if path.is_dir() {
+                let made = name == "node_modules" || name == "target" || name.starts_with('.');
+                if !made {
+                    walk(&path, out);
+                }
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec![repo().join("config.toml"), repo().join("Cargo.toml")];
+    for dir in [
+        "src", "actors", "crates", "tests", "sql", "scripts", "examples", "ops", "benches", ".ci",
+    ] {
+        walk(&repo().join(dir), &mut files);
+    }
+    files
+}
+
+#[test]
+fn no_file_cites_a_document_outside_the_repository() {
+    // Spelled in pieces, so this file does not cite them itself.
+    let outside = [
+        format!("decisions {}", '§'),
+        format!("decisions{}md", '.'),
+        format!("service{}spec", '-'),
+        format!("..{}shared", '/'),
+        format!("spec {}", '§'),
+    ];
+    let mut found = Vec::new();
+    for file in source_files() {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue; // not text
+        };
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let numbered = lower.match_indices("spec ").any(|(at, _)| {
+                lower[at + 5..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            });
+            if numbered || outside.iter().any(|o| lower.contains(o.as_str())) {
+                let path = file.strip_prefix(repo()).unwrap().display().to_string();
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "cites a document a clone cannot open (cite docs/design.md):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The sections `docs/design.md` has: `## N.` headings and `**N.M` entries.
+fn design_sections() -> Vec<String> {
+    let design = std::fs::read_to_string(repo().join("docs/design.md")).unwrap();
+    let mut sections = Vec::new();
+    for line in design.lines() {
+        let line = line.trim_start_matches(['-', ' ']);
+        let number = if let Some(rest) = line.strip_prefix("## ") {
+            rest.split('.').next().unwrap_or("")
+        } else if let Some(rest) = line.strip_prefix("**") {
+            rest.split(' ').next().unwrap_or("")
+        } else {
+            continue;
+        };
+        if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            sections.push(number.to_string());
+        }
+    }
+    sections
+}
+
+/// Each `§N` or `§N.M` cited after `design.md` on a line (`design.md §4.8, §4.9`).
+fn cited_sections(line: &str) -> Vec<String> {
+    let Some(at) = line.find("design.md") else {
+        return Vec::new();
+    };
+    line[at..]
+        .split('§')
+        .skip(1)
+        .map(|s| {
+            s.chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect::<String>()
+                .trim_end_matches('.')
+                .to_string()
+        })
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+#[test]
+fn every_cited_section_of_the_design_exists() {
+    let sections = design_sections();
+    assert!(sections.contains(&"12".to_string()) && sections.contains(&"4.17".to_string()));
+    let mut missing = Vec::new();
+    let mut cited = 0;
+    for file in source_files() {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            for section in cited_sections(line) {
+                cited += 1;
+                if !sections.contains(&section) {
+                    let path = file.strip_prefix(repo()).unwrap().display().to_string();
+                    missing.push(format!("{path}:{}: §{section}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(cited > 100, "the citations were found ({cited})");
+    assert!(
+        missing.is_empty(),
+        "cites a section docs/design.md does not have:\n{}",
+        missing.join("\n")
+    );
+}

@@ -305,7 +305,7 @@ async fn a_request_that_never_finishes_gets_408_and_is_closed() {
 }
 
 /// What actix-http refuses before any handler runs (a request it cannot parse, a
-/// head over its buffer) is answered in the spec's JSON shape too, and the
+/// head over its buffer) is answered in the contract's JSON shape too, and the
 /// connection is closed; it used to be an empty body.
 #[actix_rt::test]
 async fn unparsable_requests_get_json_errors() {

@@ -1,4 +1,4 @@
-//! The closed vocabularies of the spec: admin roles, transaction actions and statuses.
+//! The closed vocabularies (docs/design.md §16): admin roles, transaction actions and statuses.
 //! The schema enforces the same sets with CHECK constraints.
 
 /// An admin role (docs/design.md §16.6): the one definition of the vocabulary, parsed at

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use super::formats::{NonceText, PubkeyText, RoleName, WalletSignature};
 use lendex_domain::enums::Role;
 
-/// Spec 2.6.
+/// docs/design.md §16.6.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Admin {
     #[schema(value_type = PubkeyText)]
@@ -20,7 +20,7 @@ pub struct Admin {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-/// Spec 2.7.
+/// docs/design.md §16.7.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AuditEntry {
     pub id: i64,

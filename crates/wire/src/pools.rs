@@ -8,7 +8,7 @@ use super::formats::{
     DecimalText, I64Text, NonceText, PubkeyText, TxSignature, U64Text, WadText, WalletSignature,
 };
 
-/// Spec 2.1, as GET /api/pools returns it (the `decimals` column is internal).
+/// docs/design.md §16.1, as GET /api/pools returns it (the `decimals` column is internal).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Pool {
     #[schema(value_type = PubkeyText)]

@@ -9,7 +9,7 @@ use super::formats::{PubkeyText, TxSignature, U64Text, U128Text, WadText};
 use super::liquidations::LiquidationQuote;
 use super::risk::LiquidationPriceWire;
 
-/// Spec 2.2.
+/// docs/design.md §16.2.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Position {
     #[schema(value_type = PubkeyText)]
@@ -68,7 +68,7 @@ pub struct SyncPositionResponse {
     pub position_address: String,
 }
 
-/// Spec 2.3.
+/// docs/design.md §16.3.
 #[derive(Serialize, ToSchema)]
 pub struct PositionDetail {
     #[schema(value_type = PubkeyText)]
@@ -110,7 +110,7 @@ pub struct DetailResponse {
     pub positions: Vec<PositionDetail>,
 }
 
-/// Spec 2.4, plus oracle freshness for liquidators.
+/// docs/design.md §16.4, plus oracle freshness for liquidators.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UnhealthyRow {
     #[schema(value_type = PubkeyText)]

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::formats::{PubkeyText, TxActionName, TxSignature, TxStatusName, U64Text};
 
-/// Spec 2.5.
+/// docs/design.md §16.5.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Transaction {
     pub id: i64,

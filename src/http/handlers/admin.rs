@@ -49,7 +49,7 @@ pub struct AddAdminCall<'a> {
 impl ParseBody for AddAdminRequest {
     type Call<'a> = AddAdminCall<'a>;
 
-    /// Spec 4.4's errors, in its order: missing fields, then the role, then
+    /// docs/design.md §4.4's errors, in its order: missing fields, then the role, then
     /// anything malformed (`invalid`), all before any nonce is spent.
     fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (creds, pubkey) = signed_target(body)?;
@@ -82,7 +82,7 @@ pub struct RevokeAdminCall<'a> {
 impl ParseBody for RevokeAdminRequest {
     type Call<'a> = RevokeAdminCall<'a>;
 
-    /// Spec 4.5's errors, in its order, before any nonce is spent.
+    /// docs/design.md §4.5's errors, in its order, before any nonce is spent.
     fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (creds, pubkey) = signed_target(body)?;
         let (Ok(key), Ok(_)) = (parse_pubkey(pubkey), parse_pubkey(creds.actor)) else {

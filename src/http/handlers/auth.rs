@@ -22,7 +22,7 @@ pub struct NonceCall<'a> {
 impl ParseBody for NonceRequest {
     type Call<'a> = NonceCall<'a>;
 
-    /// Spec 4.1's errors, in its order: a non-string pubkey counts as an invalid
+    /// docs/design.md §4.1's errors, in its order: a non-string pubkey counts as an invalid
     /// one, then `pubkey and action required`, `invalid pubkey`, and an action
     /// outside 1-256 printable ASCII is `invalid`.
     fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {

@@ -41,7 +41,7 @@ pub struct InitPoolCall<'a> {
 impl ParseBody for InitPoolRequest {
     type Call<'a> = InitPoolCall<'a>;
 
-    /// Spec 4.8's `missing fields` first, then `invalid` for anything malformed,
+    /// docs/design.md §4.8's `missing fields` first, then `invalid` for anything malformed,
     /// all before any nonce is spent.
     fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let creds = credentials(body)?;
@@ -102,7 +102,7 @@ impl ParseBody for InitPoolRequest {
 impl ParseBody for SyncPoolRequest {
     type Call<'a> = (Pubkey, Option<&'a str>);
 
-    /// Spec 4.9's `pool_address required` and `bad pubkey: <reason>`, then an
+    /// docs/design.md §4.9's `pool_address required` and `bad pubkey: <reason>`, then an
     /// over-long symbol is `invalid`. Returns (pool, symbol).
     fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let pool = body

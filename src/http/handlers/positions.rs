@@ -196,7 +196,7 @@ pub async fn detail(
     owner_answer(&req, &state, &user, OwnerBody::Detail).await
 }
 
-/// Spec 2.3's rows, with each wallet's recent borrows (kept by the cache once read).
+/// docs/design.md §16.3's rows, with each wallet's recent borrows (kept by the cache once read).
 async fn detail_body(state: &AppState, owner: &Pubkey, held: OwnerPositions) -> ApiResult<Bytes> {
     let mut borrows: HashMap<String, Vec<BorrowTx>> = HashMap::new();
     if !held.rows.is_empty() {

@@ -38,7 +38,7 @@ pub struct RecordTransactionCall<'a> {
 impl ParseBody for RecordTransactionRequest {
     type Call<'a> = RecordTransactionCall<'a>;
 
-    /// Spec 4.15's `signature, wallet, action required` first; any malformed
+    /// docs/design.md §4.15's `signature, wallet, action required` first; any malformed
     /// field after that is `invalid` (docs/design.md §4).
     fn parse(body: &JsonBody) -> ApiResult<Self::Call<'_>> {
         let (signature, wallet, action) = (
