@@ -284,6 +284,19 @@ impl From<crate::domain::accounts::AccountCheck> for ApiError {
     }
 }
 
+impl From<crate::engine::risk::RiskError> for ApiError {
+    /// The risk lens (docs/design.md §10): an unknown pool is 404, an
+    /// unpriced one 400 `invalid`.
+    fn from(e: crate::engine::risk::RiskError) -> Self {
+        use crate::engine::risk::RiskError;
+        match e {
+            RiskError::UnknownPool => ApiError::NotFound,
+            RiskError::Unpriced => ApiError::Invalid,
+            RiskError::Render(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
 /// The operator commands' errors (`lendex migrate`, `admin`, `demo`): any
 /// error, its sources kept, printed whole by `main`.
 pub type CliResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

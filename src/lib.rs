@@ -22,7 +22,6 @@ pub mod chain;
 pub mod config;
 pub mod db;
 pub mod demo;
-pub mod engine;
 pub mod error;
 pub mod feed;
 pub mod http;
@@ -34,5 +33,7 @@ pub mod remote;
 
 /// The pure rules, a crate of their own (`crates/domain`).
 pub use lendex_domain as domain;
+/// The health engine, pure, a crate of its own (`crates/engine`).
+pub use lendex_engine as engine;
 /// Every request and response body, a crate of its own (`crates/wire`).
 pub use lendex_wire as wire;

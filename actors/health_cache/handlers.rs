@@ -14,7 +14,7 @@ use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
 use crate::engine::risk::{self, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::feed::rendered::{Body, OwnerBody, now_seconds};
 use crate::feed::subscriber::FeedStream;
 
@@ -324,5 +324,6 @@ impl Handler<Risk> for HealthCache {
                 steps,
             } => risk::curve_body(&self.engine, &pool, from_bps, to_bps, steps),
         }
+        .map_err(ApiError::from)
     }
 }

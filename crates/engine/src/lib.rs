@@ -39,12 +39,12 @@ use filing::{Standing, standing};
 pub use state::{Held, PoolEntry, PoolState, PositionState};
 use view::{OwnerView, quote_inputs};
 
-use crate::domain::history::Cause;
-use crate::domain::history::rule::Baseline;
-use crate::domain::liquidation::{Quote, best_quote};
-use crate::domain::pubkey::Pubkey;
-use crate::domain::rates::pool_apys;
-use crate::domain::wad::{PositionAmounts, WAD, account_health_factor};
+use lendex_domain::history::Cause;
+use lendex_domain::history::rule::Baseline;
+use lendex_domain::liquidation::{Quote, best_quote};
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::rates::pool_apys;
+use lendex_domain::wad::{PositionAmounts, WAD, account_health_factor};
 
 /// Owners at or above 1 WAD and below this are watched (the at-risk list): never
 /// evicted, like the owners under water.
@@ -58,7 +58,7 @@ type FastSet<K> = HashSet<K, Hasher>;
 type PoolId = u32;
 
 /// A pool whose new state moves its members (`Engine::set_pool`).
-pub(super) struct Moved {
+pub(crate) struct Moved {
     id: PoolId,
     cause: Cause,
     /// Its pricing moved (else only its liquidation terms: a re-quote).
@@ -221,7 +221,7 @@ impl Engine {
     /// its members must be re-scored or re-quoted (`rescore_moved`). Several
     /// pools of one change are all set first, so each member is scored once
     /// with every new price, never through a mix that existed at no slot's end.
-    pub(super) fn set_pool(&mut self, state: PoolState) -> Option<Moved> {
+    pub(crate) fn set_pool(&mut self, state: PoolState) -> Option<Moved> {
         if let Some(&id) = self.pool_ids.get(&state.address) {
             let held = &mut self.pools.get_mut(&id).expect("ids map to pools").state;
             if held.slot > state.slot {
@@ -281,7 +281,7 @@ impl Engine {
 
     /// Re-scores (or, for new terms alone, re-quotes) the members of a pool
     /// `set_pool` moved; true when it has evicted members to re-load.
-    pub(super) fn rescore_moved(&mut self, moved: Moved) -> bool {
+    pub(crate) fn rescore_moved(&mut self, moved: Moved) -> bool {
         if !self.pools.contains_key(&moved.id) {
             return false; // removed since
         }
@@ -337,7 +337,7 @@ impl Engine {
     }
 
     /// `set_owner`, where what removed positions was read at `removed_at`.
-    pub(super) fn replace_owner(
+    pub(crate) fn replace_owner(
         &mut self,
         key: Pubkey,
         positions: Vec<PositionState>,

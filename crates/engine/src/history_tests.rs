@@ -13,10 +13,10 @@ use ruint::aliases::U256;
 use super::history::{Baselines, PointRecord, Record};
 use super::tests::{Model, Op, apply, fresh, op, owner_key, pool_key};
 use super::*;
-use crate::domain::history::rule::{Baseline, point_events, qualifies};
-use crate::domain::history::{Cause, EventKind};
-use crate::domain::risk::{Sums, position_values};
-use crate::domain::wad::{Big, PositionAmounts};
+use lendex_domain::history::rule::{Baseline, point_events, qualifies};
+use lendex_domain::history::{Cause, EventKind};
+use lendex_domain::risk::{Sums, position_values};
+use lendex_domain::wad::{Big, PositionAmounts};
 
 /// The model's sums of an owner's positions: C, Cw, D.
 fn sums(model: &Model, positions: &[PositionState]) -> Sums {

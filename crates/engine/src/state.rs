@@ -2,10 +2,10 @@
 //! each position, as given (`PositionState`) and as held (`Held`).
 
 use super::{FastSet, PoolId, Slot};
-use crate::domain::liquidation::LiquidationTerms;
-use crate::domain::pubkey::Pubkey;
-use crate::domain::rates::RateModel;
-use crate::domain::wad::{PoolPricing, PositionAmounts};
+use lendex_domain::liquidation::LiquidationTerms;
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::rates::RateModel;
+use lendex_domain::wad::{PoolPricing, PositionAmounts};
 
 /// What the engine knows of a pool (the cache's columns of `pools`).
 #[derive(Debug, Clone, PartialEq)]

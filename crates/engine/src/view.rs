@@ -2,8 +2,8 @@
 //! quote (`OwnerView`).
 
 use super::state::{Held, PoolEntry, PoolState};
-use crate::domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
+use lendex_domain::pubkey::Pubkey;
 
 /// A resident owner's positions with their pools, as readers see them.
 pub struct OwnerView<'a> {

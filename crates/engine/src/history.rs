@@ -13,12 +13,12 @@ use ruint::aliases::U256;
 
 use super::state::PoolState;
 use super::{Engine, FastMap, Held, Owner, PoolEntry, PoolId, Slot};
-use crate::domain::history::liquidated::{Liquidation, LiquidationWatch, PositionChange};
-use crate::domain::history::rule::{Baseline, point_events, qualifies};
-use crate::domain::history::{Cause, EventKind};
-use crate::domain::pubkey::Pubkey;
-use crate::domain::risk::{Sums, account_sums};
-use crate::domain::wad::{
+use lendex_domain::history::liquidated::{Liquidation, LiquidationWatch, PositionChange};
+use lendex_domain::history::rule::{Baseline, point_events, qualifies};
+use lendex_domain::history::{Cause, EventKind};
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::risk::{Sums, account_sums};
+use lendex_domain::wad::{
     Big, NO_DEBT_HEALTH_FACTOR, PositionAmounts, WAD, borrow_debt, deposit_tokens, value_wad,
 };
 

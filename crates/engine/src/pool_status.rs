@@ -5,9 +5,9 @@
 use bytes::Bytes;
 
 use super::Engine;
-use crate::domain::rates::utilization_wad;
-use crate::domain::wad::{Big, value_wad};
-use crate::wire::pools::{PoolStatus, PoolStatusResponse};
+use lendex_domain::rates::utilization_wad;
+use lendex_domain::wad::{Big, value_wad};
+use lendex_wire::pools::{PoolStatus, PoolStatusResponse};
 
 /// Where the answer is served: the cluster and its explorer link's query.
 pub struct Served<'a> {

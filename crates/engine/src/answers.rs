@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::Engine;
 use super::quotes::{QuoteFilter, at_risk_body, liquidations_body};
 use super::unhealthy::unhealthy_body;
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
 
 /// Which rendered answer: a feed and its query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

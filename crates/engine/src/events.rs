@@ -1,6 +1,6 @@
 //! What the engine reports of a change: the liquidation feed's events.
 
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
 
 /// A change of the liquidation feed, with the owner's health factor at that moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,11 +6,11 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::domain::liquidation::{LiquidationTerms, QuoteInput, best_quote};
-use crate::domain::rates::RateModel;
-use crate::domain::risk::{Sums, curve_points, position_values, shocked_price};
-use crate::domain::wad::{PoolPricing, PositionAmounts};
-use crate::engine::{PoolState, PositionState};
+use crate::{PoolState, PositionState};
+use lendex_domain::liquidation::{LiquidationTerms, QuoteInput, best_quote};
+use lendex_domain::rates::RateModel;
+use lendex_domain::risk::{Sums, curve_points, position_values, shocked_price};
+use lendex_domain::wad::{PoolPricing, PositionAmounts};
 
 const POOLS: usize = 4;
 
@@ -127,7 +127,7 @@ proptest! {
         let shocks: Vec<(Pubkey, i64)> = shocked.iter().map(|(i, b)| (pool_key(*i), *b)).collect();
         let outcome = engine.shock(&shocks, limit);
         if shocked.keys().any(|i| m.pools[*i].0.is_none()) {
-            prop_assert_eq!(outcome.err(), Some(ApiError::Invalid), "a shocked pool must be priced");
+            prop_assert_eq!(outcome.err(), Some(RiskError::Unpriced), "a shocked pool must be priced");
             return Ok(());
         }
         let outcome = outcome.unwrap();
@@ -201,7 +201,7 @@ proptest! {
         let engine = engine_of(&m);
         let outcome = engine.curve(&pool_key(pool), from, to, steps);
         let Some(price) = m.pools[pool].0 else {
-            prop_assert_eq!(outcome.err(), Some(ApiError::Invalid));
+            prop_assert_eq!(outcome.err(), Some(RiskError::Unpriced));
             return Ok(());
         };
         let outcome = outcome.unwrap();
@@ -240,11 +240,11 @@ fn an_unknown_pool_is_not_found() {
     let engine = Engine::new(10);
     assert_eq!(
         engine.shock(&[(pool_key(0), -100)], 5).err(),
-        Some(ApiError::NotFound)
+        Some(RiskError::UnknownPool)
     );
     assert_eq!(
         engine.curve(&pool_key(0), -100, 0, 5).err(),
-        Some(ApiError::NotFound)
+        Some(RiskError::UnknownPool)
     );
 }
 

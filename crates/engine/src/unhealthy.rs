@@ -6,8 +6,8 @@ use bytes::Bytes;
 use super::Engine;
 use super::frame::{Stamp, write_candidate};
 use super::view::OwnerView;
-use crate::domain::pubkey::Pubkey;
-use crate::wire::positions::{UnhealthyResponse, UnhealthyRow};
+use lendex_domain::pubkey::Pubkey;
+use lendex_wire::positions::{UnhealthyResponse, UnhealthyRow};
 
 /// The frame of a candidate_start or candidate_update, from the wire types (the
 /// reference `frame::write_candidate` is tested against).

@@ -14,15 +14,14 @@ use bytes::Bytes;
 use super::parallel::par_chunks;
 use super::view::OwnerView;
 use super::{Engine, Held, PoolEntry, PoolId};
-use crate::domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
-use crate::domain::pubkey::Pubkey;
-use crate::domain::risk::{
+use lendex_domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::risk::{
     LiquidationPrice, Moving, Sums, curve_points, liquidation_price, position_values, shocked_price,
 };
-use crate::domain::wad::{Big, PoolPricing, WAD};
-use crate::error::{ApiError, ApiResult};
-use crate::wire::liquidations::LiquidationQuote;
-use crate::wire::risk::{
+use lendex_domain::wad::{Big, PoolPricing, WAD};
+use lendex_wire::liquidations::LiquidationQuote;
+use lendex_wire::risk::{
     self as wire, CurveResponse, LiquidationPriceWire, ShockResponse, ShockedPool,
 };
 
@@ -134,16 +133,16 @@ impl Engine {
     /// A shock of each given pool by its basis points: every owner re-scored.
     /// A pool not in the index is 404 `not found`; one with no oracle price
     /// 400 `invalid`. The owners are shared out over the cores.
-    pub fn shock(&self, shocks: &[ShockRequest], limit: usize) -> ApiResult<ShockOutcome> {
+    pub fn shock(&self, shocks: &[ShockRequest], limit: usize) -> Result<ShockOutcome, RiskError> {
         let mut shocked = Vec::with_capacity(shocks.len());
         let mut shock = Vec::with_capacity(shocks.len());
         for (pool, bps) in shocks {
-            let id = *self.pool_ids.get(pool).ok_or(ApiError::NotFound)?;
+            let id = *self.pool_ids.get(pool).ok_or(RiskError::UnknownPool)?;
             let (price, expo) = self.pools[&id]
                 .state
                 .pricing
                 .price()
-                .ok_or(ApiError::Invalid)?;
+                .ok_or(RiskError::Unpriced)?;
             let after = shocked_price(price, *bps);
             shocked.push((id, after));
             shock.push((*pool, *bps, after, expo));
@@ -270,10 +269,10 @@ impl Engine {
         from_bps: i64,
         to_bps: i64,
         steps: u32,
-    ) -> ApiResult<CurveOutcome> {
-        let id = *self.pool_ids.get(pool).ok_or(ApiError::NotFound)?;
+    ) -> Result<CurveOutcome, RiskError> {
+        let id = *self.pool_ids.get(pool).ok_or(RiskError::UnknownPool)?;
         let entry = &self.pools[&id];
-        let (price, expo) = entry.state.pricing.price().ok_or(ApiError::Invalid)?;
+        let (price, expo) = entry.state.pricing.price().ok_or(RiskError::Unpriced)?;
         let ctx = self.contexts(&[]);
         let bps = curve_points(from_bps, to_bps, steps);
         let prices: Vec<Option<u128>> = bps.iter().map(|b| shocked_price(price, *b)).collect();
@@ -424,7 +423,7 @@ pub fn shock_body(
     limit: usize,
     now: i64,
     max_oracle_age: i64,
-) -> ApiResult<Bytes> {
+) -> Result<Bytes, RiskError> {
     let outcome = engine.shock(shocks, limit)?;
     let stale = |pool: &Pubkey| {
         engine
@@ -486,7 +485,7 @@ pub fn curve_body(
     from_bps: i64,
     to_bps: i64,
     steps: u32,
-) -> ApiResult<Bytes> {
+) -> Result<Bytes, RiskError> {
     let outcome = engine.curve(pool, from_bps, to_bps, steps)?;
     render(&CurveResponse {
         pool: outcome.pool.to_string(),
@@ -517,10 +516,21 @@ pub fn liquidation_price_wire(lp: &LiquidationPrice, expo: i32) -> LiquidationPr
     }
 }
 
-fn render(value: &impl serde::Serialize) -> ApiResult<Bytes> {
+fn render(value: &impl serde::Serialize) -> Result<Bytes, RiskError> {
     serde_json::to_vec(value)
         .map(Bytes::from)
-        .map_err(ApiError::internal)
+        .map_err(|e| RiskError::Render(e.to_string()))
+}
+
+/// Why a shock or a curve has no answer; the HTTP edge maps each to its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RiskError {
+    /// A pool that is not in the index (404 `not found`).
+    UnknownPool,
+    /// A pool with no oracle price to shock (400 `invalid`).
+    Unpriced,
+    /// The answer could not be rendered (500, the cause logged).
+    Render(String),
 }
 
 #[cfg(test)]

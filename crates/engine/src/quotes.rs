@@ -6,10 +6,10 @@ use bytes::Bytes;
 
 use super::Engine;
 use super::view::OwnerView;
-use crate::domain::liquidation::Quote;
-use crate::domain::pubkey::Pubkey;
-use crate::wire::liquidations::NearestLiquidation;
-use crate::wire::liquidations::{
+use lendex_domain::liquidation::Quote;
+use lendex_domain::pubkey::Pubkey;
+use lendex_wire::liquidations::NearestLiquidation;
+use lendex_wire::liquidations::{
     AtRiskAccount, AtRiskResponse, LiquidationQuote, LiquidationsResponse,
 };
 
@@ -57,7 +57,7 @@ pub struct QuoteFilter {
 /// One quote per owner under water, most profitable first (then by owner).
 pub fn liquidations_body(engine: &Engine, f: &QuoteFilter, now: i64, max_oracle_age: i64) -> Bytes {
     let filtered = f.debt_pool.is_some() || f.collateral_pool.is_some();
-    let min_profit = crate::domain::wad::Big::from(f.min_profit_wad);
+    let min_profit = lendex_domain::wad::Big::from(f.min_profit_wad);
     let mut chosen: Vec<(Quote, Pubkey)> = Vec::new();
     for (_, owner) in engine.unhealthy() {
         let Some(view) = engine.peek(&owner) else {

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
-use crate::domain::liquidation::LiquidationTerms;
-use crate::domain::rates::RateModel;
-use crate::domain::wad::PoolPricing;
+use lendex_domain::liquidation::LiquidationTerms;
+use lendex_domain::rates::RateModel;
+use lendex_domain::wad::PoolPricing;
 
 pub(super) const POOLS: usize = 4;
 pub(super) const OWNERS: u8 = 12;
