@@ -18,7 +18,6 @@
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod app;
-pub mod chain;
 pub mod config;
 pub mod db;
 pub mod demo;
@@ -31,6 +30,8 @@ pub mod metrics;
 pub mod ops;
 pub mod remote;
 
+/// The chain at the edge: RPC transport, reads, live sources (`crates/chain`).
+pub use lendex_chain as chain;
 /// The pure rules, a crate of their own (`crates/domain`).
 pub use lendex_domain as domain;
 /// The health engine, pure, a crate of its own (`crates/engine`).

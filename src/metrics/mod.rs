@@ -1,5 +1,7 @@
-//! Prometheus metrics (docs/design.md §9): every name is defined here, once, with its
-//! help text, and recorded through the `metrics` facade; GET /metrics renders
+//! Prometheus metrics (docs/design.md §9): every name is defined once, with its
+//! help text: here, or beside the code of the crate that records it (the
+//! chain's series in `lendex_chain::metrics`, described from here); recorded
+//! through the `metrics` facade; GET /metrics renders
 //! them with `metrics-exporter-prometheus`. The two HTTP series, recorded on
 //! every request, are counted and rendered by `http` instead; the standard
 //! `process_*` series and `lendex_build_info` are read and rendered by
@@ -16,7 +18,8 @@
 pub mod history;
 pub mod http;
 pub mod process;
-pub mod stream;
+/// The live sources' series, named in the chain crate beside the code that records them.
+pub use lendex_chain::metrics::stream;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -26,10 +29,6 @@ use metrics::{
 };
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub const RPC_REQUESTS: &str = "lendex_rpc_requests_total";
-pub const RPC_DURATION: &str = "lendex_rpc_request_duration_seconds";
-pub const RPC_RATE_LIMITED: &str = "lendex_rpc_rate_limited_total";
-pub const RPC_GATE_WAIT: &str = "lendex_rpc_gate_wait_seconds";
 pub const WRITER_BATCH_SIZE: &str = "lendex_writer_batch_size";
 pub const WRITER_COMMIT: &str = "lendex_writer_commit_duration_seconds";
 pub const WRITER_QUEUE: &str = "lendex_writer_queue_depth";
@@ -124,24 +123,10 @@ pub fn install() -> Metrics {
 
 fn describe() {
     history::describe();
+    lendex_chain::metrics::describe();
     describe_counter!(
         LOG_DROPPED,
         "Log lines dropped: the log queue was full, or stderr could not be written (a reader gone)"
-    );
-    describe_counter!(
-        RPC_REQUESTS,
-        "JSON-RPC requests to the chain, by method and outcome (ok, error, rate_limited, queue_full)"
-    );
-    describe_histogram!(
-        RPC_DURATION,
-        Unit::Seconds,
-        "JSON-RPC request time, gate wait included"
-    );
-    describe_counter!(RPC_RATE_LIMITED, "HTTP 429 answers from the RPC endpoint");
-    describe_histogram!(
-        RPC_GATE_WAIT,
-        Unit::Seconds,
-        "Time a request waited at the rate and concurrency gate"
     );
     describe_histogram!(
         WRITER_BATCH_SIZE,
@@ -249,12 +234,8 @@ fn describe() {
 /// of a series that appears only on the first refusal shows nothing until then.
 fn zero() {
     history::zero();
-    for name in [
-        RPC_RATE_LIMITED,
-        LONG_POLLS_REFUSED,
-        LOG_DROPPED,
-        SYNC_NOTIFICATIONS,
-    ] {
+    lendex_chain::metrics::zero();
+    for name in [LONG_POLLS_REFUSED, LOG_DROPPED, SYNC_NOTIFICATIONS] {
         counter!(name).absolute(0);
     }
     for cap in ["per_address", "total"] {
@@ -264,19 +245,6 @@ fn zero() {
     for outcome in ["ok", "error"] {
         counter!(SYNC_RECONCILES, "outcome" => outcome).absolute(0);
     }
-}
-
-pub fn rpc_request(method: &str, outcome: &'static str, took: Duration) {
-    counter!(RPC_REQUESTS, "method" => method.to_string(), "outcome" => outcome).increment(1);
-    histogram!(RPC_DURATION, "method" => method.to_string()).record(took.as_secs_f64());
-}
-
-pub fn rpc_rate_limited() {
-    counter!(RPC_RATE_LIMITED).increment(1);
-}
-
-pub fn rpc_gate_wait(waited: Duration) {
-    histogram!(RPC_GATE_WAIT).record(waited.as_secs_f64());
 }
 
 pub fn writer_batch(lane: &'static str, size: usize, took: Duration) {

@@ -9,14 +9,14 @@ use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::rpc_client::RpcClientConfig;
 
 use super::sender::GatedSender;
-use crate::config::RpcConfig;
+use crate::settings::RpcConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use solana_rpc_client_api::client_error::{ErrorKind, Result as ClientResult};
 use solana_rpc_client_api::request::RpcRequest;
 
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
 
 /// The RPC client the service uses: `GatedSender` under it (rate limit, concurrency
 /// cap, 429 handling), `confirmed` commitment, the configured endpoint.

@@ -24,8 +24,8 @@ use yellowstone_grpc_proto::prelude::{
 use yellowstone_grpc_proto::tonic::Code;
 
 use super::source::{Ended, Notified, StreamEvent};
-use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
+use lendex_domain::pubkey::Pubkey;
 
 /// The subscription's named filters.
 pub const POOLS_FILTER: &str = "lendex_pools";

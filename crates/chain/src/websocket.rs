@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::source::{Ended, Notified, StreamEvent};
-use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
+use lendex_domain::pubkey::Pubkey;
 
 /// Connecting and subscribing must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

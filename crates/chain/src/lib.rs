@@ -4,7 +4,11 @@
 //! cluster it talks to: the same code reads surfpool, devnet or mainnet.
 
 pub mod grpc;
+pub mod metrics;
 pub mod rpc;
 pub mod sender;
+pub mod settings;
 pub mod source;
 pub mod websocket;
+
+pub use settings::{ChainSource, RpcConfig};

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
 
 /// An account as a source carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
