@@ -21,7 +21,7 @@ use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
 use crate::db;
 use crate::domain::pubkey::parse_pubkey;
-use crate::error::{ApiError, StartError};
+use crate::error::StartError;
 use crate::feed::gate::StreamGate;
 use crate::http;
 use crate::http::drain::Drain;
@@ -246,7 +246,7 @@ async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), Start
             }
             Ok(())
         }
-        Err(e @ ApiError::DatabaseUnavailable(_)) => {
+        Err(e) if e.is_unavailable() => {
             tracing::error!(error = %e, "database unavailable at start; retrying migrations in the background");
             actix_rt::spawn(async move {
                 loop {

@@ -234,26 +234,29 @@ impl ResponseError for ApiError {
     }
 }
 
-/// A lost or refused connection is the database being unavailable (503); an error
-/// PostgreSQL raised about the statement itself is ours (500). Neither leaks SQL
-/// into a body: the error is the cause.
+/// The store's two failures: the database away (503) or ours (500), the
+/// cause kept for the log (docs/design.md §4.17).
+impl From<crate::db::error::DbError> for ApiError {
+    fn from(err: crate::db::error::DbError) -> Self {
+        use crate::db::error::DbError;
+        match err {
+            DbError::Unavailable(cause) => ApiError::database(cause),
+            DbError::Failed(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+/// Statements run outside the store (health, the lease) are judged as the
+/// store judges them.
 impl From<tokio_postgres::Error> for ApiError {
     fn from(err: tokio_postgres::Error) -> Self {
-        match err.code().map(|c| c.code()) {
-            // 08: connection exception, 53: insufficient resources, 57: operator
-            // intervention (shutdown, cancel, statement_timeout), 40:
-            // serialization/deadlock, 55P03: lock_timeout (a table held elsewhere).
-            Some(code) if !matches!(&code[..2], "08" | "53" | "57" | "40") && code != "55P03" => {
-                ApiError::internal(err)
-            }
-            _ => ApiError::database(err),
-        }
+        crate::db::error::DbError::from(err).into()
     }
 }
 
 impl From<deadpool_postgres::PoolError> for ApiError {
     fn from(err: deadpool_postgres::PoolError) -> Self {
-        ApiError::database(err)
+        crate::db::error::DbError::from(err).into()
     }
 }
 
@@ -312,7 +315,7 @@ pub enum StartError {
     #[error("cannot build the database pool: {0}")]
     Pool(#[source] deadpool_postgres::BuildError),
     #[error("migration failed: {0}")]
-    Migration(#[source] ApiError),
+    Migration(#[source] crate::db::error::DbError),
     #[error("cannot listen on {bind}: {source}")]
     Listen {
         bind: String,

@@ -14,6 +14,7 @@ use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
+use crate::db::error::{DbError, DbResult};
 use crate::db::queries;
 use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ApiError, ApiResult};
@@ -22,7 +23,7 @@ use crate::error::{ApiError, ApiResult};
 pub(super) trait QueuedWrite: Send {
     /// Runs the command alone; keeps its result for `finish`, and answers its
     /// error if it failed.
-    fn apply<'a>(&'a mut self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>>;
+    fn apply<'a>(&'a mut self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<()>>;
     /// How to apply a run of writes of this type as one statement, if it has one.
     fn run_form(&self) -> Option<RunForm>;
     /// Whether it is a change of the index of its own: a tick of the feed's
@@ -39,16 +40,16 @@ pub(super) trait QueuedWrite: Send {
 
 /// Applies a run of writes of one type (the type the function was made for).
 pub(super) type RunForm =
-    for<'a> fn(&'a mut [Box<dyn QueuedWrite>], &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>>;
+    for<'a> fn(&'a mut [Box<dyn QueuedWrite>], &'a Transaction<'a>) -> BoxFuture<'a, DbResult<()>>;
 
 pub(super) struct Pending<C: WriteCommand> {
     pub cmd: C,
-    pub result: Option<ApiResult<C::Output>>,
+    pub result: Option<DbResult<C::Output>>,
     pub reply: Option<oneshot::Sender<ApiResult<C::Output>>>,
 }
 
 impl<C: WriteCommand> QueuedWrite for Pending<C> {
-    fn apply<'a>(&'a mut self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
+    fn apply<'a>(&'a mut self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<()>> {
         Box::pin(async move {
             let result = self.cmd.apply(tx).await;
             let outcome = match &result {
@@ -75,9 +76,9 @@ impl<C: WriteCommand> QueuedWrite for Pending<C> {
     fn finish(&mut self, failure: Option<ApiError>) {
         let result = match (failure, self.result.take()) {
             // A command that failed on its own keeps its own error.
-            (_, Some(Err(own))) => Err(own),
+            (_, Some(Err(own))) => Err(own.into()),
             (Some(batch_error), _) => Err(batch_error),
-            (None, Some(ok)) => ok,
+            (None, Some(Ok(output))) => Ok(output),
             (None, None) => Err(ApiError::internal("a write was answered with no result")),
         };
         if let Some(reply) = self.reply.take() {
@@ -98,7 +99,7 @@ impl<C: WriteCommand> QueuedWrite for Pending<C> {
 fn apply_run<'a, C: WriteCommand>(
     run: &'a mut [Box<dyn QueuedWrite>],
     tx: &'a Transaction<'a>,
-) -> BoxFuture<'a, ApiResult<()>> {
+) -> BoxFuture<'a, DbResult<()>> {
     Box::pin(async move {
         let outputs = {
             let cmds: Vec<&C> = run
@@ -107,7 +108,7 @@ fn apply_run<'a, C: WriteCommand>(
                 .map(|p| &p.cmd)
                 .collect();
             if cmds.len() != run.len() {
-                return Err(ApiError::internal("a run of writes was not of one command"));
+                return Err(DbError::failed("a run of writes was not of one command"));
             }
             C::apply_all(cmds, tx).await?
         };
@@ -125,13 +126,13 @@ fn apply_run<'a, C: WriteCommand>(
 pub(super) async fn apply_batch(
     client: &mut deadpool_postgres::Object,
     batch: &mut [Box<dyn QueuedWrite>],
-) -> ApiResult<()> {
+) -> DbResult<()> {
     if batch.len() > 1 {
         let tx = client.transaction().await?;
         match apply_runs(&tx, batch).await {
-            Ok(()) => return tx.commit().await.map_err(ApiError::from),
+            Ok(()) => return tx.commit().await.map_err(DbError::from),
             // Down or stalled: one by one would only wait again, once per write.
-            Err(e @ ApiError::DatabaseUnavailable(_)) => return Err(e),
+            Err(e) if e.is_unavailable() => return Err(e),
             Err(_) => {
                 tx.rollback().await?;
                 for write in batch.iter_mut() {
@@ -156,7 +157,7 @@ pub(super) async fn apply_batch(
             match write.apply(&tx).await {
                 Ok(()) => tx.batch_execute("RELEASE SAVEPOINT w").await?,
                 // Down or stalled: the rest would each wait again.
-                Err(e @ ApiError::DatabaseUnavailable(_)) => return Err(e),
+                Err(e) if e.is_unavailable() => return Err(e),
                 Err(_) => tx.batch_execute("ROLLBACK TO SAVEPOINT w").await?,
             }
         }
@@ -168,7 +169,7 @@ pub(super) async fn apply_batch(
 /// The fast path: runs of a multi-row command as one statement each, the rest
 /// one by one, in arrival order. Any failure is returned (the transaction is
 /// then aborted).
-async fn apply_runs(tx: &Transaction<'_>, batch: &mut [Box<dyn QueuedWrite>]) -> ApiResult<()> {
+async fn apply_runs(tx: &Transaction<'_>, batch: &mut [Box<dyn QueuedWrite>]) -> DbResult<()> {
     let mut i = 0;
     while i < batch.len() {
         let form = batch[i].run_form();
@@ -194,7 +195,7 @@ async fn apply_runs(tx: &Transaction<'_>, batch: &mut [Box<dyn QueuedWrite>]) ->
 /// A write that changes the index takes the next tick of the change log,
 /// not the one of the writes before it in the transaction (the clock row is
 /// already this transaction's, so ticks stay in commit order, with no hole).
-async fn next_tick(tx: &Transaction<'_>, write: &dyn QueuedWrite) -> ApiResult<()> {
+async fn next_tick(tx: &Transaction<'_>, write: &dyn QueuedWrite) -> DbResult<()> {
     if write.own_tick() {
         tx.execute(queries::NEXT_FEED_TICK, &[]).await?;
     }

@@ -165,7 +165,7 @@ impl LaneWriter {
                 Err(e) => Some(ApiError::from(e)),
                 Ok(mut client) => {
                     match tokio::time::timeout(limit, apply_batch(&mut client, &mut batch)).await {
-                        Ok(result) => result.err(),
+                        Ok(result) => result.err().map(ApiError::from),
                         Err(_) => {
                             // Abandoned: out of the pool and closed, with its transaction.
                             drop(deadpool_postgres::Object::take(client));

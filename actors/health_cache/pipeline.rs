@@ -17,11 +17,12 @@ use actix::prelude::*;
 use super::actor::HealthCache;
 use super::pending::{Need, Pending, Waiter};
 use crate::db::engine_rows::{self as loader, Everything};
+use crate::db::error::DbResult;
 use crate::db::feed_clock::Clock;
 use crate::db::feed_log::{self, Read, Tick};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
-use crate::error::ApiResult;
+use crate::error::ApiError;
 use crate::feed::rendered::OwnerBody;
 use crate::feed::replay::tick_end;
 
@@ -235,7 +236,7 @@ impl HealthCache {
     /// After a read: answer the waiters it satisfies (once the health factors
     /// are committed, when one of them asked for that), then the next read.
     /// `answered`: false when the read gave way to a reload.
-    fn finish(&mut self, ctx: &mut Context<Self>, job: Job, number: u64, result: ApiResult<bool>) {
+    fn finish(&mut self, ctx: &mut Context<Self>, job: Job, number: u64, result: DbResult<bool>) {
         self.fetching = false;
         let failed = result.is_err();
         if let Err(e) = &result {
@@ -252,7 +253,12 @@ impl HealthCache {
         self.pending.waiters = waiting;
         let through = !done.is_empty() && std::mem::take(&mut self.pending.write_through);
         let waiters = done.into_iter().map(|(_, _, w)| w).collect();
-        self.answer(ctx, waiters, result.map(|_| ()), through);
+        self.answer(
+            ctx,
+            waiters,
+            result.map(|_| ()).map_err(ApiError::from),
+            through,
+        );
         self.unpark(job != Job::Owners, number);
         if failed {
             // The database is unreachable: try again shortly rather than spin.

@@ -11,10 +11,10 @@ use tokio_postgres::types::ToSql;
 use super::engine_rows::{PoolKeys, pool_state, position_state};
 use super::queries;
 use super::writes::{Lane, WriteCommand, insert_audit};
+use crate::db::error::{DbError, DbResult};
 use crate::domain::accounts::{LendingPool, UserPosition};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::{Change, PoolState};
-use crate::error::{ApiError, ApiResult};
 
 /// The 27 parameters of a pool's chain state ($1..$27 of REGISTER_POOL and
 /// UPDATE_POOL_STATE), as owned values.
@@ -134,7 +134,7 @@ pub struct Registered {
 impl WriteCommand for RegisterPool {
     type Output = Registered;
     const LANE: Lane = Lane::Admin;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Registered>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Registered>> {
         Box::pin(async move {
             let state = PoolStateParams::new(
                 self.cluster,
@@ -226,7 +226,7 @@ pub struct SyncPool {
 impl WriteCommand for SyncPool {
     type Output = Option<PoolState>;
     const LANE: Lane = Lane::Index;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Option<PoolState>>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Option<PoolState>>> {
         let guard = if self.catch_up {
             Guard::CatchUp
         } else {
@@ -292,7 +292,7 @@ impl WriteCommand for SlotWrites {
     fn rows(&self) -> usize {
         self.writes.len().max(1)
     }
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Vec<bool>>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Vec<bool>>> {
         Box::pin(async move {
             let mut written = Vec::with_capacity(self.writes.len());
             for write in &self.writes {
@@ -332,7 +332,7 @@ async fn update_pool_state(
     pool: &LendingPool,
     slot: u64,
     symbol: Option<&str>,
-) -> ApiResult<Option<PoolState>> {
+) -> DbResult<Option<PoolState>> {
     let state = PoolStateParams::new(cluster, pool_address, pool, slot, symbol);
     let mut params = state.params();
     let (query, version) = match guard {
@@ -371,7 +371,7 @@ pub struct SyncPosition {
 impl WriteCommand for SyncPosition {
     type Output = Vec<Change>;
     const LANE: Lane = Lane::Index;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Vec<Change>>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Vec<Change>>> {
         Box::pin(async move {
             let mut changes = Vec::new();
             if let Some(pool) = &self.pool {
@@ -448,9 +448,9 @@ fn position_change(row: &tokio_postgres::Row) -> Option<Change> {
     })
 }
 
-fn key(text: &str) -> ApiResult<Pubkey> {
+fn key(text: &str) -> DbResult<Pubkey> {
     text.parse()
-        .map_err(|e| ApiError::internal(format!("stored address {text}: {e}")))
+        .map_err(|e| DbError::failed(format!("stored address {text}: {e}")))
 }
 
 /// Background refresh of one pool: upserts every position a full scan at `slot`
@@ -479,7 +479,7 @@ impl WriteCommand for RefreshPoolPositions {
     fn rows(&self) -> usize {
         self.positions.len().max(1)
     }
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Reconciled>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Reconciled>> {
         Box::pin(async move {
             let n = self.positions.len();
             let mut cols: [Vec<String>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
@@ -574,7 +574,7 @@ pub struct SetPoolDecimals {
 impl WriteCommand for SetPoolDecimals {
     type Output = ();
     const LANE: Lane = Lane::Index;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<()>> {
         Box::pin(async move {
             let decimals = i16::from(self.decimals);
             tx.execute(
@@ -602,7 +602,7 @@ impl WriteCommand for SetHealthFactors {
     fn rows(&self) -> usize {
         self.owners.len().max(1)
     }
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<u64>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<u64>> {
         Box::pin(async move {
             Ok(tx
                 .execute(

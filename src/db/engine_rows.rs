@@ -8,6 +8,7 @@ use deadpool_postgres::Pool;
 use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
 
+use crate::db::error::{DbError, DbResult};
 use crate::db::numeric::Whole;
 use crate::db::queries;
 use crate::db::rows::{num, pool_pricing};
@@ -16,7 +17,6 @@ use crate::domain::pubkey::Pubkey;
 use crate::domain::rates::RateModel;
 use crate::domain::wad::PositionAmounts;
 use crate::engine::{PoolState, PositionState};
-use crate::error::{ApiError, ApiResult};
 
 /// Every owner's positions as loaded, with the health factor stored on its rows
 /// when they all agree (else `None`: the rows need a write).
@@ -33,7 +33,7 @@ pub struct Everything {
 /// Pools, then every position streamed (a million rows never sit in memory
 /// twice), with the feed's clock, all in one snapshot: the state is exactly
 /// that of the clock's tick, and the change log takes over after it.
-pub async fn load_everything(db: &Pool, cluster: &'static str) -> ApiResult<Everything> {
+pub async fn load_everything(db: &Pool, cluster: &'static str) -> DbResult<Everything> {
     let mut client = db.get().await?;
     let tx = client
         .build_transaction()
@@ -75,7 +75,7 @@ pub async fn load_owners(
     cluster: &'static str,
     owners: &[Pubkey],
     fallback_pools: &[Pubkey],
-) -> ApiResult<Owners> {
+) -> DbResult<Owners> {
     let client = db.get().await?;
     let mut out = Owners::default();
     let mut pools_seen = PoolKeys::default();
@@ -118,7 +118,7 @@ fn group(owners: &mut Owners, pools: &mut PoolKeys, row: &Row) {
 /// A pool row of CACHE_*_POOLS (and of the pool writes' RETURNING); `None`
 /// (logged) when it cannot be used.
 pub fn pool_state(row: &Row) -> Option<PoolState> {
-    let parsed = (|| -> ApiResult<PoolState> {
+    let parsed = (|| -> DbResult<PoolState> {
         Ok(PoolState {
             address: key(row.get("pool_address"))?,
             symbol: row.get("symbol"),
@@ -142,7 +142,7 @@ pub fn pool_state(row: &Row) -> Option<PoolState> {
                     .get::<_, Option<&str>>("oracle_conf")
                     .map(str::parse)
                     .transpose()
-                    .map_err(ApiError::internal)?,
+                    .map_err(DbError::failed)?,
             },
         })
     })();
@@ -178,7 +178,7 @@ mod col {
 pub struct PoolKeys(Vec<(String, Pubkey)>);
 
 impl PoolKeys {
-    fn get(&mut self, text: &str) -> ApiResult<Pubkey> {
+    fn get(&mut self, text: &str) -> DbResult<Pubkey> {
         if let Some((_, key)) = self.0.iter().find(|(t, _)| t == text) {
             return Ok(*key);
         }
@@ -195,7 +195,7 @@ impl PoolKeys {
 /// RETURNING): its owner, the position, the stored health factor; `None`
 /// (logged) when it cannot be used.
 pub fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, PositionState, u128)> {
-    let parsed = (|| -> ApiResult<(Pubkey, PositionState, u128)> {
+    let parsed = (|| -> DbResult<(Pubkey, PositionState, u128)> {
         let position = PositionState {
             address: key(row.get(col::POSITION))?,
             pool: pools.get(row.get(col::POOL))?,
@@ -228,18 +228,18 @@ pub fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, Positi
 }
 
 /// A NUMERIC column of a position row, exact, in the field's integer type.
-fn whole<T: TryFrom<u128>>(row: &Row, column: usize) -> ApiResult<T> {
-    let Whole(value) = row.try_get(column).map_err(ApiError::internal)?;
+fn whole<T: TryFrom<u128>>(row: &Row, column: usize) -> DbResult<T> {
+    let Whole(value) = row.try_get(column).map_err(DbError::failed)?;
     T::try_from(value).map_err(|_| {
-        ApiError::internal(format!(
+        DbError::failed(format!(
             "stored number {value} out of range (column {column})"
         ))
     })
 }
 
-fn key(s: &str) -> ApiResult<Pubkey> {
+fn key(s: &str) -> DbResult<Pubkey> {
     s.parse()
-        .map_err(|e| ApiError::internal(format!("stored address {s:?}: {e}")))
+        .map_err(|e| DbError::failed(format!("stored address {s:?}: {e}")))
 }
 
 /// A stored slot (bigint, never negative: a CHECK) as the chain's u64.

@@ -2,8 +2,8 @@
 //! committed, and how far the change log was pruned. Read with the change
 //! log (`feed_log`) and in the same snapshot as a full load (`engine_rows`).
 
+use crate::db::error::DbResult;
 use crate::db::queries;
-use crate::error::ApiResult;
 
 /// The feed's clock as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub struct Clock {
 }
 
 /// The clock alone.
-pub async fn clock(client: &impl deadpool_postgres::GenericClient) -> ApiResult<Clock> {
+pub async fn clock(client: &impl deadpool_postgres::GenericClient) -> DbResult<Clock> {
     let statement = client.prepare_cached(queries::FEED_CLOCK).await?;
     let row = client.query_one(&statement, &[]).await?;
     Ok(Clock {

@@ -6,11 +6,11 @@
 use deadpool_postgres::Pool;
 
 use crate::db::engine_rows::{PoolKeys, pool_state, position_state};
+use crate::db::error::DbResult;
 use crate::db::feed_clock::{Clock, clock, unsigned};
 use crate::db::queries;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
-use crate::error::ApiResult;
 
 /// The changes of one tick, in the order they were made.
 #[derive(Debug, Default)]
@@ -39,7 +39,7 @@ pub async fn read_after(
     cluster: &'static str,
     after: u64,
     max_rows: usize,
-) -> ApiResult<Read> {
+) -> DbResult<Read> {
     let client = db.get().await?;
     let clock = clock(&client).await?;
     if clock.pruned_through > after {
@@ -208,7 +208,7 @@ mod col {
 /// own transaction, and deleted after: a replica reading in between either
 /// still finds every row or sees the mark (its second clock read) and
 /// reloads. The clock row is held only for the mark, not for the delete.
-pub async fn prune(db: &Pool, keep_seconds: f64) -> ApiResult<u64> {
+pub async fn prune(db: &Pool, keep_seconds: f64) -> DbResult<u64> {
     let client = db.get().await?;
     let Some(mark) = client
         .query_opt(queries::FEED_PRUNE_MARK, &[&keep_seconds])

@@ -7,7 +7,7 @@
 use deadpool_postgres::Pool;
 
 use super::queries;
-use crate::error::{ApiError, ApiResult};
+use crate::db::error::{DbError, DbResult};
 
 /// The migrations, in order. Compiled in so the binary carries its own schema.
 pub const MIGRATIONS: &[(&str, &str)] = &[
@@ -71,7 +71,7 @@ const MIGRATION_LOCK_KEY: i64 = 0x1e4d_e800_0001;
 /// The versions applied by this call (and `functions` when sql/functions.sql
 /// was re-applied). A database that cannot be reached is
 /// `DatabaseUnavailable` (the caller may retry); SQL that fails is `Internal`.
-pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'static str>> {
+pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> DbResult<Vec<&'static str>> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
@@ -88,10 +88,7 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'stati
         }
         tx.batch_execute(sql)
             .await
-            .map_err(|e| match ApiError::from(e) {
-                ApiError::Internal(cause) => ApiError::internal(format!("{version}: {cause}")),
-                unavailable => unavailable,
-            })?;
+            .map_err(|e| DbError::from(e).during(version))?;
         tx.execute(queries::RECORD_MIGRATION, &[version]).await?;
         applied.push(*version);
     }
@@ -101,10 +98,7 @@ pub async fn run(pool: &Pool, super_admin_pubkey: &str) -> ApiResult<Vec<&'stati
     if current.is_none_or(|row| row.get::<_, String>(0) != digest) {
         tx.batch_execute(FUNCTIONS)
             .await
-            .map_err(|e| match ApiError::from(e) {
-                ApiError::Internal(cause) => ApiError::internal(format!("functions.sql: {cause}")),
-                unavailable => unavailable,
-            })?;
+            .map_err(|e| DbError::from(e).during("functions.sql"))?;
         tx.execute(queries::RECORD_FUNCTIONS_DIGEST, &[&digest])
             .await?;
         applied.push("functions");

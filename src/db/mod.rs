@@ -5,6 +5,7 @@
 
 pub mod chain_writes;
 pub mod engine_rows;
+pub mod error;
 pub mod feed_clock;
 pub mod feed_log;
 pub mod history;

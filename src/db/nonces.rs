@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 
 use super::queries;
 use super::writes::{Lane, WriteCommand};
-use crate::error::{ApiError, ApiResult};
+use crate::db::error::{DbError, DbResult};
 
 /// Issue `nonce` to `pubkey` for `action`, valid `ttl_ms`; the wallet keeps its
 /// newest `keep` nonces.
@@ -32,7 +32,7 @@ impl WriteCommand for IssueNonce {
     const LANE: Lane = Lane::Auth;
     const MULTI_ROW: bool = true;
 
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<DateTime<Utc>>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<DateTime<Utc>>> {
         Box::pin(async move {
             tx.execute(queries::LOCK_WALLET_NONCES, &[&self.pubkey])
                 .await?;
@@ -51,7 +51,7 @@ impl WriteCommand for IssueNonce {
     fn apply_all<'a>(
         cmds: Vec<&'a Self>,
         tx: &'a Transaction<'a>,
-    ) -> BoxFuture<'a, ApiResult<Vec<DateTime<Utc>>>> {
+    ) -> BoxFuture<'a, DbResult<Vec<DateTime<Utc>>>> {
         Box::pin(async move {
             let Some(first) = cmds.first() else {
                 return Ok(Vec::new());
@@ -74,7 +74,7 @@ impl WriteCommand for IssueNonce {
                     expiry
                         .get(&c.nonce)
                         .copied()
-                        .ok_or_else(|| ApiError::internal("an issued nonce has no expiry"))
+                        .ok_or_else(|| DbError::failed("an issued nonce has no expiry"))
                 })
                 .collect()
         })
@@ -95,7 +95,7 @@ impl WriteCommand for ConsumeNonce {
     const LANE: Lane = Lane::Auth;
     const MULTI_ROW: bool = true;
 
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<bool>> {
         Box::pin(async move {
             let stmt = tx.prepare_cached(queries::CONSUME_NONCE).await?;
             let row = tx
@@ -110,7 +110,7 @@ impl WriteCommand for ConsumeNonce {
     fn apply_all<'a>(
         cmds: Vec<&'a Self>,
         tx: &'a Transaction<'a>,
-    ) -> BoxFuture<'a, ApiResult<Vec<bool>>> {
+    ) -> BoxFuture<'a, DbResult<Vec<bool>>> {
         Box::pin(async move {
             let wallets: Vec<&str> = cmds.iter().map(|c| c.pubkey.as_str()).collect();
             let nonces: Vec<&str> = cmds.iter().map(|c| c.nonce.as_str()).collect();

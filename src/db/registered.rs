@@ -7,10 +7,10 @@
 use deadpool_postgres::Pool;
 
 use super::queries;
+use crate::db::error::DbResult;
 use crate::domain::pubkey::Pubkey;
-use crate::error::ApiResult;
 
-pub async fn is_registered(db: &Pool, cluster: &str, pool: &Pubkey) -> ApiResult<bool> {
+pub async fn is_registered(db: &Pool, cluster: &str, pool: &Pubkey) -> DbResult<bool> {
     let client = db.get().await?;
     let stmt = client.prepare_cached(queries::POOL_IS_REGISTERED).await?;
     Ok(client
@@ -24,7 +24,7 @@ pub async fn held_position(
     db: &Pool,
     cluster: &str,
     position: &Pubkey,
-) -> ApiResult<Option<(Pubkey, Pubkey)>> {
+) -> DbResult<Option<(Pubkey, Pubkey)>> {
     let client = db.get().await?;
     let stmt = client.prepare_cached(queries::POSITION_HOLDER).await?;
     let Some(row) = client
@@ -33,10 +33,10 @@ pub async fn held_position(
     else {
         return Ok(None);
     };
-    let key = |i: usize| -> ApiResult<Pubkey> {
+    let key = |i: usize| -> DbResult<Pubkey> {
         let text: String = row.get(i);
         text.parse()
-            .map_err(|e| crate::error::ApiError::internal(format!("stored address {text}: {e}")))
+            .map_err(|e| crate::db::error::DbError::failed(format!("stored address {text}: {e}")))
     };
     Ok(Some((key(0)?, key(1)?)))
 }

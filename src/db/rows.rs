@@ -9,23 +9,23 @@ use crate::wire::admin::{Admin, AuditEntry};
 use crate::wire::pools::Pool;
 use crate::wire::transactions::Transaction;
 
+use crate::db::error::{DbError, DbResult};
 use crate::domain::enums::Role;
 use crate::domain::wad::PoolPricing;
-use crate::error::{ApiError, ApiResult};
 
 /// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
-pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> ApiResult<T> {
+pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> DbResult<T> {
     let text = row.get::<_, &str>(column);
     text.parse()
-        .map_err(|_| ApiError::internal(format!("stored {column} {text:?} out of range")))
+        .map_err(|_| DbError::failed(format!("stored {column} {text:?} out of range")))
 }
 
 /// The pricing columns of a pool row.
-pub fn pool_pricing(row: &Row) -> ApiResult<PoolPricing> {
+pub fn pool_pricing(row: &Row) -> DbResult<PoolPricing> {
     Ok(PoolPricing {
         oracle_price: row.get("oracle_price"),
         oracle_expo: row.get("oracle_expo"),
-        decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(ApiError::internal)?,
+        decimals: u8::try_from(row.get::<_, i16>("decimals")).map_err(DbError::failed)?,
         liquidation_threshold_wad: num(row, "liquidation_threshold_wad")?,
         deposit_index_wad: num(row, "deposit_index_wad")?,
         borrow_index_wad: num(row, "borrow_index_wad")?,
@@ -87,12 +87,11 @@ pub fn transaction(row: &Row) -> Transaction {
 }
 
 /// An allowlist row; a role the schema does not know is an internal error.
-pub fn admin(row: &Row) -> ApiResult<Admin> {
+pub fn admin(row: &Row) -> DbResult<Admin> {
     let role: &str = row.get("role");
     Ok(Admin {
         pubkey: row.get("pubkey"),
-        role: Role::parse(role)
-            .ok_or_else(|| ApiError::internal(format!("stored role {role:?}")))?,
+        role: Role::parse(role).ok_or_else(|| DbError::failed(format!("stored role {role:?}")))?,
         label: row.get("label"),
         added_by: row.get("added_by"),
         created_at: row.get("created_at"),

@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::queries;
+use crate::db::error::{DbError, DbResult};
 use crate::domain::enums::Role;
-use crate::error::{ApiError, ApiResult};
 
 /// The writer lanes: each concern has its own queue and connection, so a stall
 /// on one table (a lock held elsewhere) never holds up writes to the others.
@@ -51,7 +51,7 @@ pub trait WriteCommand: Send + Sync + 'static {
     type Output: Send + 'static;
     /// The lane that applies it.
     const LANE: Lane;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<Self::Output>>;
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Self::Output>>;
 
     /// True when `apply_all` writes a whole run in one statement; the writer
     /// then uses it for consecutive writes of this command in a batch.
@@ -71,7 +71,7 @@ pub trait WriteCommand: Send + Sync + 'static {
     fn apply_all<'a>(
         cmds: Vec<&'a Self>,
         tx: &'a Transaction<'a>,
-    ) -> BoxFuture<'a, ApiResult<Vec<Self::Output>>> {
+    ) -> BoxFuture<'a, DbResult<Vec<Self::Output>>> {
         Box::pin(async move {
             let mut out = Vec::with_capacity(cmds.len());
             for cmd in cmds {
@@ -107,7 +107,7 @@ impl WriteCommand for RecordTransaction {
     fn apply_all<'a>(
         cmds: Vec<&'a Self>,
         tx: &'a Transaction<'a>,
-    ) -> BoxFuture<'a, ApiResult<Vec<i64>>> {
+    ) -> BoxFuture<'a, DbResult<Vec<i64>>> {
         Box::pin(async move {
             let cluster = cmds.first().map_or("", |c| c.cluster);
             let merged = first_and_last(&cmds, |c| c.signature.as_str());
@@ -152,13 +152,13 @@ impl WriteCommand for RecordTransaction {
                 .map(|c| {
                     ids.get(&c.signature)
                         .copied()
-                        .ok_or_else(|| ApiError::internal("an upserted transaction has no id"))
+                        .ok_or_else(|| DbError::failed("an upserted transaction has no id"))
                 })
                 .collect()
         })
     }
 
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<i64>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<i64>> {
         Box::pin(async move {
             let stmt = tx.prepare_cached(queries::UPSERT_TX).await?;
             let row = tx
@@ -220,7 +220,7 @@ impl WriteCommand for AddAdmin {
     const LANE: Lane = Lane::Admin;
     const MULTI_ROW: bool = true;
 
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<()>> {
         Box::pin(async move {
             let stmt = tx.prepare_cached(queries::UPSERT_ADMIN).await?;
             tx.execute(
@@ -244,7 +244,7 @@ impl WriteCommand for AddAdmin {
     fn apply_all<'a>(
         cmds: Vec<&'a Self>,
         tx: &'a Transaction<'a>,
-    ) -> BoxFuture<'a, ApiResult<Vec<()>>> {
+    ) -> BoxFuture<'a, DbResult<Vec<()>>> {
         Box::pin(async move {
             // A wallet added twice ends with its last entry.
             let rows: Vec<&AddAdmin> = first_and_last(&cmds, |c| c.pubkey.as_str())
@@ -293,7 +293,7 @@ pub struct RevokeAdmin {
 impl WriteCommand for RevokeAdmin {
     type Output = bool;
     const LANE: Lane = Lane::Admin;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<bool>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<bool>> {
         Box::pin(async move {
             let revoked = tx
                 .query_opt(queries::REVOKE_ADMIN, &[&self.pubkey])
@@ -319,7 +319,7 @@ pub struct WriteAudit {
 impl WriteCommand for WriteAudit {
     type Output = ();
     const LANE: Lane = Lane::Admin;
-    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, ApiResult<()>> {
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<()>> {
         Box::pin(insert_audit(
             tx,
             &self.actor,
@@ -345,7 +345,7 @@ pub(crate) async fn insert_audit(
     action: &str,
     target: &str,
     details: &Value,
-) -> ApiResult<()> {
+) -> DbResult<()> {
     let entry = AuditEntry {
         actor,
         action,
@@ -360,9 +360,9 @@ pub(crate) async fn insert_audit(
 pub(crate) async fn insert_audits(
     tx: &Transaction<'_>,
     entries: &[AuditEntry<'_>],
-) -> ApiResult<()> {
+) -> DbResult<()> {
     if entries.iter().any(|e| !e.details.is_object()) {
-        return Err(ApiError::internal("audit details must be a JSON object"));
+        return Err(DbError::failed("audit details must be a JSON object"));
     }
     if let [e] = entries {
         let stmt = tx.prepare_cached(queries::INSERT_AUDIT).await?;
@@ -385,7 +385,7 @@ pub(crate) async fn insert_audits(
 pub async fn apply_now<C: WriteCommand>(
     pool: &deadpool_postgres::Pool,
     cmd: &C,
-) -> ApiResult<C::Output> {
+) -> DbResult<C::Output> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
     let out = cmd.apply(&tx).await?;

@@ -11,13 +11,13 @@ use tokio_postgres::types::ToSql;
 
 use super::queries;
 use super::write::time_of;
+use crate::db::error::{DbError, DbResult};
 use crate::db::numeric::{Whole, Whole256};
 use crate::domain::history::buckets::{
     HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
     market_buckets as market_buckets_of, range_parts,
 };
 use crate::domain::history::{Cause, EventKind, Resolution, bucket_start};
-use crate::error::{ApiError, ApiResult};
 
 fn micros(row: &Row, i: usize) -> i64 {
     row.get::<_, DateTime<Utc>>(i).timestamp_micros()
@@ -31,7 +31,7 @@ fn count(row: &Row, i: usize) -> u64 {
     row.get::<_, i64>(i).max(0) as u64
 }
 
-fn point(row: &Row) -> ApiResult<HealthPoint> {
+fn point(row: &Row) -> DbResult<HealthPoint> {
     Ok(HealthPoint {
         at_us: micros(row, 0),
         slot: slot(row, 1),
@@ -39,7 +39,7 @@ fn point(row: &Row) -> ApiResult<HealthPoint> {
         collateral: row.try_get::<_, Whole256>(3)?.0,
         debt: row.try_get::<_, Whole256>(4)?.0,
         cause: Cause::from_code(row.get(5))
-            .ok_or_else(|| ApiError::internal("a history point of an unknown cause"))?,
+            .ok_or_else(|| DbError::failed("a history point of an unknown cause"))?,
     })
 }
 
@@ -49,7 +49,7 @@ pub async fn id_of(
     statement: &str,
     cluster: &str,
     key: &str,
-) -> ApiResult<Option<i32>> {
+) -> DbResult<Option<i32>> {
     Ok(client
         .query_opt(&client.prepare_cached(statement).await?, &[&cluster, &key])
         .await?
@@ -63,7 +63,7 @@ pub async fn points(
     from_us: i64,
     to_us: i64,
     limit: i64,
-) -> ApiResult<Vec<HealthPoint>> {
+) -> DbResult<Vec<HealthPoint>> {
     let rows = client
         .query(
             &client.prepare_cached(queries::POINTS).await?,
@@ -78,7 +78,7 @@ pub async fn point_before(
     client: &Client,
     owner: i32,
     before_us: i64,
-) -> ApiResult<Option<HealthPoint>> {
+) -> DbResult<Option<HealthPoint>> {
     client
         .query_opt(
             &client.prepare_cached(queries::POINT_BEFORE).await?,
@@ -101,8 +101,10 @@ pub async fn point_buckets(
     from_us: i64,
     to_us: i64,
     limit: usize,
-) -> ApiResult<Vec<HealthBucket>> {
-    let width = resolution.width_us().ok_or(ApiError::Invalid)?;
+) -> DbResult<Vec<HealthBucket>> {
+    let width = resolution
+        .width_us()
+        .ok_or_else(|| DbError::failed("buckets of the raw resolution"))?;
     let (from, to) = (time_of(from_us), time_of(to_us));
     let params: [&(dyn ToSql + Sync); 3] = [&owner, &from, &to];
     let statement = client.prepare_cached(queries::POINTS_ALL).await?;
@@ -142,7 +144,7 @@ pub async fn prices(
     from_us: i64,
     to_us: i64,
     limit: i64,
-) -> ApiResult<Vec<PriceRow>> {
+) -> DbResult<Vec<PriceRow>> {
     let rows = client
         .query(
             &client.prepare_cached(queries::PRICES).await?,
@@ -162,7 +164,7 @@ pub async fn prices(
         .collect()
 }
 
-fn market_point(row: &Row) -> ApiResult<MarketPoint> {
+fn market_point(row: &Row) -> DbResult<MarketPoint> {
     Ok(MarketPoint {
         at_us: micros(row, 0),
         owners: count(row, 1),
@@ -179,7 +181,7 @@ pub async fn market(
     from_us: i64,
     to_us: i64,
     limit: i64,
-) -> ApiResult<Vec<MarketPoint>> {
+) -> DbResult<Vec<MarketPoint>> {
     let rows = client
         .query(
             &client.prepare_cached(queries::MARKET).await?,
@@ -193,7 +195,7 @@ pub async fn market_before(
     client: &Client,
     cluster: &str,
     before_us: i64,
-) -> ApiResult<Option<MarketPoint>> {
+) -> DbResult<Option<MarketPoint>> {
     client
         .query_opt(
             &client.prepare_cached(queries::MARKET_BEFORE).await?,
@@ -216,8 +218,10 @@ pub async fn market_buckets(
     from_us: i64,
     to_us: i64,
     limit: i64,
-) -> ApiResult<Vec<MarketBucket>> {
-    let width = resolution.width_us().ok_or(ApiError::Invalid)?;
+) -> DbResult<Vec<MarketBucket>> {
+    let width = resolution
+        .width_us()
+        .ok_or_else(|| DbError::failed("buckets of the raw resolution"))?;
     let parts = range_parts(from_us, to_us, width);
     let edge = |part: Option<(i64, i64)>| async move {
         match part {
@@ -225,12 +229,12 @@ pub async fn market_buckets(
                 &market(client, cluster, a, b, i64::MAX).await?,
                 width,
             )),
-            None => ApiResult::Ok(Vec::new()),
+            None => DbResult::Ok(Vec::new()),
         }
     };
     let whole = async {
         let Some((a, b)) = parts.whole else {
-            return ApiResult::Ok(Vec::new());
+            return DbResult::Ok(Vec::new());
         };
         stored_market_buckets(client, cluster, resolution, a, b, limit).await
     };
@@ -246,7 +250,7 @@ async fn stored_market_buckets(
     from_us: i64,
     to_us: i64,
     limit: i64,
-) -> ApiResult<Vec<MarketBucket>> {
+) -> DbResult<Vec<MarketBucket>> {
     let params: [&(dyn ToSql + Sync); 5] = [
         &cluster,
         &resolution.code(),
@@ -312,7 +316,7 @@ pub async fn events(
     to_us: i64,
     before_id: i64,
     limit: i64,
-) -> ApiResult<Vec<EventRow>> {
+) -> DbResult<Vec<EventRow>> {
     let (from, to) = (time_of(from_us), time_of(to_us));
     let kind = filter.kind.map(EventKind::code);
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cluster, &from, &to, &before_id, &limit];
@@ -354,7 +358,7 @@ pub async fn events(
             Ok(EventRow {
                 id: row.get(0),
                 kind: EventKind::from_code(row.get(1))
-                    .ok_or_else(|| ApiError::internal("a history event of an unknown kind"))?,
+                    .ok_or_else(|| DbError::failed("a history event of an unknown kind"))?,
                 owner: row.get(2),
                 at_us: micros(row, 3),
                 slot: slot(row, 4),

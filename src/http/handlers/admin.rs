@@ -115,7 +115,7 @@ pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> 
         .await?
         .iter()
         .map(crate::db::rows::admin)
-        .collect::<ApiResult<_>>()?;
+        .collect::<Result<_, _>>()?;
     Ok(HttpResponse::Ok().json(AllowlistResponse { admins }))
 }
 
