@@ -17,6 +17,7 @@ use crate::error::StartError;
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config.toml");
 
 pub use lendex_chain::settings::{ChainSource, RpcConfig};
+pub use lendex_store::settings::DatabaseConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
@@ -52,15 +53,6 @@ pub struct ServerConfig {
     /// On SIGTERM, how long the health check fails while requests are still
     /// answered, before streams close and the server stops (docs/design.md §13).
     pub drain_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DatabaseConfig {
-    pub url: String,
-    pub pool_size: usize,
-    pub acquire_timeout_ms: u64,
-    /// Bound on a write's answer when the database is stalled (503 past it).
-    pub write_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -310,10 +310,8 @@ pub type CliResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>
 pub enum StartError {
     #[error("bad configuration: {0}")]
     Config(String),
-    #[error("bad database.url: {0}")]
-    DatabaseUrl(#[source] tokio_postgres::Error),
-    #[error("cannot build the database pool: {0}")]
-    Pool(#[source] deadpool_postgres::BuildError),
+    #[error(transparent)]
+    Database(#[from] crate::db::error::SetupError),
     #[error("migration failed: {0}")]
     Migration(#[source] crate::db::error::DbError),
     #[error("cannot listen on {bind}: {source}")]

@@ -19,7 +19,6 @@
 pub mod actors;
 pub mod app;
 pub mod config;
-pub mod db;
 pub mod demo;
 pub mod error;
 pub mod feed;
@@ -36,5 +35,7 @@ pub use lendex_chain as chain;
 pub use lendex_domain as domain;
 /// The health engine, pure, a crate of its own (`crates/engine`).
 pub use lendex_engine as engine;
+/// PostgreSQL at the edge: migrations, queries, writes, the change log (`crates/store`).
+pub use lendex_store as db;
 /// Every request and response body, a crate of its own (`crates/wire`).
 pub use lendex_wire as wire;

@@ -5,13 +5,13 @@
 
 use tokio_postgres::Row;
 
-use crate::wire::admin::{Admin, AuditEntry};
-use crate::wire::pools::Pool;
-use crate::wire::transactions::Transaction;
+use lendex_wire::admin::{Admin, AuditEntry};
+use lendex_wire::pools::Pool;
+use lendex_wire::transactions::Transaction;
 
-use crate::db::error::{DbError, DbResult};
-use crate::domain::enums::Role;
-use crate::domain::wad::PoolPricing;
+use crate::error::{DbError, DbResult};
+use lendex_domain::enums::Role;
+use lendex_domain::wad::PoolPricing;
 
 /// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
 pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> DbResult<T> {

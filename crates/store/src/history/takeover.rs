@@ -9,10 +9,10 @@ use tokio_postgres::Client;
 
 use super::queries;
 use super::write::Ids;
-use crate::db::numeric::Whole;
-use crate::domain::history::rule::Baseline;
-use crate::domain::pubkey::Pubkey;
-use crate::engine::history::{Baselines, Oracle};
+use crate::numeric::Whole;
+use lendex_domain::history::rule::Baseline;
+use lendex_domain::pubkey::Pubkey;
+use lendex_engine::history::{Baselines, Oracle};
 
 pub struct Takeover {
     pub epoch: i64,

@@ -7,8 +7,8 @@
 use deadpool_postgres::Pool;
 
 use super::queries;
-use crate::db::error::DbResult;
-use crate::domain::pubkey::Pubkey;
+use crate::error::DbResult;
+use lendex_domain::pubkey::Pubkey;
 
 pub async fn is_registered(db: &Pool, cluster: &str, pool: &Pubkey) -> DbResult<bool> {
     let client = db.get().await?;
@@ -36,7 +36,7 @@ pub async fn held_position(
     let key = |i: usize| -> DbResult<Pubkey> {
         let text: String = row.get(i);
         text.parse()
-            .map_err(|e| crate::db::error::DbError::failed(format!("stored address {text}: {e}")))
+            .map_err(|e| crate::error::DbError::failed(format!("stored address {text}: {e}")))
     };
     Ok(Some((key(0)?, key(1)?)))
 }

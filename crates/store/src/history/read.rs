@@ -11,13 +11,13 @@ use tokio_postgres::types::ToSql;
 
 use super::queries;
 use super::write::time_of;
-use crate::db::error::{DbError, DbResult};
-use crate::db::numeric::{Whole, Whole256};
-use crate::domain::history::buckets::{
+use crate::error::{DbError, DbResult};
+use crate::numeric::{Whole, Whole256};
+use lendex_domain::history::buckets::{
     HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
     market_buckets as market_buckets_of, range_parts,
 };
-use crate::domain::history::{Cause, EventKind, Resolution, bucket_start};
+use lendex_domain::history::{Cause, EventKind, Resolution, bucket_start};
 
 fn micros(row: &Row, i: usize) -> i64 {
     row.get::<_, DateTime<Utc>>(i).timestamp_micros()

@@ -8,15 +8,15 @@ use deadpool_postgres::Pool;
 use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
 
-use crate::db::error::{DbError, DbResult};
-use crate::db::numeric::Whole;
-use crate::db::queries;
-use crate::db::rows::{num, pool_pricing};
-use crate::domain::liquidation::LiquidationTerms;
-use crate::domain::pubkey::Pubkey;
-use crate::domain::rates::RateModel;
-use crate::domain::wad::PositionAmounts;
-use crate::engine::{PoolState, PositionState};
+use crate::error::{DbError, DbResult};
+use crate::numeric::Whole;
+use crate::queries;
+use crate::rows::{num, pool_pricing};
+use lendex_domain::liquidation::LiquidationTerms;
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::rates::RateModel;
+use lendex_domain::wad::PositionAmounts;
+use lendex_engine::{PoolState, PositionState};
 
 /// Every owner's positions as loaded, with the health factor stored on its rows
 /// when they all agree (else `None`: the rows need a write).
@@ -27,7 +27,7 @@ pub struct Everything {
     pub pools: Vec<PoolState>,
     pub owners: Owners,
     /// The feed's clock in the same snapshot.
-    pub clock: crate::db::feed_clock::Clock,
+    pub clock: crate::feed_clock::Clock,
 }
 
 /// Pools, then every position streamed (a million rows never sit in memory
@@ -41,7 +41,7 @@ pub async fn load_everything(db: &Pool, cluster: &'static str) -> DbResult<Every
         .read_only(true)
         .start()
         .await?;
-    let clock = crate::db::feed_clock::clock(&tx).await?;
+    let clock = crate::feed_clock::clock(&tx).await?;
     let pools = tx
         .query(queries::CACHE_ALL_POOLS, &[&cluster])
         .await?

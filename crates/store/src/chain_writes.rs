@@ -11,10 +11,10 @@ use tokio_postgres::types::ToSql;
 use super::engine_rows::{PoolKeys, pool_state, position_state};
 use super::queries;
 use super::writes::{Lane, WriteCommand, insert_audit};
-use crate::db::error::{DbError, DbResult};
-use crate::domain::accounts::{LendingPool, UserPosition};
-use crate::domain::pubkey::Pubkey;
-use crate::engine::{Change, PoolState};
+use crate::error::{DbError, DbResult};
+use lendex_domain::accounts::{LendingPool, UserPosition};
+use lendex_domain::pubkey::Pubkey;
+use lendex_engine::{Change, PoolState};
 
 /// The 27 parameters of a pool's chain state ($1..$27 of REGISTER_POOL and
 /// UPDATE_POOL_STATE), as owned values.

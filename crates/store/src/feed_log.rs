@@ -5,12 +5,12 @@
 
 use deadpool_postgres::Pool;
 
-use crate::db::engine_rows::{PoolKeys, pool_state, position_state};
-use crate::db::error::DbResult;
-use crate::db::feed_clock::{Clock, clock, unsigned};
-use crate::db::queries;
-use crate::domain::pubkey::Pubkey;
-use crate::engine::Change;
+use crate::engine_rows::{PoolKeys, pool_state, position_state};
+use crate::error::DbResult;
+use crate::feed_clock::{Clock, clock, unsigned};
+use crate::queries;
+use lendex_domain::pubkey::Pubkey;
+use lendex_engine::Change;
 
 /// The changes of one tick, in the order they were made.
 #[derive(Debug, Default)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
 
 /// What the listener tells its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ async fn listen_once(
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let pump = actix_rt::spawn(async move {
+    let pump = tokio::task::spawn_local(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(Ok(message)) = messages.next().await {
             if let tokio_postgres::AsyncMessage::Notification(n) = message

@@ -16,6 +16,7 @@ pub mod numeric;
 pub mod queries;
 pub mod registered;
 pub mod rows;
+pub mod settings;
 pub mod writes;
 
 use std::time::Duration;
@@ -23,13 +24,13 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
 use tokio_postgres::NoTls;
 
-use crate::config::DatabaseConfig;
-use crate::error::StartError;
+use crate::error::SetupError;
+use crate::settings::DatabaseConfig;
 
 /// Builds the shared connection pool. Connections are made lazily, so the service
 /// starts (and reports itself degraded) while the database is down.
-pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, StartError> {
-    let pg_config: tokio_postgres::Config = cfg.url.parse().map_err(StartError::DatabaseUrl)?;
+pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, SetupError> {
+    let pg_config: tokio_postgres::Config = cfg.url.parse().map_err(SetupError::Url)?;
     let manager = Manager::from_config(
         pg_config,
         NoTls,
@@ -47,7 +48,7 @@ pub fn connect_pool(cfg: &DatabaseConfig) -> Result<Pool, StartError> {
             recycle: Some(wait),
         })
         .build()
-        .map_err(StartError::Pool)
+        .map_err(SetupError::Pool)
 }
 
 /// How a write's time bound (`database.write_timeout_ms`) is shared out: a write
@@ -81,8 +82,8 @@ pub fn writer_pool(
     cfg: &DatabaseConfig,
     budget: WriteBudget,
     origin: &str,
-) -> Result<Pool, StartError> {
-    let mut pg_config: tokio_postgres::Config = cfg.url.parse().map_err(StartError::DatabaseUrl)?;
+) -> Result<Pool, SetupError> {
+    let mut pg_config: tokio_postgres::Config = cfg.url.parse().map_err(SetupError::Url)?;
     let ms = |d: Duration| d.as_millis().max(1);
     // lendex.origin names this replica in the NOTIFY of its own writes (sql/0006).
     pg_config.options(format!(
@@ -107,7 +108,7 @@ pub fn writer_pool(
             recycle: Some(connect),
         })
         .build()
-        .map_err(StartError::Pool)
+        .map_err(SetupError::Pool)
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::queries;
-use crate::db::error::{DbError, DbResult};
-use crate::domain::enums::Role;
+use crate::error::{DbError, DbResult};
+use lendex_domain::enums::Role;
 
 /// The writer lanes: each concern has its own queue and connection, so a stall
 /// on one table (a lock held elsewhere) never holds up writes to the others.

@@ -7,53 +7,59 @@
 use deadpool_postgres::Pool;
 
 use super::queries;
-use crate::db::error::{DbError, DbResult};
+use crate::error::{DbError, DbResult};
 
 /// The migrations, in order. Compiled in so the binary carries its own schema.
 pub const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001_schema", include_str!("../../sql/0001_schema.sql")),
+    ("0001_schema", include_str!("../../../sql/0001_schema.sql")),
     (
         "0002_position_notify",
-        include_str!("../../sql/0002_position_notify.sql"),
+        include_str!("../../../sql/0002_position_notify.sql"),
     ),
     (
         "0003_borrow_notify",
-        include_str!("../../sql/0003_borrow_notify.sql"),
+        include_str!("../../../sql/0003_borrow_notify.sql"),
     ),
     (
         "0004_hot_health_factor_writes",
-        include_str!("../../sql/0004_hot_health_factor_writes.sql"),
+        include_str!("../../../sql/0004_hot_health_factor_writes.sql"),
     ),
     (
         "0005_hot_position_refresh",
-        include_str!("../../sql/0005_hot_position_refresh.sql"),
+        include_str!("../../../sql/0005_hot_position_refresh.sql"),
     ),
     (
         "0006_notify_origin",
-        include_str!("../../sql/0006_notify_origin.sql"),
+        include_str!("../../../sql/0006_notify_origin.sql"),
     ),
     (
         "0007_pool_notify_terms",
-        include_str!("../../sql/0007_pool_notify_terms.sql"),
+        include_str!("../../../sql/0007_pool_notify_terms.sql"),
     ),
     (
         "0008_position_notify_columns",
-        include_str!("../../sql/0008_position_notify_columns.sql"),
+        include_str!("../../../sql/0008_position_notify_columns.sql"),
     ),
-    ("0009_history", include_str!("../../sql/0009_history.sql")),
+    (
+        "0009_history",
+        include_str!("../../../sql/0009_history.sql"),
+    ),
     (
         "0010_write_version",
-        include_str!("../../sql/0010_write_version.sql"),
+        include_str!("../../../sql/0010_write_version.sql"),
     ),
-    ("0011_feed_log", include_str!("../../sql/0011_feed_log.sql")),
+    (
+        "0011_feed_log",
+        include_str!("../../../sql/0011_feed_log.sql"),
+    ),
     (
         "0012_touch_log",
-        include_str!("../../sql/0012_touch_log.sql"),
+        include_str!("../../../sql/0012_touch_log.sql"),
     ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).
-pub const FUNCTIONS: &str = include_str!("../../sql/functions.sql");
+pub const FUNCTIONS: &str = include_str!("../../../sql/functions.sql");
 
 /// The digest that tells whether `FUNCTIONS` is the copy last applied: re-making
 /// triggers takes a lock on their tables, so an unchanged file is not re-run.

@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 
 use super::queries;
 use super::writes::{Lane, WriteCommand};
-use crate::db::error::{DbError, DbResult};
+use crate::error::{DbError, DbResult};
 
 /// Issue `nonce` to `pubkey` for `action`, valid `ttl_ms`; the wallet keeps its
 /// newest `keep` nonces.

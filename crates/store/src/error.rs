@@ -103,3 +103,13 @@ impl PartialEq for DbError {
         self.to_string() == other.to_string()
     }
 }
+
+/// Why a connection pool could not be set up: a malformed `database.url`, or
+/// the pool's own settings.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("bad database.url: {0}")]
+    Url(#[source] tokio_postgres::Error),
+    #[error("cannot build the connection pool: {0}")]
+    Pool(#[source] deadpool_postgres::BuildError),
+}

@@ -2,8 +2,8 @@
 //! committed, and how far the change log was pruned. Read with the change
 //! log (`feed_log`) and in the same snapshot as a full load (`engine_rows`).
 
-use crate::db::error::DbResult;
-use crate::db::queries;
+use crate::error::DbResult;
+use crate::queries;
 
 /// The feed's clock as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,13 +13,13 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Transaction};
 
 use super::queries;
-use crate::db::numeric::{Whole, Whole256};
-use crate::domain::history::Resolution;
-use crate::domain::history::buckets::{MarketBucket, MarketPoint, market_buckets};
-use crate::domain::history::rule::Baseline;
-use crate::domain::pubkey::Pubkey;
-use crate::engine::FastMap;
-use crate::engine::history::{MarketSample, Oracle, Record, Stamped};
+use crate::numeric::{Whole, Whole256};
+use lendex_domain::history::Resolution;
+use lendex_domain::history::buckets::{MarketBucket, MarketPoint, market_buckets};
+use lendex_domain::history::rule::Baseline;
+use lendex_domain::pubkey::Pubkey;
+use lendex_engine::FastMap;
+use lendex_engine::history::{MarketSample, Oracle, Record, Stamped};
 
 /// Records of one leader (its epoch), numbered in the order they are stored.
 /// The rows are shared: the queue keeps the batch while a store of it runs.
