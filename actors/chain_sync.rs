@@ -296,7 +296,7 @@ impl Handler<StreamReport> for ChainSync {
                 stream.connected = false;
                 stream.last_error = Some(reason);
             }
-            StreamReport::Notified { at } => stream.last_notification_at = Some(at),
+            StreamReport::AccountUpdate { at } => stream.last_notification_at = Some(at),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! - `feed`: SSE subscribers, the replay window, rendered answers;
 //! - `http`: routes, extractors, handlers, the console;
 //! - `metrics`, `logging`, `config`;
-//! - `app`: wires it all together; `ops`: the operator CLI's commands;
+//! - `app`: wires it all together; `operator`: the operator CLI's commands;
 //!   `demo`: the demo market; `remote`: the signed client (`lendex remote`).
 
 #[path = "../actors/mod.rs"]
@@ -26,7 +26,7 @@ pub mod http;
 pub mod ingest;
 pub mod logging;
 pub mod metrics;
-pub mod ops;
+pub mod operator;
 pub mod remote;
 
 /// The chain at the edge: RPC transport, reads, live sources (`crates/chain`).

@@ -247,8 +247,8 @@ fn remote(
 async fn run(command: LocalCommand, config: Config) -> CliResult {
     match command {
         LocalCommand::Serve => Ok(lendex::app::serve(config).await?),
-        LocalCommand::Migrate => lendex::ops::migrate(&config).await,
-        LocalCommand::Config => lendex::ops::print_config(&config),
+        LocalCommand::Migrate => lendex::operator::migrate(&config).await,
+        LocalCommand::Config => lendex::operator::print_config(&config),
         LocalCommand::Demo {
             api,
             owners,
@@ -270,10 +270,12 @@ async fn run(command: LocalCommand, config: Config) -> CliResult {
                 pubkey,
                 role,
                 label,
-            } => lendex::ops::admin_add(&config, &pubkey, &role, label).await,
-            AdminCommand::Revoke { pubkey } => lendex::ops::admin_revoke(&config, &pubkey).await,
-            AdminCommand::List => lendex::ops::admin_list(&config).await,
-            AdminCommand::RepairDecimals => lendex::ops::repair_decimals(&config).await,
+            } => lendex::operator::admin_add(&config, &pubkey, &role, label).await,
+            AdminCommand::Revoke { pubkey } => {
+                lendex::operator::admin_revoke(&config, &pubkey).await
+            }
+            AdminCommand::List => lendex::operator::admin_list(&config).await,
+            AdminCommand::RepairDecimals => lendex::operator::repair_decimals(&config).await,
         },
     }
 }

@@ -17,8 +17,8 @@
 //! dead or frozen source is noticed by its silence and reconnected
 //! (`chain::source` has the schedule).
 
-mod notified;
-mod streamed;
+mod grpc_batch;
+mod websocket_batch;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ use crate::actors::chain_reader::{ChainReader, GetSlot};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::chain::grpc::{self, Resume};
-use crate::chain::source::{Backoff, Ended, Notified, StreamEvent, wait_out};
+use crate::chain::source::{AccountUpdate, Backoff, Ended, StreamEvent, wait_out};
 use crate::chain::websocket;
 use crate::db::chain_writes::{AccountWrite, SlotWrites};
 use crate::db::registered::is_registered;
@@ -53,7 +53,7 @@ const GATHER_SLOT_MAX: usize = 10_000;
 
 /// Past `GATHER_MAX`, a batch still takes accounts while they are of its
 /// last slot (the next one may be too), up to `GATHER_SLOT_MAX`.
-fn slot_still_open(batch: &[Notified]) -> bool {
+fn slot_still_open(batch: &[AccountUpdate]) -> bool {
     batch.len() < GATHER_SLOT_MAX && matches!(batch, [.., a, b] if a.slot == b.slot)
 }
 /// How often the source's slot is held against the RPC node's (lag).
@@ -105,7 +105,7 @@ pub enum StreamReport {
     Down {
         reason: String,
     },
-    Notified {
+    AccountUpdate {
         at: DateTime<Utc>,
     },
 }
@@ -202,10 +202,10 @@ async fn apply_updates(
         }
         crate::metrics::sync_notified(batch.len() as u64);
         crate::metrics::stream::updates(deps.source.name(), batch.len() as u64);
-        to.do_send(StreamReport::Notified { at: Utc::now() });
+        to.do_send(StreamReport::AccountUpdate { at: Utc::now() });
         let applied = match deps.source {
             Source::Websocket { .. } => {
-                notified::apply(
+                websocket_batch::apply(
                     deps,
                     &mut state.registered,
                     state.trusted_above,
@@ -214,7 +214,7 @@ async fn apply_updates(
                 )
                 .await
             }
-            Source::Grpc(_) => streamed::apply(deps, &mut state.registered, &batch, heard).await,
+            Source::Grpc(_) => grpc_batch::apply(deps, &mut state.registered, &batch, heard).await,
         };
         if let Err(e) = applied {
             // The next reconcile brings these accounts anyway.
@@ -342,7 +342,7 @@ async fn commit_slots(
 }
 
 /// The accounts of a batch, for the websocket's re-read.
-fn latest_data(batch: &[Notified]) -> std::collections::HashMap<Pubkey, &[u8]> {
+fn latest_data(batch: &[AccountUpdate]) -> std::collections::HashMap<Pubkey, &[u8]> {
     batch
         .iter()
         .map(|n| (n.pubkey, n.data.as_slice()))

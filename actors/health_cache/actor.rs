@@ -11,7 +11,7 @@ use bytes::Bytes;
 use deadpool_postgres::Pool;
 use lru::LruCache;
 
-use super::messages::{Borrows, Heard};
+use super::messages::{Borrows, DatabaseNotice};
 use super::pending::{Parked, Pending, Waiter};
 use super::write_back::{Pace, WriteBack};
 use crate::actors::db_writer::Writers;
@@ -21,7 +21,7 @@ use crate::domain::pubkey::Pubkey;
 use crate::engine::Engine;
 use crate::engine::answers::{self, Answer};
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, SharedRendered, now_seconds};
+use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
 use crate::feed::replay::Replay;
 use crate::feed::subscriber::Subscriber;
 
@@ -276,7 +276,7 @@ impl Actor for HealthCache {
             self.cluster,
             self.origin.clone(),
             move |notice| {
-                me.do_send(Heard(notice));
+                me.do_send(DatabaseNotice(notice));
                 me.connected()
             },
         ));

@@ -15,7 +15,7 @@ use crate::domain::risk::LiquidationPrice;
 use crate::engine::risk::{self, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, OwnerBody, now_seconds};
+use crate::feed::poll_answers::{Body, OwnerBody, now_seconds};
 use crate::feed::subscriber::FeedStream;
 
 impl Handler<LoadAll> for HealthCache {
@@ -46,10 +46,10 @@ impl Handler<CatchUp> for HealthCache {
     }
 }
 
-impl Handler<Heard> for HealthCache {
+impl Handler<DatabaseNotice> for HealthCache {
     type Result = ();
 
-    fn handle(&mut self, Heard(notice): Heard, ctx: &mut Self::Context) {
+    fn handle(&mut self, DatabaseNotice(notice): DatabaseNotice, ctx: &mut Self::Context) {
         match notice {
             Notice::Listening(up) => self.listening_is(up, ctx),
             Notice::Resync => self.resync(ctx),

@@ -13,7 +13,7 @@ use crate::domain::risk::LiquidationPrice;
 use crate::engine::PositionState;
 use crate::engine::answers::Answer;
 use crate::error::ApiResult;
-use crate::feed::rendered::Body;
+use crate::feed::poll_answers::Body;
 use crate::feed::subscriber::FeedStream;
 use crate::wire::positions::BorrowTx;
 
@@ -41,7 +41,7 @@ pub struct CatchUp {
 /// or down, a reload to make after a reconnect, changed rows, changed borrows.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub(super) struct Heard(pub Notice);
+pub(super) struct DatabaseNotice(pub Notice);
 
 /// Resolves once the LISTEN connection is up. The first load starts after it: a
 /// change committed between the load's read and the first LISTEN would

@@ -16,14 +16,14 @@ use actix::prelude::*;
 
 use super::actor::HealthCache;
 use super::pending::{Need, Pending, Waiter};
-use crate::db::engine_rows::{self as loader, Everything};
+use crate::db::engine_rows::{self as loader, IndexSnapshot};
 use crate::db::error::DbResult;
 use crate::db::feed_clock::Clock;
 use crate::db::feed_log::{self, Read, Tick};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
 use crate::error::ApiError;
-use crate::feed::rendered::OwnerBody;
+use crate::feed::poll_answers::OwnerBody;
 use crate::feed::replay::tick_end;
 
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
@@ -93,9 +93,9 @@ impl HealthCache {
             Job::Reload => {
                 self.pending.reload_all = false;
                 self.pending.read_log = false;
-                let read = async move { loader::load_everything(&db, cluster).await };
+                let read = async move { loader::load_snapshot(&db, cluster).await };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
-                    let result = result.map(|everything| act.apply_everything(everything));
+                    let result = result.map(|snapshot| act.apply_snapshot(snapshot));
                     if result.is_ok() {
                         act.on_ready(ctx);
                     }
@@ -193,26 +193,26 @@ impl HealthCache {
         self.pending.fallback_pools.extend(unapplied.pools);
     }
 
-    fn apply_everything(&mut self, everything: Everything) {
+    fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
         self.rendered
             .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
         self.engine.clear();
-        for pool in everything.pools {
+        for pool in snapshot.pools {
             self.engine.upsert_pool(pool);
         }
-        let owners = everything.owners.len();
-        self.apply_owners(everything.owners);
+        let owners = snapshot.owners.len();
+        self.apply_owners(snapshot.owners);
         self.engine.end_reload();
         let reloaded = self.ready;
         self.ready = true;
-        self.restart_feed(everything.clock.epoch, everything.clock.tick, reloaded);
+        self.restart_feed(snapshot.clock.epoch, snapshot.clock.tick, reloaded);
         self.record_history();
         release_load_memory();
         tracing::info!(
             pools = self.engine.pool_count(),
             owners,
             unhealthy = self.engine.unhealthy_count(),
-            tick = everything.clock.tick,
+            tick = snapshot.clock.tick,
             "health-factor cache loaded"
         );
     }

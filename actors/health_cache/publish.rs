@@ -18,7 +18,7 @@ use crate::engine::frame::{EventId, Stamp, write_event};
 use crate::engine::parallel::par_chunks;
 use crate::engine::unhealthy::snapshot_frames;
 use crate::error::ApiResult;
-use crate::feed::rendered::now_seconds;
+use crate::feed::poll_answers::now_seconds;
 use crate::feed::replay::{Reset, number_tick, tick_end, tick_of};
 use crate::feed::subscriber::{FeedStream, Subscriber};
 

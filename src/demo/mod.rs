@@ -6,7 +6,7 @@
 //! operator path); then registers every pool through the running service's real
 //! signed handshake. The background refresh discovers the positions. A ninth
 //! pool is left on chain unregistered, for a newcomer to register with the
-//! demo authority's keypair (`--keypair-out`). Everything is derived from fixed
+//! demo authority's keypair (`--keypair-out`). IndexSnapshot is derived from fixed
 //! seeds, so two runs build the same market. With `--walk` the oracles then
 //! stay alive (`walk`).
 
@@ -136,7 +136,7 @@ async fn seed(config: &Config, program: &Pubkey, options: &DemoOptions<'_>) -> C
         pubkey: authority_key.to_string(),
         role: crate::domain::enums::Role::PoolAdmin,
         label: Some("demo authority".into()),
-        actor: crate::ops::SYSTEM_ACTOR.into(),
+        actor: crate::operator::SYSTEM_ACTOR.into(),
     };
     writes::apply_now(&db, &add)
         .await

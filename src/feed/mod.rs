@@ -4,6 +4,6 @@
 //! the rendered answers every HTTP worker reads, with their ETags (`rendered`).
 
 pub mod gate;
-pub mod rendered;
+pub mod poll_answers;
 pub mod replay;
 pub mod subscriber;

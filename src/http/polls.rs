@@ -7,7 +7,7 @@
 //! into the `Answer` it asks for. A GET whose answer is already rendered for
 //! this second is served by `answer` from those shared bytes ahead of the App,
 //! with no routing, extractors or handler futures: what is left per request is
-//! the HTTP stack (what the hello-world baseline measures). Everything else (a
+//! the HTTP stack (what the hello-world baseline measures). IndexSnapshot else (a
 //! miss, HEAD, another spelling of the path, a parameter the parser refuses)
 //! goes on to the App, whose handlers parse the query the same way, `serve`
 //! the same bytes (the cache renders on a miss), and answer every error.
@@ -33,7 +33,7 @@ use crate::engine::WATCH_BELOW;
 use crate::engine::answers::Answer;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Changes, OwnerBody, SharedRendered, now_seconds};
+use crate::feed::poll_answers::{Changes, OwnerBody, SharedRendered, now_seconds};
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
 pub const LIQUIDATIONS: &str = "/api/liquidations";
@@ -245,7 +245,7 @@ mod tests {
         }
     }
 
-    use crate::feed::rendered::Body;
+    use crate::feed::poll_answers::Body;
 
     const BODY: &[u8] = br#"{"positions":[]}"#;
     const SLOW: Duration = Duration::from_millis(100);

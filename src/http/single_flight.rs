@@ -14,7 +14,7 @@ use futures_util::future::{LocalBoxFuture, Shared};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::answers::Answer;
 use crate::error::ApiResult;
-use crate::feed::rendered::{Body, OwnerBody};
+use crate::feed::poll_answers::{Body, OwnerBody};
 
 /// Which answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

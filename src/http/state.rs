@@ -13,7 +13,7 @@ use crate::actors::health_cache::HealthCache;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
 use crate::feed::gate::StreamGate;
-use crate::feed::rendered::SharedRendered;
+use crate::feed::poll_answers::SharedRendered;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::ingest::Ingest;

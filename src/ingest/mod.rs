@@ -11,8 +11,8 @@
 //! `actors::chain_sync`); whether a pool is registered is asked of
 //! `db::registered`, before any read.
 
-mod notified;
-mod streamed;
+mod grpc;
+mod websocket;
 
 use crate::chain::rpc::{AccountRead, RawAccount};
 use crate::db::chain_writes::{
@@ -25,8 +25,8 @@ use crate::domain::accounts::{
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ApiError, ApiResult};
 
-pub use notified::{Notifications, sort_out};
-pub use streamed::{Streamed, latest};
+pub use grpc::{Streamed, latest};
+pub use websocket::{Notifications, sort_out};
 
 /// What every ingest needs to know: whose accounts, and under which cluster
 /// the rows are kept.

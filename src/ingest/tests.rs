@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::chain::source::Notified;
+use crate::chain::source::AccountUpdate;
 use crate::db::chain_writes::AccountWrite;
 use crate::domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
 
@@ -45,8 +45,8 @@ fn read(owner: Pubkey, data: Vec<u8>, slot: u64) -> AccountRead {
     }
 }
 
-fn notified(pubkey: Pubkey, data: Vec<u8>, slot: u64) -> Notified {
-    Notified {
+fn notified(pubkey: Pubkey, data: Vec<u8>, slot: u64) -> AccountUpdate {
+    AccountUpdate {
         slot,
         pubkey,
         owner: ingest().program,
@@ -238,8 +238,8 @@ fn a_reread_position_carries_its_pools_state_and_skips_what_is_gone() {
     assert_eq!((w.slot, w.pool.is_some()), (21, true));
 }
 
-fn streamed(pubkey: Pubkey, data: Vec<u8>, slot: u64, write_version: u64) -> Notified {
-    Notified {
+fn streamed(pubkey: Pubkey, data: Vec<u8>, slot: u64, write_version: u64) -> AccountUpdate {
+    AccountUpdate {
         write_version: Some(write_version),
         ..notified(pubkey, data, slot)
     }
@@ -281,7 +281,7 @@ fn a_streamed_write_is_written_as_it_came_with_its_version() {
 fn unusable_streamed_accounts_are_skipped_and_closed_ones_named() {
     let (i, pool, user) = (ingest(), Pubkey::new_unique(), Pubkey::new_unique());
     let key = Pubkey::new_unique();
-    let skipped = |n: Notified| match i.streamed(&n) {
+    let skipped = |n: AccountUpdate| match i.streamed(&n) {
         Streamed::Skipped(why) => why,
         other => panic!("{other:?}"),
     };
@@ -297,11 +297,11 @@ fn unusable_streamed_accounts_are_skipped_and_closed_ones_named() {
     );
     // Another program's account, or one with no lamports left: closed (the
     // caller removes it when it is a position it holds).
-    let other = Notified {
+    let other = AccountUpdate {
         owner: Pubkey::new_unique(),
         ..streamed(key, position_data(user, pool, 1), 6, 2)
     };
-    let emptied = Notified {
+    let emptied = AccountUpdate {
         lamports: Some(0),
         ..streamed(key, position_data(user, pool, 1), 7, 3)
     };

@@ -31,8 +31,8 @@ async fn rerunning_bootstrap_with_new_key_adds_it() {
     let new_root = Wallet::new();
     let mut config = app.config.clone();
     config.auth.super_admin_pubkey = new_root.pubkey();
-    lendex::ops::migrate(&config).await.unwrap();
-    lendex::ops::migrate(&config).await.unwrap(); // idempotent
+    lendex::operator::migrate(&config).await.unwrap();
+    lendex::operator::migrate(&config).await.unwrap(); // idempotent
     let (_, body) = app.get("/api/admin/allowlist").await;
     let keys: Vec<_> = body["admins"]
         .as_array()

@@ -314,7 +314,7 @@ async fn duplicated_and_reordered_notifications_leave_the_index_equal_to_the_cha
         .unwrap_or_else(|diff| panic!("the stream left the index behind: {diff}"));
     let messed = ws.messed.load(std::sync::atomic::Ordering::Relaxed);
     assert!(messed >= 4, "only {messed} notifications were reordered");
-    // Everything the stream could tell has arrived, and nothing went back.
+    // IndexSnapshot the stream could tell has arrived, and nothing went back.
     none_went_back(&before, &slots(&app.db.connect().await).await);
 }
 

@@ -2,16 +2,16 @@
 //! (`db::numeric`): the values it must read exactly, and the ones it must
 //! refuse, as this PostgreSQL sends them.
 
-use lendex::db::numeric::Whole;
+use lendex::db::numeric::NumericU128;
 
 use crate::common::*;
 
-async fn read(client: &tokio_postgres::Client, literal: &str) -> Result<Whole, String> {
+async fn read(client: &tokio_postgres::Client, literal: &str) -> Result<NumericU128, String> {
     let row = client
         .query_one(&format!("SELECT {literal}::numeric"), &[])
         .await
         .unwrap();
-    row.try_get::<_, Whole>(0).map_err(|e| e.to_string())
+    row.try_get::<_, NumericU128>(0).map_err(|e| e.to_string())
 }
 
 #[actix_rt::test]
@@ -32,7 +32,11 @@ async fn numeric_columns_read_in_binary_are_exact() {
         ("5.000", 5),
         ("340282366920938463463374607431768211455", u128::MAX),
     ] {
-        assert_eq!(read(&client, literal).await, Ok(Whole(want)), "{literal}");
+        assert_eq!(
+            read(&client, literal).await,
+            Ok(NumericU128(want)),
+            "{literal}"
+        );
     }
     for literal in [
         "-1",

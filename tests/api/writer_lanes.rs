@@ -82,7 +82,7 @@ async fn a_batch_with_one_bad_write_fails_it_alone() {
     bodies[17]["error_msg"] = json!("boom");
     let sending = join_all(bodies.iter().map(|b| app.post("/api/transactions", b)));
     let release = async {
-        // Everything queues behind the held write, then the lane goes on.
+        // IndexSnapshot queues behind the held write, then the lane goes on.
         tokio::time::sleep(Duration::from_millis(700)).await;
         other.batch_execute("ROLLBACK").await.unwrap();
     };

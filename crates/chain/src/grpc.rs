@@ -23,7 +23,7 @@ use yellowstone_grpc_proto::prelude::{
 };
 use yellowstone_grpc_proto::tonic::Code;
 
-use super::source::{Ended, Notified, StreamEvent};
+use super::source::{AccountUpdate, Ended, StreamEvent};
 use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use lendex_domain::pubkey::Pubkey;
 
@@ -87,7 +87,7 @@ pub fn ping_answer() -> SubscribeRequest {
 /// What one update from the server means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Update {
-    Account(Notified),
+    Account(AccountUpdate),
     /// A slot confirmed (or finalized).
     Slot(u64),
     Ping,
@@ -107,7 +107,7 @@ pub fn decode(update: SubscribeUpdate) -> Update {
             let (Some(pubkey), Some(owner)) = (key(&info.pubkey), key(&info.owner)) else {
                 return Update::Bad("malformed key");
             };
-            Update::Account(Notified {
+            Update::Account(AccountUpdate {
                 slot: update.slot,
                 pubkey,
                 owner,
@@ -415,7 +415,7 @@ mod tests {
         };
         assert_eq!(
             decode(account(key.to_bytes().to_vec())),
-            Update::Account(Notified {
+            Update::Account(AccountUpdate {
                 slot: 40,
                 pubkey: key,
                 owner,

@@ -20,7 +20,7 @@ use lendex_domain::pubkey::Pubkey;
 
 /// An account as a source carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notified {
+pub struct AccountUpdate {
     /// The slot of the write (gRPC), or the notification's context slot
     /// (websocket: some nodes send the subscription's).
     pub slot: u64,
@@ -42,7 +42,7 @@ pub enum StreamEvent {
     Subscribed {
         replayed: bool,
     },
-    Account(Notified),
+    Account(AccountUpdate),
     /// The source's view of the chain reached this slot (gRPC slot updates).
     Slot(u64),
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::source::{Ended, Notified, StreamEvent};
+use super::source::{AccountUpdate, Ended, StreamEvent};
 use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use lendex_domain::pubkey::Pubkey;
 
@@ -78,7 +78,7 @@ pub enum Frame {
         id: u64,
         error: String,
     },
-    Account(Notified),
+    Account(AccountUpdate),
     Other,
 }
 
@@ -108,7 +108,7 @@ pub fn parse_frame(text: &str) -> Frame {
         let data = base64::engine::general_purpose::STANDARD
             .decode(account["data"][0].as_str()?)
             .ok()?;
-        Some(Notified {
+        Some(AccountUpdate {
             slot,
             pubkey,
             owner,
@@ -278,7 +278,7 @@ mod tests {
         .to_string();
         assert_eq!(
             parse_frame(&text),
-            Frame::Account(Notified {
+            Frame::Account(AccountUpdate {
                 slot: 42,
                 pubkey: key,
                 owner,

@@ -1,6 +1,6 @@
 //! The polled answers (unhealthy, liquidations, at-risk), rendered from the
 //! engine. They are rendered once per feed change and kept, with their ETags,
-//! in `feed::rendered`, shared with every HTTP worker.
+//! in `feed::poll_answers`, shared with every HTTP worker.
 
 use bytes::Bytes;
 

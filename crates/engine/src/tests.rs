@@ -92,7 +92,7 @@ pub(super) enum Op {
     Upsert(u8, usize, u64, u64, u64),
     /// A position removed by a read at a slot.
     Remove(u8, usize, u64),
-    /// Everything read again from the database (after a lost LISTEN).
+    /// IndexSnapshot read again from the database (after a lost LISTEN).
     Reload,
 }
 

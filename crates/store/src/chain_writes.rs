@@ -228,7 +228,7 @@ impl WriteCommand for SyncPool {
     const LANE: Lane = Lane::Index;
     fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<Option<PoolState>>> {
         let guard = if self.catch_up {
-            Guard::CatchUp
+            Guard::OverOlderReads
         } else {
             Guard::Newer(self.write_version)
         };
@@ -316,7 +316,7 @@ impl IndexWrite for SlotWrites {
 #[derive(Clone, Copy)]
 enum Guard {
     /// Older reads only (the reconciliation).
-    CatchUp,
+    OverOlderReads,
     /// Older slots, and within the slot: any write for a read (None), older
     /// writes for a streamed write of that version.
     Newer(Option<u64>),
@@ -336,7 +336,7 @@ async fn update_pool_state(
     let state = PoolStateParams::new(cluster, pool_address, pool, slot, symbol);
     let mut params = state.params();
     let (query, version) = match guard {
-        Guard::CatchUp => (queries::UPDATE_POOL_STATE_CATCH_UP, None),
+        Guard::OverOlderReads => (queries::UPDATE_POOL_STATE_CATCH_UP, None),
         Guard::Newer(version) => (queries::UPDATE_POOL_STATE, version.map(slot_param)),
     };
     if let Guard::Newer(_) = guard {

@@ -9,7 +9,7 @@ use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
 
 use crate::error::{DbError, DbResult};
-use crate::numeric::Whole;
+use crate::numeric::NumericU128;
 use crate::queries;
 use crate::rows::{num, pool_pricing};
 use lendex_domain::liquidation::LiquidationTerms;
@@ -23,7 +23,7 @@ use lendex_engine::{PoolState, PositionState};
 pub type Owners = HashMap<Pubkey, (Vec<PositionState>, Option<u128>), foldhash::fast::RandomState>;
 
 /// The whole cluster, for a (re)load.
-pub struct Everything {
+pub struct IndexSnapshot {
     pub pools: Vec<PoolState>,
     pub owners: Owners,
     /// The feed's clock in the same snapshot.
@@ -33,7 +33,7 @@ pub struct Everything {
 /// Pools, then every position streamed (a million rows never sit in memory
 /// twice), with the feed's clock, all in one snapshot: the state is exactly
 /// that of the clock's tick, and the change log takes over after it.
-pub async fn load_everything(db: &Pool, cluster: &'static str) -> DbResult<Everything> {
+pub async fn load_snapshot(db: &Pool, cluster: &'static str) -> DbResult<IndexSnapshot> {
     let mut client = db.get().await?;
     let tx = client
         .build_transaction()
@@ -61,7 +61,7 @@ pub async fn load_everything(db: &Pool, cluster: &'static str) -> DbResult<Every
         }
     }
     tx.commit().await?;
-    Ok(Everything {
+    Ok(IndexSnapshot {
         pools,
         owners,
         clock,
@@ -229,7 +229,7 @@ pub fn position_state(row: &Row, pools: &mut PoolKeys) -> Option<(Pubkey, Positi
 
 /// A NUMERIC column of a position row, exact, in the field's integer type.
 fn whole<T: TryFrom<u128>>(row: &Row, column: usize) -> DbResult<T> {
-    let Whole(value) = row.try_get(column).map_err(DbError::failed)?;
+    let NumericU128(value) = row.try_get(column).map_err(DbError::failed)?;
     T::try_from(value).map_err(|_| {
         DbError::failed(format!(
             "stored number {value} out of range (column {column})"

@@ -16,7 +16,7 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 /// A NUMERIC that is a whole number in `0..=u128::MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Whole(pub u128);
+pub struct NumericU128(pub u128);
 
 const POSITIVE: u16 = 0x0000;
 
@@ -69,9 +69,9 @@ pub fn whole_from_binary(raw: &[u8]) -> Result<u128, &'static str> {
     Ok(value)
 }
 
-impl<'a> FromSql<'a> for Whole {
+impl<'a> FromSql<'a> for NumericU128 {
     fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(Whole(whole_from_binary(raw)?))
+        Ok(NumericU128(whole_from_binary(raw)?))
     }
 
     fn accepts(ty: &Type) -> bool {
@@ -81,7 +81,7 @@ impl<'a> FromSql<'a> for Whole {
 
 /// A NUMERIC that is a whole number in `0..2^256` (history's sums).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Whole256(pub U256);
+pub struct NumericU256(pub U256);
 
 /// `whole_from_binary` at 256 bits.
 pub fn whole256_from_binary(raw: &[u8]) -> Result<U256, &'static str> {
@@ -117,9 +117,9 @@ pub fn whole256_from_binary(raw: &[u8]) -> Result<U256, &'static str> {
     Ok(value)
 }
 
-impl<'a> FromSql<'a> for Whole256 {
+impl<'a> FromSql<'a> for NumericU256 {
     fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(Whole256(whole256_from_binary(raw)?))
+        Ok(NumericU256(whole256_from_binary(raw)?))
     }
 
     fn accepts(ty: &Type) -> bool {
@@ -169,7 +169,7 @@ pub fn put_u256(value: U256, out: &mut BytesMut) {
     put_digits(&digits, out);
 }
 
-impl ToSql for Whole {
+impl ToSql for NumericU128 {
     fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         put_u128(self.0, out);
         Ok(IsNull::No)
@@ -182,7 +182,7 @@ impl ToSql for Whole {
     to_sql_checked!();
 }
 
-impl ToSql for Whole256 {
+impl ToSql for NumericU256 {
     fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         put_u256(self.0, out);
         Ok(IsNull::No)

@@ -95,7 +95,11 @@ pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
         .expect("serve");
 }
 
-fn account_update(n: &lendex::chain::source::Notified, slot: u64, version: u64) -> SubscribeUpdate {
+fn account_update(
+    n: &lendex::chain::source::AccountUpdate,
+    slot: u64,
+    version: u64,
+) -> SubscribeUpdate {
     SubscribeUpdate {
         update_oneof: Some(subscribe_update::UpdateOneof::Account(
             SubscribeUpdateAccount {

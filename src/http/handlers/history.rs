@@ -13,7 +13,7 @@ use crate::domain::history::buckets::MarketPoint;
 use crate::domain::history::{EventKind, Resolution, keep_from};
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, now_micros};
+use crate::feed::poll_answers::{Body, now_micros};
 use crate::http::conditional::respond_once;
 use crate::http::extract::Params;
 use crate::http::history_params::{Listing, Window, window};

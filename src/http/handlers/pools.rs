@@ -14,7 +14,7 @@ use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, Changes, now_seconds};
+use crate::feed::poll_answers::{Body, Changes, now_seconds};
 use crate::http::body::{JsonBody, ParseBody};
 use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::PublicWrite;

@@ -18,7 +18,7 @@ use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::rendered::{Body, Changes, OwnerBody};
+use crate::feed::poll_answers::{Body, Changes, OwnerBody};
 use crate::http::body::{JsonBody, ParseBody};
 use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::{Params, PublicWrite};

@@ -12,7 +12,7 @@ use tokio_postgres::types::ToSql;
 use super::queries;
 use super::write::time_of;
 use crate::error::{DbError, DbResult};
-use crate::numeric::{Whole, Whole256};
+use crate::numeric::{NumericU128, NumericU256};
 use lendex_domain::history::buckets::{
     HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
     market_buckets as market_buckets_of, range_parts,
@@ -35,9 +35,9 @@ fn point(row: &Row) -> DbResult<HealthPoint> {
     Ok(HealthPoint {
         at_us: micros(row, 0),
         slot: slot(row, 1),
-        health_factor: row.try_get::<_, Whole>(2)?.0,
-        collateral: row.try_get::<_, Whole256>(3)?.0,
-        debt: row.try_get::<_, Whole256>(4)?.0,
+        health_factor: row.try_get::<_, NumericU128>(2)?.0,
+        collateral: row.try_get::<_, NumericU256>(3)?.0,
+        debt: row.try_get::<_, NumericU256>(4)?.0,
         cause: Cause::from_code(row.get(5))
             .ok_or_else(|| DbError::failed("a history point of an unknown cause"))?,
     })
@@ -157,7 +157,7 @@ pub async fn prices(
                 at_us: micros(row, 0),
                 slot: slot(row, 1),
                 price: row.get(2),
-                conf: row.try_get::<_, Option<Whole>>(3)?.map(|w| w.0),
+                conf: row.try_get::<_, Option<NumericU128>>(3)?.map(|w| w.0),
                 expo: row.get(4),
             })
         })
@@ -170,8 +170,8 @@ fn market_point(row: &Row) -> DbResult<MarketPoint> {
         owners: count(row, 1),
         under_water: count(row, 2),
         at_risk: count(row, 3),
-        debt_under_water: row.try_get::<_, Whole256>(4)?.0,
-        bad_debt: row.try_get::<_, Whole256>(5)?.0,
+        debt_under_water: row.try_get::<_, NumericU256>(4)?.0,
+        bad_debt: row.try_get::<_, NumericU256>(5)?.0,
     })
 }
 
@@ -274,8 +274,8 @@ async fn stored_market_buckets(
                     owners: count(row, 3),
                     under_water: count(row, 4),
                     at_risk: count(row, 6),
-                    debt_under_water: row.try_get::<_, Whole256>(7)?.0,
-                    bad_debt: row.try_get::<_, Whole256>(8)?.0,
+                    debt_under_water: row.try_get::<_, NumericU256>(7)?.0,
+                    bad_debt: row.try_get::<_, NumericU256>(8)?.0,
                 },
                 under_water_max: count(row, 5),
             })
@@ -362,12 +362,12 @@ pub async fn events(
                 owner: row.get(2),
                 at_us: micros(row, 3),
                 slot: slot(row, 4),
-                health_factor_before: row.try_get::<_, Whole>(5)?.0,
-                health_factor_after: row.try_get::<_, Whole>(6)?.0,
+                health_factor_before: row.try_get::<_, NumericU128>(5)?.0,
+                health_factor_after: row.try_get::<_, NumericU128>(6)?.0,
                 debt_pool: row.get(7),
-                repaid: row.try_get::<_, Option<Whole>>(8)?.map(|w| w.0),
+                repaid: row.try_get::<_, Option<NumericU128>>(8)?.map(|w| w.0),
                 collateral_pool: row.get(9),
-                seized: row.try_get::<_, Option<Whole>>(10)?.map(|w| w.0),
+                seized: row.try_get::<_, Option<NumericU128>>(10)?.map(|w| w.0),
             })
         })
         .collect()

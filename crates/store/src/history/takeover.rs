@@ -9,7 +9,7 @@ use tokio_postgres::Client;
 
 use super::queries;
 use super::write::Ids;
-use crate::numeric::Whole;
+use crate::numeric::NumericU128;
 use lendex_domain::history::rule::Baseline;
 use lendex_domain::pubkey::Pubkey;
 use lendex_engine::history::{Baselines, Oracle};
@@ -43,7 +43,7 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
             continue;
         };
         ids.owners.insert(owner, row.get(0));
-        let hf: Option<Whole> = row.get(2);
+        let hf: Option<NumericU128> = row.get(2);
         let bad: Option<bool> = row.get(3);
         if let (Some(hf), Some(bad)) = (hf, bad) {
             owners.push((
@@ -73,7 +73,7 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
         let Some(owner) = by_id.get(&row.get::<_, i32>(0)) else {
             continue;
         };
-        let hf: Whole = row.get(1);
+        let hf: NumericU128 = row.get(1);
         let at: DateTime<Utc> = row.get(3);
         let baseline = Baseline {
             health_factor: hf.0,
@@ -98,7 +98,7 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
         ids.pools.insert(pool, row.get(0));
         let at: Option<DateTime<Utc>> = row.get(5);
         if at.is_some() {
-            let conf: Option<Whole> = row.get(3);
+            let conf: Option<NumericU128> = row.get(3);
             let oracle: Oracle = (
                 row.get(2),
                 conf.and_then(|c| u64::try_from(c.0).ok()),

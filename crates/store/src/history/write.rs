@@ -13,7 +13,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Transaction};
 
 use super::queries;
-use crate::numeric::{Whole, Whole256};
+use crate::numeric::{NumericU128, NumericU256};
 use lendex_domain::history::Resolution;
 use lendex_domain::history::buckets::{MarketBucket, MarketPoint, market_buckets};
 use lendex_domain::history::rule::Baseline;
@@ -175,9 +175,9 @@ pub async fn store(
                     &p.cause.code(),
                     &time_of(*at),
                     &(p.slot as i64),
-                    &Whole(p.health_factor),
-                    &Whole256(p.collateral),
-                    &Whole256(p.debt),
+                    &NumericU128(p.health_factor),
+                    &NumericU256(p.collateral),
+                    &NumericU256(p.debt),
                 ])
                 .await?;
         }
@@ -206,9 +206,9 @@ pub async fn store(
             let (debt_pool, repaid, collateral_pool, seized) = match e.liquidation {
                 Some((d, r, c, s)) => (
                     Some(ids.pools[&d]),
-                    Some(Whole(r)),
+                    Some(NumericU128(r)),
                     Some(ids.pools[&c]),
-                    Some(Whole(s)),
+                    Some(NumericU128(s)),
                 ),
                 None => (None, None, None, None),
             };
@@ -220,8 +220,8 @@ pub async fn store(
                     &ids.owners[&e.owner],
                     &time_of(*at),
                     &(e.slot as i64),
-                    &Whole(e.health_factor_before),
-                    &Whole(e.health_factor_after),
+                    &NumericU128(e.health_factor_before),
+                    &NumericU128(e.health_factor_after),
                     &debt_pool,
                     &repaid,
                     &collateral_pool,
@@ -252,7 +252,7 @@ pub async fn store(
                     &time_of(*at),
                     &(p.slot as i64),
                     &p.price,
-                    &p.conf.map(|c| Whole(c.into())),
+                    &p.conf.map(|c| NumericU128(c.into())),
                     &p.expo,
                 ])
                 .await?;
@@ -302,9 +302,9 @@ pub async fn checkpoint(
         return Ok(Flushed::Fenced);
     }
     let ids: Vec<i32> = owners.iter().map(|(id, ..)| *id).collect();
-    let hfs: Vec<Whole> = owners
+    let hfs: Vec<NumericU128> = owners
         .iter()
-        .map(|(_, _, b)| Whole(b.health_factor))
+        .map(|(_, _, b)| NumericU128(b.health_factor))
         .collect();
     let bad: Vec<bool> = owners.iter().map(|(_, _, b)| b.bad_debt).collect();
     let ats: Vec<DateTime<Utc>> = owners.iter().map(|(_, at, _)| time_of(*at)).collect();
@@ -352,9 +352,9 @@ async fn upsert_pools(
     }
     let pools: Vec<String> = oracles.keys().map(Pubkey::to_string).collect();
     let prices: Vec<Option<i64>> = oracles.values().map(|(_, o)| o.0).collect();
-    let confs: Vec<Option<Whole>> = oracles
+    let confs: Vec<Option<NumericU128>> = oracles
         .values()
-        .map(|(_, o)| o.1.map(|c| Whole(c.into())))
+        .map(|(_, o)| o.1.map(|c| NumericU128(c.into())))
         .collect();
     let expos: Vec<Option<i32>> = oracles.values().map(|(_, o)| o.2).collect();
     let ats: Vec<DateTime<Utc>> = oracles.values().map(|(at, _)| time_of(*at)).collect();
@@ -402,8 +402,8 @@ async fn insert_market(
     let ats: Vec<DateTime<Utc>> = points.iter().map(|p| time_of(p.at_us)).collect();
     let count =
         |f: fn(&MarketPoint) -> u64| -> Vec<i64> { points.iter().map(|p| f(p) as i64).collect() };
-    let wide = |f: fn(&MarketPoint) -> U256| -> Vec<Whole256> {
-        points.iter().map(|p| Whole256(f(p))).collect()
+    let wide = |f: fn(&MarketPoint) -> U256| -> Vec<NumericU256> {
+        points.iter().map(|p| NumericU256(f(p))).collect()
     };
     let params: [&(dyn ToSql + Sync); 7] = [
         &cluster,
@@ -432,13 +432,13 @@ async fn insert_market(
         .iter()
         .map(|(_, b)| time_of(b.last.at_us))
         .collect();
-    let debts: Vec<Whole256> = partials
+    let debts: Vec<NumericU256> = partials
         .iter()
-        .map(|(_, b)| Whole256(b.last.debt_under_water))
+        .map(|(_, b)| NumericU256(b.last.debt_under_water))
         .collect();
-    let bads: Vec<Whole256> = partials
+    let bads: Vec<NumericU256> = partials
         .iter()
-        .map(|(_, b)| Whole256(b.last.bad_debt))
+        .map(|(_, b)| NumericU256(b.last.bad_debt))
         .collect();
     let params: [&(dyn ToSql + Sync); 11] = [
         &cluster,

@@ -3,12 +3,12 @@
 //! version) order rule the named queries hold; a
 //! refused write is an older one, and nothing is re-read. A closed account
 //! that the index holds as a position is removed; anything unusable is counted
-//! and skipped (`ingest::streamed` says which).
+//! and skipped (`ingest::grpc` says which).
 
 use std::time::Instant;
 
 use super::{Registered, StreamDeps, commit_slots};
-use crate::chain::source::Notified;
+use crate::chain::source::AccountUpdate;
 use crate::db::chain_writes::AccountWrite;
 use crate::db::chain_writes::SyncPosition;
 use crate::db::registered::held_position;
@@ -18,7 +18,7 @@ use crate::ingest::{Streamed, latest};
 pub(super) async fn apply(
     deps: &StreamDeps,
     registered: &mut Registered,
-    batch: &[Notified],
+    batch: &[AccountUpdate],
     heard: Instant,
 ) -> ApiResult<()> {
     let mut writes = Vec::new();

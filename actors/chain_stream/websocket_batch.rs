@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::{Registered, StreamDeps, commit_slots, latest_data};
 use crate::actors::chain_reader::ReadAccounts;
-use crate::chain::source::Notified;
+use crate::chain::source::AccountUpdate;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ApiResult;
 use crate::ingest::sort_out;
@@ -28,7 +28,7 @@ pub(super) async fn apply(
     deps: &StreamDeps,
     registered: &mut Registered,
     trusted_above: u64,
-    batch: &[Notified],
+    batch: &[AccountUpdate],
     heard: Instant,
 ) -> ApiResult<()> {
     let mut wanted = sort_out(batch);

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Ingest;
 use crate::chain::rpc::AccountRead;
-use crate::chain::source::Notified;
+use crate::chain::source::AccountUpdate;
 use crate::db::chain_writes::{AccountWrite, SyncPosition};
 use crate::domain::accounts::{
     LendingPool, POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool,
@@ -65,7 +65,7 @@ impl Notifications {
 
 /// Sorts a batch by kind, by each account's discriminator; anything else is
 /// not the index's.
-pub fn sort_out(batch: &[Notified]) -> Notifications {
+pub fn sort_out(batch: &[AccountUpdate]) -> Notifications {
     let mut out = Notifications::default();
     for account in batch {
         if account.data.starts_with(&POOL_DISCRIMINATOR) {
@@ -98,12 +98,13 @@ impl Ingest {
     /// re-read as well.
     pub fn notified(
         &self,
-        batch: &[Notified],
+        batch: &[AccountUpdate],
         wanted: &Notifications,
         trusted_above: u64,
     ) -> (Vec<AccountWrite>, BTreeSet<Pubkey>) {
         // The latest notification of each account.
-        let latest: BTreeMap<Pubkey, &Notified> = batch.iter().map(|n| (n.pubkey, n)).collect();
+        let latest: BTreeMap<Pubkey, &AccountUpdate> =
+            batch.iter().map(|n| (n.pubkey, n)).collect();
         let mut writes = Vec::new();
         let mut reread = BTreeSet::new();
         let provable = |key: &Pubkey| latest.get(key).filter(|n| n.slot > trusted_above);

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::Ingest;
-use crate::chain::source::Notified;
+use crate::chain::source::AccountUpdate;
 use crate::db::chain_writes::AccountWrite;
 use crate::db::chain_writes::{SyncPool, SyncPosition};
 use crate::domain::accounts::{
@@ -40,10 +40,10 @@ pub enum Streamed {
 
 /// The latest write of each account in a batch: the highest (slot, write
 /// version), the later arrival on a tie.
-pub fn latest(batch: &[Notified]) -> Vec<&Notified> {
-    let mut latest: BTreeMap<Pubkey, &Notified> = BTreeMap::new();
+pub fn latest(batch: &[AccountUpdate]) -> Vec<&AccountUpdate> {
+    let mut latest: BTreeMap<Pubkey, &AccountUpdate> = BTreeMap::new();
     for n in batch {
-        let order = |n: &Notified| (n.slot, n.write_version.unwrap_or(u64::MAX));
+        let order = |n: &AccountUpdate| (n.slot, n.write_version.unwrap_or(u64::MAX));
         match latest.get(&n.pubkey) {
             Some(seen) if order(seen) > order(n) => {}
             _ => {
@@ -55,7 +55,7 @@ pub fn latest(batch: &[Notified]) -> Vec<&Notified> {
 }
 
 impl Ingest {
-    pub fn streamed(&self, account: &Notified) -> Streamed {
+    pub fn streamed(&self, account: &AccountUpdate) -> Streamed {
         if account.owner != self.program || account.lamports == Some(0) {
             return Streamed::Closed {
                 account: account.pubkey,
