@@ -11,9 +11,9 @@ use yellowstone_grpc_proto::tonic::Status;
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::geyser::*;
 use crate::grpc_source::*;
 use crate::health_feed::market;
+use lendex_testkit::geyser::*;
 
 async fn last_refresh(app: &TestApp) -> Value {
     app.get("/api/health").await.1["checks"]["sync"]["lastRefreshAt"].clone()

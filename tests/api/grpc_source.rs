@@ -16,8 +16,8 @@ use yellowstone_grpc_proto::prelude::{
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::geyser::*;
 use crate::health_feed::{Market, USD, market};
+use lendex_testkit::geyser::*;
 
 /// A market whose live source is `server` (the poll set to an hour, so what
 /// arrives came by the stream), once it is subscribed.

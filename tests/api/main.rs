@@ -19,7 +19,6 @@ mod documents;
 mod draining;
 mod examples;
 mod feed_resume;
-mod geyser;
 mod grpc_faults;
 mod grpc_source;
 mod hardening;

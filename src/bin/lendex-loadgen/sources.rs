@@ -1,5 +1,6 @@
 //! The two live chain sources side by side (scripts/load-test-chain):
-//! - `grpc-bridge`: a Yellowstone gRPC server fed from the local chain. The
+//! - `grpc-bridge`: a Yellowstone gRPC server (the tests' scripted one,
+//!   `lendex_testkit::geyser`) fed from the local chain. The
 //!   chain's websocket notifications of the program's accounts (read with the
 //!   service's own websocket client, `chain::websocket`) are re-served as
 //!   Geyser `Subscribe` updates, each stamped with the chain's processed slot
@@ -13,18 +14,14 @@
 //!   every second, then listens again; the time until the index holds the last
 //!   price is the figure.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures_util::Stream;
+use lendex_testkit::geyser::{Options, ScriptedGeyser, account_update, slot_update};
 use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
-use tokio::sync::{broadcast, mpsc};
-use yellowstone_grpc_proto::prelude::geyser_server::{Geyser, GeyserServer};
-use yellowstone_grpc_proto::prelude::*;
-use yellowstone_grpc_proto::tonic::{self, Request, Response, Status, Streaming};
+use tokio::sync::mpsc;
 
 use lendex::chain::rpc::{get_accounts, surfnet_set_account};
 use lendex::chain::source::StreamEvent;
@@ -33,27 +30,33 @@ use lendex::domain::pubkey::Pubkey;
 
 use crate::{key, market};
 
-type Updates = Pin<Box<dyn Stream<Item = Result<SubscribeUpdate, Status>> + Send>>;
-
 /// Relays the chain's program notifications as Geyser updates on `listen`.
 pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
-    let (updates, _) = broadcast::channel::<SubscribeUpdate>(1 << 16);
+    let server = Arc::new(
+        ScriptedGeyser::start_with(Options {
+            listen: listen.to_string(),
+            keep_sent: false,
+            capacity: 1 << 16,
+            ping_every: Some(Duration::from_secs(10)),
+        })
+        .await,
+    );
     let slot = Arc::new(AtomicU64::new(0));
     // The chain's processed slot, every 50 ms (and a slot update for it).
     let chain = RpcClient::new(rpc.to_string());
-    let (slots, watched) = (updates.clone(), slot.clone());
+    let (slots, watched) = (server.clone(), slot.clone());
     tokio::spawn(async move {
         loop {
             let processed = chain.get_slot_with_commitment(CommitmentConfig::processed());
             if let Ok(now) = processed.await
                 && now > watched.swap(now, Ordering::SeqCst)
             {
-                let _ = slots.send(slot_update(now));
+                slots.send(now, slot_update(now));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     });
-    let (relay, ws, stamp) = (updates.clone(), ws.to_string(), slot.clone());
+    let (relay, ws, stamp) = (server.clone(), ws.to_string(), slot.clone());
     tokio::spawn(async move {
         let version = AtomicU64::new(1);
         loop {
@@ -69,10 +72,12 @@ pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
                     if let StreamEvent::Account(n) = event {
                         let slot = stamp.load(Ordering::SeqCst).max(n.slot);
                         let v = version.fetch_add(1, Ordering::SeqCst);
-                        let _ = relay.send(account_update(&n, slot, v));
+                        let lamports = n.lamports.unwrap_or(1);
+                        let update = account_update(&n.pubkey, &n.owner, lamports, n.data, slot, v);
+                        relay.send(slot, update);
                         // As a Yellowstone server does: the slot's status
                         // after its writes (the client applies the slot then).
-                        let _ = relay.send(slot_update(slot));
+                        relay.send(slot, slot_update(slot));
                     }
                 }
             };
@@ -83,148 +88,8 @@ pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     });
-    let listener = tokio::net::TcpListener::bind(listen).await.expect("bind");
-    println!("gRPC bridge on http://{listen}");
-    let incoming = futures_util::stream::unfold(listener, |listener| async move {
-        Some((listener.accept().await.map(|(s, _)| s), listener))
-    });
-    tonic::transport::Server::builder()
-        .add_service(GeyserServer::new(Bridge(updates)))
-        .serve_with_incoming(incoming)
-        .await
-        .expect("serve");
-}
-
-fn account_update(
-    n: &lendex::chain::source::AccountUpdate,
-    slot: u64,
-    version: u64,
-) -> SubscribeUpdate {
-    SubscribeUpdate {
-        update_oneof: Some(subscribe_update::UpdateOneof::Account(
-            SubscribeUpdateAccount {
-                account: Some(SubscribeUpdateAccountInfo {
-                    pubkey: n.pubkey.to_bytes().to_vec(),
-                    lamports: n.lamports.unwrap_or(1),
-                    owner: n.owner.to_bytes().to_vec(),
-                    data: n.data.clone(),
-                    write_version: version,
-                    ..Default::default()
-                }),
-                slot,
-                ..Default::default()
-            },
-        )),
-        ..Default::default()
-    }
-}
-
-fn slot_update(slot: u64) -> SubscribeUpdate {
-    SubscribeUpdate {
-        update_oneof: Some(subscribe_update::UpdateOneof::Slot(SubscribeUpdateSlot {
-            slot,
-            status: SlotStatus::SlotConfirmed as i32,
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
-struct Bridge(broadcast::Sender<SubscribeUpdate>);
-
-#[tonic::async_trait]
-impl Geyser for Bridge {
-    type SubscribeStream = Updates;
-
-    async fn subscribe(
-        &self,
-        request: Request<Streaming<SubscribeRequest>>,
-    ) -> Result<Response<Updates>, Status> {
-        let mut incoming = request.into_inner();
-        // The filters are the service's own: everything relayed matches them.
-        tokio::spawn(async move { while let Ok(Some(_)) = incoming.message().await {} });
-        let live = self.0.subscribe();
-        let pings = tokio::time::interval(Duration::from_secs(10));
-        let stream = futures_util::stream::unfold((live, pings), |(mut live, mut pings)| async {
-            loop {
-                tokio::select! {
-                    update = live.recv() => match update {
-                        Ok(u) => return Some((Ok(u), (live, pings))),
-                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => return None,
-                    },
-                    _ = pings.tick() => {
-                        let ping = SubscribeUpdate {
-                            update_oneof: Some(subscribe_update::UpdateOneof::Ping(SubscribeUpdatePing {})),
-                            ..Default::default()
-                        };
-                        return Some((Ok(ping), (live, pings)));
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(stream)))
-    }
-
-    type SubscribeDeshredStream =
-        Pin<Box<dyn Stream<Item = Result<SubscribeUpdateDeshred, Status>> + Send>>;
-    async fn subscribe_deshred(
-        &self,
-        _: Request<Streaming<SubscribeDeshredRequest>>,
-    ) -> Result<Response<Self::SubscribeDeshredStream>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
-    type SubscribeGossipStream =
-        Pin<Box<dyn Stream<Item = Result<SubscribeUpdateGossip, Status>> + Send>>;
-    async fn subscribe_gossip(
-        &self,
-        _: Request<SubscribeGossipRequest>,
-    ) -> Result<Response<Self::SubscribeGossipStream>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
-    async fn subscribe_replay_info(
-        &self,
-        _: Request<SubscribeReplayInfoRequest>,
-    ) -> Result<Response<SubscribeReplayInfoResponse>, Status> {
-        Ok(Response::new(SubscribeReplayInfoResponse {
-            first_available: None,
-        }))
-    }
-    async fn ping(&self, r: Request<PingRequest>) -> Result<Response<PongResponse>, Status> {
-        Ok(Response::new(PongResponse {
-            count: r.into_inner().count,
-        }))
-    }
-    async fn get_latest_blockhash(
-        &self,
-        _: Request<GetLatestBlockhashRequest>,
-    ) -> Result<Response<GetLatestBlockhashResponse>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
-    async fn get_block_height(
-        &self,
-        _: Request<GetBlockHeightRequest>,
-    ) -> Result<Response<GetBlockHeightResponse>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
-    async fn get_slot(
-        &self,
-        _: Request<GetSlotRequest>,
-    ) -> Result<Response<GetSlotResponse>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
-    async fn is_blockhash_valid(
-        &self,
-        _: Request<IsBlockhashValidRequest>,
-    ) -> Result<Response<IsBlockhashValidResponse>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
-    async fn get_version(
-        &self,
-        _: Request<GetVersionRequest>,
-    ) -> Result<Response<GetVersionResponse>, Status> {
-        Err(Status::unimplemented("bridge"))
-    }
+    println!("gRPC bridge on {}", server.url);
+    std::future::pending::<()>().await;
 }
 
 /// A TCP proxy that can be cut: every connection dropped and new ones

@@ -1,16 +1,17 @@
-//! A scripted Yellowstone gRPC (Geyser) server for the tests: the proto
-//! crate's generated `Geyser` service on 127.0.0.1, speaking the real
-//! protocol to the service's real client. A test sends updates (kept, by
-//! slot, for replays), sets what `SubscribeReplayInfo` answers, requires a
-//! token, drops its clients, stalls, goes down and comes back on its port, and
-//! reads every request a client made.
+//! A scripted Yellowstone gRPC (Geyser) server: the proto crate's generated
+//! `Geyser` service, speaking the real protocol to the service's real client.
+//! A test sends updates (kept, by slot, for replays), sets what
+//! `SubscribeReplayInfo` answers, requires a token, drops its clients, stalls,
+//! goes down and comes back on its port, and reads every request a client
+//! made. The load generator's bridge serves the chain's writes through the
+//! same server (`Options`: its own address, no replay kept, pings).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
-use lendex::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
 use tokio::sync::{mpsc, oneshot};
 use yellowstone_grpc_proto::prelude::geyser_server::{Geyser, GeyserServer};
 use yellowstone_grpc_proto::prelude::*;
@@ -18,8 +19,33 @@ use yellowstone_grpc_proto::tonic::{self, Request, Response, Status, Streaming};
 
 type Updates = Pin<Box<dyn Stream<Item = Result<SubscribeUpdate, Status>> + Send>>;
 
+/// How a server is started (`ScriptedGeyser::start_with`).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where it listens; port 0 picks a free one.
+    pub listen: String,
+    /// Keep every update sent, for replays (a long run keeps none).
+    pub keep_sent: bool,
+    /// Updates a subscriber may have unread before it is dropped.
+    pub capacity: usize,
+    /// Send every subscriber a ping this often, as Yellowstone servers do.
+    pub ping_every: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            listen: "127.0.0.1:0".into(),
+            keep_sent: true,
+            capacity: 4096,
+            ping_every: None,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Script {
+    options: Option<Options>,
     token: Option<String>,
     /// What SubscribeReplayInfo answers (None: replay not kept).
     first_available: Option<u64>,
@@ -48,7 +74,30 @@ pub struct ScriptedGeyser {
 
 impl ScriptedGeyser {
     pub async fn start() -> ScriptedGeyser {
-        Self::start_on(0, Service::default()).await
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(options: Options) -> ScriptedGeyser {
+        let script = Service::default();
+        let (listen, ping_every) = (options.listen.clone(), options.ping_every);
+        script.0.lock().unwrap().options = Some(options);
+        let server = Self::start_on(&listen, script).await;
+        if let Some(every) = ping_every {
+            let script = Arc::downgrade(&server.script.0);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let Some(script) = script.upgrade() else {
+                        break;
+                    };
+                    let mut script = script.lock().unwrap();
+                    script.clients.retain(|c| c.try_send(Ok(ping())).is_ok());
+                }
+            });
+        }
+        server
     }
 
     /// Requires this `x-token` of every client.
@@ -58,11 +107,12 @@ impl ScriptedGeyser {
         server
     }
 
-    async fn start_on(port: u16, script: Service) -> ScriptedGeyser {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+    async fn start_on(listen: &str, script: Service) -> ScriptedGeyser {
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
             .expect("bind the scripted gRPC server");
-        let port = listener.local_addr().unwrap().port();
+        let addr = listener.local_addr().unwrap();
+        let port = addr.port();
         let (stop, stopped) = oneshot::channel();
         let service = GeyserServer::new(script.clone());
         let incoming = futures_util::stream::unfold(listener, |listener| async move {
@@ -79,7 +129,7 @@ impl ScriptedGeyser {
                 .ok();
         });
         ScriptedGeyser {
-            url: format!("http://127.0.0.1:{port}"),
+            url: format!("http://{addr}"),
             port,
             script,
             stop: Some(stop),
@@ -93,7 +143,9 @@ impl ScriptedGeyser {
     /// Sends an update to every subscriber, and keeps it for replays.
     pub fn send(&self, slot: u64, update: SubscribeUpdate) {
         let mut script = self.script();
-        script.sent.push((slot, update.clone()));
+        if script.options.as_ref().is_none_or(|o| o.keep_sent) {
+            script.sent.push((slot, update.clone()));
+        }
         script
             .clients
             .retain(|c| c.try_send(Ok(update.clone())).is_ok());
@@ -178,7 +230,7 @@ impl ScriptedGeyser {
             assert!(Instant::now() < deadline, "port {} stays taken", self.port);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let again = Self::start_on(self.port, self.script.clone()).await;
+        let again = Self::start_on(&format!("127.0.0.1:{}", self.port), self.script.clone()).await;
         self.stop = Some(again.stop_now());
     }
 
@@ -220,7 +272,14 @@ impl Geyser for Service {
             .message()
             .await?
             .ok_or_else(|| Status::invalid_argument("no request"))?;
-        let (tx, rx) = mpsc::channel(4096);
+        let capacity = self
+            .0
+            .lock()
+            .unwrap()
+            .options
+            .as_ref()
+            .map_or(4096, |o| o.capacity);
+        let (tx, rx) = mpsc::channel(capacity);
         {
             let mut script = self.0.lock().unwrap();
             script.requests.push((Instant::now(), first.clone()));
