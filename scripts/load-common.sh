@@ -1,7 +1,7 @@
 # Shared by scripts/load-test and scripts/load-test-wire (sourced, not run):
 # a throw-away database, the release server on :18080, wrk runs and
 # Lendex/hello-world pairs. Expects `db`, `secs` and `pairs` set by the caller.
-bin=target/release
+bin="${CARGO_TARGET_DIR:-target}"/release
 api=http://127.0.0.1:18080
 
 scripts/ensure-postgres

@@ -10,7 +10,7 @@ build_and_install_lendex() {
     bin_dir="$HOME/.local/bin"
     mkdir -p "$bin_dir"
   fi
-  install -m 0755 target/release/lendex "$bin_dir/lendex"
+  install -m 0755 "${CARGO_TARGET_DIR:-target}"/release/lendex "$bin_dir/lendex"
   case ":$PATH:" in
     *":$bin_dir:"*) echo "installed lendex in $bin_dir" ;;
     *) echo "installed lendex in $bin_dir (not on your PATH: export PATH=\"$bin_dir:\$PATH\")" ;;
@@ -57,9 +57,9 @@ wait_for_health() {
 start_demo_market() {
   local api=$1
   # The demo authority's keypair, to register the demo's unregistered pool.
-  target/release/lendex demo --api "$api" --keypair-out .surfpool/demo-authority.json
+  "${CARGO_TARGET_DIR:-target}"/release/lendex demo --api "$api" --keypair-out .surfpool/demo-authority.json
   # Prices keep moving (accounts go under and recover), quietly in the background.
-  target/release/lendex demo --api "$api" --walk-only > .surfpool/walk.out 2>&1 &
+  "${CARGO_TARGET_DIR:-target}"/release/lendex demo --api "$api" --walk-only > .surfpool/walk.out 2>&1 &
   walker_pid=$!
   # What the CLI needs in another shell (lendex remote reads LENDEX_URL).
   cat > .surfpool/env <<ENV
