@@ -295,7 +295,6 @@ impl From<crate::engine::risk::RiskError> for ApiError {
         match e {
             RiskError::UnknownPool => ApiError::NotFound,
             RiskError::Unpriced => ApiError::Invalid,
-            RiskError::Render(cause) => ApiError::internal(cause),
         }
     }
 }

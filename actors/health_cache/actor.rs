@@ -19,9 +19,9 @@ use crate::config::Config;
 use crate::db::listen::listen_forever;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Engine;
-use crate::engine::answers::{self, Answer};
 use crate::error::{ApiError, ApiResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
+use crate::feed::render::{self, Answer};
 use crate::feed::replay::Replay;
 use crate::feed::subscriber::Subscriber;
 
@@ -254,7 +254,7 @@ impl HealthCache {
         if let Some(body) = self.rendered.answer(&answer, now) {
             return Ok(body);
         }
-        let body = Body::new(answers::render(
+        let body = Body::new(render::answer(
             &self.engine,
             &answer,
             now,

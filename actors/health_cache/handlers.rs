@@ -14,8 +14,9 @@ use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
 use crate::engine::risk::{self, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::feed::poll_answers::{Body, OwnerBody, now_seconds};
+use crate::feed::render;
 use crate::feed::subscriber::FeedStream;
 
 impl Handler<LoadAll> for HealthCache {
@@ -293,12 +294,12 @@ impl Handler<PoolStatus> for HealthCache {
             cluster: self.cluster,
             explorer_query: &self.explorer_query,
         };
-        Ok(crate::engine::pool_status::pool_status_body(
+        Ok(render::json(&crate::engine::pool_status::pool_status(
             &self.engine,
             now_seconds(),
             self.max_oracle_age,
             served,
-        ))
+        )))
     }
 }
 
@@ -309,21 +310,27 @@ impl Handler<Risk> for HealthCache {
         if !self.ready {
             return Err(not_loaded());
         }
-        match query {
-            RiskQuery::Shock { shocks, limit } => risk::shock_body(
+        let body = match query {
+            RiskQuery::Shock { shocks, limit } => render::json(&risk::shock_response(
                 &self.engine,
                 &shocks,
                 limit,
                 now_seconds(),
                 self.max_oracle_age,
-            ),
+            )?),
             RiskQuery::Curve {
                 pool,
                 from_bps,
                 to_bps,
                 steps,
-            } => risk::curve_body(&self.engine, &pool, from_bps, to_bps, steps),
-        }
-        .map_err(ApiError::from)
+            } => render::json(&risk::curve_response(
+                &self.engine,
+                &pool,
+                from_bps,
+                to_bps,
+                steps,
+            )?),
+        };
+        Ok(body)
     }
 }

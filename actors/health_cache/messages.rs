@@ -11,9 +11,9 @@ use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
 use crate::engine::PositionState;
-use crate::engine::answers::Answer;
 use crate::error::ApiResult;
 use crate::feed::poll_answers::Body;
+use crate::feed::render::Answer;
 use crate::feed::subscriber::FeedStream;
 use crate::wire::positions::BorrowTx;
 

@@ -14,11 +14,11 @@ use super::actor::{HealthCache, not_loaded};
 use super::messages::Subscribe;
 use super::pending::Parked;
 use crate::engine::FeedEvent;
-use crate::engine::frame::{EventId, Stamp, write_event};
 use crate::engine::parallel::par_chunks;
-use crate::engine::unhealthy::snapshot_frames;
 use crate::error::ApiResult;
+use crate::feed::frame::{EventId, Stamp, write_event};
 use crate::feed::poll_answers::now_seconds;
+use crate::feed::render::snapshot_frames;
 use crate::feed::replay::{Reset, number_tick, tick_end, tick_of};
 use crate::feed::subscriber::{FeedStream, Subscriber};
 

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::domain::pubkey::Pubkey;
-use crate::engine::answers::Answer;
+use crate::feed::render::Answer;
 
 /// Distinct polled answers kept at once.
 const MAX_RENDERED: usize = 1024;

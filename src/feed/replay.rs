@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use crate::engine::FeedEvent;
-use crate::engine::frame::EventId;
+use crate::feed::frame::EventId;
 
 /// Bits of a sequence that number events within one tick.
 pub const TICK_BITS: u32 = 24;

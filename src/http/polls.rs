@@ -30,10 +30,10 @@ use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::WAD;
 use crate::engine::WATCH_BELOW;
-use crate::engine::answers::Answer;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
 use crate::feed::poll_answers::{Changes, OwnerBody, SharedRendered, now_seconds};
+use crate::feed::render::Answer;
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
 pub const LIQUIDATIONS: &str = "/api/liquidations";

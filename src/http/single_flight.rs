@@ -12,9 +12,9 @@ use futures_util::FutureExt;
 use futures_util::future::{LocalBoxFuture, Shared};
 
 use crate::domain::pubkey::Pubkey;
-use crate::engine::answers::Answer;
 use crate::error::ApiResult;
 use crate::feed::poll_answers::{Body, OwnerBody};
+use crate::feed::render::Answer;
 
 /// Which answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,7 +11,8 @@ use proptest::prelude::*;
 use ruint::aliases::U256;
 
 use super::history::{Baselines, PointRecord, Record};
-use super::tests::{Model, Op, apply, fresh, op, owner_key, pool_key};
+use super::sample::{owner_key, pool_key};
+use super::tests::{Model, Op, apply, fresh, op};
 use super::*;
 use lendex_domain::history::rule::{Baseline, point_events, qualifies};
 use lendex_domain::history::{Cause, EventKind};
@@ -181,7 +182,7 @@ proptest! {
 }
 
 /// Pools in `fresh`, each with a first price row.
-const POOLS_AND_NO_OWNER: usize = super::tests::POOLS;
+const POOLS_AND_NO_OWNER: usize = super::sample::POOLS;
 
 #[test]
 fn causes_name_what_moved() {
@@ -357,7 +358,7 @@ fn a_liquidation_is_inferred_from_one_slot_of_two_positions() {
 
 #[test]
 fn prices_of_one_change_are_scored_together_no_flap() {
-    use super::tests::pool_state;
+    use super::sample::pool_state;
     let mut engine = Engine::new(10);
     engine.record_events(true);
     for i in 0..2 {

@@ -14,17 +14,17 @@
 //! feed and the at-risk list must be complete). A pool that lost members to
 //! eviction says so, and its caller re-loads those owners from the database.
 
-pub mod answers;
 mod changes;
 pub mod events;
 mod filing;
-pub mod frame;
 pub mod history;
 pub mod parallel;
 pub mod pool_status;
 pub mod quotes;
 mod rescore;
 pub mod risk;
+#[cfg(any(test, feature = "sample"))]
+pub mod sample;
 pub mod state;
 pub mod unhealthy;
 pub mod view;

@@ -1,8 +1,6 @@
-//! GET /api/pools/status, rendered from the engine: each pool's token and
+//! GET /api/pools/status, from the engine: each pool's token and
 //! oracle as the health factors use them, with the one staleness rule
 //! (`PoolEntry::oracle_stale`).
-
-use bytes::Bytes;
 
 use super::Engine;
 use lendex_domain::rates::utilization_wad;
@@ -16,7 +14,12 @@ pub struct Served<'a> {
 }
 
 /// Every pool, by symbol then address.
-pub fn pool_status_body(engine: &Engine, now: i64, max_oracle_age: i64, served: Served) -> Bytes {
+pub fn pool_status(
+    engine: &Engine,
+    now: i64,
+    max_oracle_age: i64,
+    served: Served,
+) -> PoolStatusResponse {
     let mut pools: Vec<PoolStatus> = engine
         .pools()
         .map(|p| {
@@ -55,13 +58,10 @@ pub fn pool_status_body(engine: &Engine, now: i64, max_oracle_age: i64, served: 
         })
         .collect();
     pools.sort_by(|a, b| (&a.symbol, &a.pool_address).cmp(&(&b.symbol, &b.pool_address)));
-    Bytes::from(
-        serde_json::to_vec(&PoolStatusResponse {
-            max_oracle_age_seconds: max_oracle_age,
-            cluster: served.cluster,
-            explorer_query: served.explorer_query.to_string(),
-            pools,
-        })
-        .expect("plain values serialize"),
-    )
+    PoolStatusResponse {
+        max_oracle_age_seconds: max_oracle_age,
+        cluster: served.cluster,
+        explorer_query: served.explorer_query.to_string(),
+        pools,
+    }
 }

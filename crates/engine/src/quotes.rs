@@ -2,8 +2,6 @@
 //! (GET /api/liquidations, docs/design.md §8) and the at-risk watch list
 //! (GET /api/positions/at-risk).
 
-use bytes::Bytes;
-
 use super::Engine;
 use super::view::OwnerView;
 use lendex_domain::liquidation::Quote;
@@ -55,7 +53,12 @@ pub struct QuoteFilter {
 }
 
 /// One quote per owner under water, most profitable first (then by owner).
-pub fn liquidations_body(engine: &Engine, f: &QuoteFilter, now: i64, max_oracle_age: i64) -> Bytes {
+pub fn liquidations(
+    engine: &Engine,
+    f: &QuoteFilter,
+    now: i64,
+    max_oracle_age: i64,
+) -> LiquidationsResponse {
     let filtered = f.debt_pool.is_some() || f.collateral_pool.is_some();
     let min_profit = lendex_domain::wad::Big::from(f.min_profit_wad);
     let mut chosen: Vec<(Quote, Pubkey)> = Vec::new();
@@ -84,14 +87,11 @@ pub fn liquidations_body(engine: &Engine, f: &QuoteFilter, now: i64, max_oracle_
             Some(quote_wire(engine, &view, q, now, max_oracle_age))
         })
         .collect();
-    Bytes::from(
-        serde_json::to_vec(&LiquidationsResponse { liquidations })
-            .expect("plain strings serialize"),
-    )
+    LiquidationsResponse { liquidations }
 }
 
 /// Owners with 1 WAD <= health factor < `below`, lowest first (then by owner).
-pub fn at_risk_body(engine: &Engine, below: u128, limit: usize) -> Bytes {
+pub fn at_risk(engine: &Engine, below: u128, limit: usize) -> AtRiskResponse {
     // The first `limit`, and any owner tied with the last of them.
     let mut listed: Vec<(u128, Pubkey)> = Vec::new();
     for (hf, owner) in engine.watched_below(below) {
@@ -123,7 +123,7 @@ pub fn at_risk_body(engine: &Engine, below: u128, limit: usize) -> Bytes {
             })
         })
         .collect();
-    Bytes::from(serde_json::to_vec(&AtRiskResponse { accounts }).expect("plain strings serialize"))
+    AtRiskResponse { accounts }
 }
 
 /// Within runs of equal `key`, orders by owner as a base58 string (the wire

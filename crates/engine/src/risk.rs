@@ -9,8 +9,6 @@
 //! members and the owners already under water are re-scored: exact, and the
 //! cost of a shock is that of the pools it touches.
 
-use bytes::Bytes;
-
 use super::parallel::par_chunks;
 use super::view::OwnerView;
 use super::{Engine, Held, PoolEntry, PoolId};
@@ -416,14 +414,14 @@ pub fn nearest_liquidation<'a>(
         })
 }
 
-/// GET /api/risk/shock, rendered.
-pub fn shock_body(
+/// GET /api/risk/shock's answer.
+pub fn shock_response(
     engine: &Engine,
     shocks: &[ShockRequest],
     limit: usize,
     now: i64,
     max_oracle_age: i64,
-) -> Result<Bytes, RiskError> {
+) -> Result<ShockResponse, RiskError> {
     let outcome = engine.shock(shocks, limit)?;
     let stale = |pool: &Pubkey| {
         engine
@@ -475,19 +473,19 @@ pub fn shock_body(
             })
             .collect(),
     };
-    render(&response)
+    Ok(response)
 }
 
-/// GET /api/risk/curve, rendered.
-pub fn curve_body(
+/// GET /api/risk/curve's answer.
+pub fn curve_response(
     engine: &Engine,
     pool: &Pubkey,
     from_bps: i64,
     to_bps: i64,
     steps: u32,
-) -> Result<Bytes, RiskError> {
+) -> Result<CurveResponse, RiskError> {
     let outcome = engine.curve(pool, from_bps, to_bps, steps)?;
-    render(&CurveResponse {
+    Ok(CurveResponse {
         pool: outcome.pool.to_string(),
         price: outcome.price.to_string(),
         expo: outcome.expo,
@@ -516,12 +514,6 @@ pub fn liquidation_price_wire(lp: &LiquidationPrice, expo: i32) -> LiquidationPr
     }
 }
 
-fn render(value: &impl serde::Serialize) -> Result<Bytes, RiskError> {
-    serde_json::to_vec(value)
-        .map(Bytes::from)
-        .map_err(|e| RiskError::Render(e.to_string()))
-}
-
 /// Why a shock or a curve has no answer; the HTTP edge maps each to its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RiskError {
@@ -529,8 +521,6 @@ pub enum RiskError {
     UnknownPool,
     /// A pool with no oracle price to shock (400 `invalid`).
     Unpriced,
-    /// The answer could not be rendered (500, the cause logged).
-    Render(String),
 }
 
 #[cfg(test)]

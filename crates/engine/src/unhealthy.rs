@@ -1,41 +1,11 @@
-//! The unhealthy rows (docs/design.md §16.4): the body of GET /api/positions/unhealthy,
-//! and the SSE frames of the liquidation feed, rendered from the engine.
-
-use bytes::Bytes;
+//! The unhealthy rows (docs/design.md §16.4) of GET /api/positions/unhealthy and
+//! of the liquidation feed's events, from the engine (`feed::render` makes
+//! their bytes).
 
 use super::Engine;
-use super::frame::{Stamp, write_candidate};
 use super::view::OwnerView;
 use lendex_domain::pubkey::Pubkey;
 use lendex_wire::positions::{UnhealthyResponse, UnhealthyRow};
-
-/// The frame of a candidate_start or candidate_update, from the wire types (the
-/// reference `frame::write_candidate` is tested against).
-#[cfg(test)]
-pub fn candidate_frame(
-    engine: &Engine,
-    event: &str,
-    owner: &Pubkey,
-    stamp: Stamp,
-    now: i64,
-    max_oracle_age: i64,
-) -> Option<Bytes> {
-    use super::frame::sse_frame;
-    let view = engine.peek(owner)?;
-    let rows = rows_of(&view, None, now, max_oracle_age);
-    let quote = view
-        .quote
-        .map(|q| super::quotes::quote_wire(engine, &view, q, now, max_oracle_age));
-    Some(sse_frame(
-        event,
-        owner,
-        view.health_factor,
-        &rows,
-        quote.as_ref(),
-        view.slot(),
-        stamp,
-    ))
-}
 
 /// An owner's unhealthy rows (or, with `debt_in_pool`, only its debt rows in that
 /// pool): debt rows first, then by address, so pages are stable.
@@ -77,13 +47,13 @@ pub fn rows_of(
 }
 
 /// Owners below 1 WAD, most underwater first, until `limit` rows.
-pub fn unhealthy_body(
+pub fn unhealthy(
     engine: &Engine,
     pool: Option<&Pubkey>,
     limit: usize,
     now: i64,
     max_oracle_age: i64,
-) -> Bytes {
+) -> UnhealthyResponse {
     let mut positions = Vec::with_capacity(limit.min(256));
     for (_, owner) in engine.unhealthy() {
         if positions.len() >= limit {
@@ -99,26 +69,5 @@ pub fn unhealthy_body(
                 .take(room),
         );
     }
-    Bytes::from(
-        serde_json::to_vec(&UnhealthyResponse { positions }).expect("plain strings serialize"),
-    )
-}
-
-/// The frames a new subscriber gets first: a candidate_start for every owner
-/// already under water, all of them, in one buffer, each stamped with the id
-/// of the last live event the engine's state includes.
-pub fn snapshot_frames(engine: &Engine, stamp: Stamp, now: i64, max_oracle_age: i64) -> Bytes {
-    let mut out = Vec::new();
-    for (_, owner) in engine.unhealthy() {
-        write_candidate(
-            &mut out,
-            engine,
-            "candidate_start",
-            &owner,
-            stamp,
-            now,
-            max_oracle_age,
-        );
-    }
-    Bytes::from(out)
+    UnhealthyResponse { positions }
 }
