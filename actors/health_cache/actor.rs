@@ -4,15 +4,15 @@
 //! evicted owners) is `pipeline.rs`; what goes out to the feed, `publish.rs`.
 
 use std::num::NonZeroUsize;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::prelude::*;
-use bytes::Bytes;
 use deadpool_postgres::Pool;
 use lru::LruCache;
 
+use super::feed_hub::FeedHub;
 use super::messages::{Borrows, DatabaseNotice};
-use super::pending::{Parked, Pending, Waiter};
+use super::pending::{Pending, Waiter};
 use super::write_back::{Pace, WriteBack};
 use crate::actors::db_writer::Writers;
 use crate::config::Config;
@@ -22,8 +22,6 @@ use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
 use crate::feed::render::{self, Answer};
-use crate::feed::replay::Replay;
-use crate::feed::subscriber::Subscriber;
 
 /// Wallets whose recent borrows are kept in memory.
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
@@ -89,21 +87,8 @@ pub struct HealthCache {
     pub(super) applied: u64,
     /// When, in what order and at what pace health factors are written back.
     pub(super) writing: WriteBack,
-    pub(super) subscribers: Vec<Subscriber>,
-    pub(super) dropped_subscribers: u64,
-    /// Unread bytes one subscriber may hold beyond its snapshot before it is dropped.
-    pub(super) subscriber_max_lag: usize,
-    /// The last snapshot, shared by subscribers that connect before the feed
-    /// changes: ((engine version, last event, second it was rendered at), frames).
-    pub(super) snapshot: Option<((u64, u64, i64), Bytes)>,
-    /// The recent live events, for reconnects to resume from.
-    pub(super) replay: Replay,
-    /// Reconnects waiting for a change this replica has not applied yet.
-    pub(super) parked: Vec<Parked>,
-    /// The feed position last sent to subscribers as an id alone, and when.
-    pub(super) announced: (u64, Option<Instant>),
-    /// The service is stopping: no stream stays open.
-    pub(super) streams_closed: bool,
+    /// The liquidators' streams, with everything they need (`feed_hub.rs`).
+    pub(super) feed: FeedHub,
     /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
     /// forgotten when a borrow of the wallet is written (here or by NOTIFY).
     pub(super) borrows: LruCache<Pubkey, Borrows>,
@@ -153,14 +138,10 @@ impl HealthCache {
             reads: 0,
             applied: 0,
             writing: WriteBack::default(),
-            subscribers: Vec::new(),
-            dropped_subscribers: 0,
-            subscriber_max_lag: config.cache.subscriber_max_lag_bytes,
-            snapshot: None,
-            replay: Replay::new(config.cache.replay_bytes),
-            parked: Vec::new(),
-            announced: (0, None),
-            streams_closed: false,
+            feed: FeedHub::new(
+                config.cache.replay_bytes,
+                config.cache.subscriber_max_lag_bytes,
+            ),
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
             history,
@@ -283,9 +264,9 @@ impl Actor for HealthCache {
         self.start_history_timers(ctx);
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
-            act.subscribers.retain(|s| !s.is_closed());
-            // A tick whose position was held back (sent at most so often).
-            act.announce_progress();
+            // Subscribers that hung up, and a tick whose position was held
+            // back (sent at most so often).
+            act.feed.announce_progress();
         });
         ctx.run_interval(LOG_PRUNE_EVERY, |act, ctx| {
             if act.lease == Lease::Elsewhere {

@@ -255,10 +255,7 @@ impl Handler<CloseStreams> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, _: CloseStreams, _: &mut Self::Context) {
-        self.streams_closed = true;
-        for subscriber in self.subscribers.drain(..) {
-            subscriber.close();
-        }
+        self.feed.close_streams();
         self.unpark(false, 0);
     }
 }
@@ -275,8 +272,8 @@ impl Handler<Stats> for HealthCache {
             unhealthy_owners: self.engine.unhealthy_count(),
             watched_owners: self.engine.watched_count(),
             evictions: self.engine.evictions(),
-            subscribers: self.subscribers.len(),
-            dropped_subscribers: self.dropped_subscribers,
+            subscribers: self.feed.counts().0,
+            dropped_subscribers: self.feed.counts().1,
             feed_version: self.engine.version(),
             reads: self.reads,
         })

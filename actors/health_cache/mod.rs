@@ -7,6 +7,8 @@
 //! - `actor`: the pipeline: changed rows read (`db::engine_rows`) one batch at
 //!   a time, applied to the engine, published, written back. Changes arrive
 //!   from the LISTEN connection (`db::listen`) and from this replica's writes;
+//! - `feed_hub`: the liquidators' streams and the state only they need
+//!   (subscribers, replay window, parked resumes), called after each tick;
 //! - `write_back`: the health factors stored, in paced chunks;
 //! - `history` and `history_link`: what the leader records of history.
 //!
@@ -15,6 +17,7 @@
 //! lease; a sync answers only once its owner's value is committed.
 
 mod actor;
+mod feed_hub;
 mod handlers;
 mod history;
 mod history_link;

@@ -1,16 +1,13 @@
 //! What waits on the health cache's pipeline: the changes and waiters for
-//! the next reads (`pipeline.rs`) and the reconnects waiting for a change
-//! (`publish.rs`). Plain data, held by the actor (`actor.rs`).
+//! the next reads (`pipeline.rs`). Plain data, held by the actor (`actor.rs`).
 
 use std::collections::HashSet;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::messages::Subscribe;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ApiResult;
-use crate::feed::subscriber::FeedStream;
 
 /// Told once what it waits for is done (or failed).
 pub(super) type Waiter = oneshot::Sender<ApiResult<()>>;
@@ -53,15 +50,4 @@ pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
         (Some(a), Some(b)) => Some(a.min(b)),
         _ => a.or(b),
     }
-}
-
-/// A reconnect waiting for the change its `Last-Event-ID` names.
-pub(super) struct Parked {
-    pub msg: Subscribe,
-    pub seq: u64,
-    /// Reads started when it asked: a log read started later that found no
-    /// such tick proves it was never issued.
-    pub asked: u64,
-    pub until: Instant,
-    pub reply: oneshot::Sender<ApiResult<FeedStream>>,
 }

@@ -24,7 +24,6 @@ use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
 use crate::error::ApiError;
 use crate::feed::poll_answers::OwnerBody;
-use crate::feed::replay::tick_end;
 
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Most position changes one read of the log applies; a bulk write past it
@@ -125,7 +124,7 @@ impl HealthCache {
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let fetched = started.elapsed();
                     let result = result.map(|read| match read {
-                        Read::Ticks { clock, ticks } if clock.epoch == act.replay.epoch() => {
+                        Read::Ticks { clock, ticks } if clock.epoch == act.feed.epoch() => {
                             act.apply_log(clock, ticks, heard);
                             true
                         }
@@ -163,7 +162,7 @@ impl HealthCache {
             published |= self.publish_tick(tick.tick);
         }
         self.applied = self.applied.max(clock.tick);
-        self.replay.advance(tick_end(self.applied));
+        self.feed.advance_to(self.applied);
         if published {
             if let Some(heard) = notify_heard {
                 crate::metrics::feed_freshness_notify(heard.elapsed());
@@ -174,7 +173,7 @@ impl HealthCache {
         }
         // After the feed: its subscribers wait on the publish, history does not.
         self.record_history();
-        self.announce_progress();
+        self.feed.announce_progress();
     }
 
     /// One tick's changes; what the engine cannot apply from memory (owners it
