@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::chain_support::*;
 use crate::common::*;
 use crate::health_feed::USD;
-use crate::ws_proxy::WsProxy;
+use lendex_testkit::proxy::WsProxy;
 
 /// What the test put on the chain: each pool's account, each owner's positions.
 struct Book {

@@ -101,7 +101,7 @@ async fn chain_changes_arrive_by_websocket_with_no_api_call() {
 #[actix_rt::test]
 async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
     use crate::chain_support::{ChainApp, LocalChain};
-    use crate::ws_proxy::WsProxy;
+    use lendex_testkit::proxy::WsProxy;
     let chain = LocalChain::start().await;
     let proxy = WsProxy::start(&chain.ws_url).await;
     let (rpc, ws) = (chain.url.clone(), proxy.url.clone());

@@ -2,95 +2,17 @@
 //! started per test on a free loopback port, market fixtures written with
 //! `surfnet_setAccount`, and a proxy that injects RPC faults and counts requests.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpResponse, HttpServer, web};
-use lendex::chain::rpc::{surfnet_reset_account, surfnet_set_account};
 use lendex::domain::accounts::*;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::wad::WAD;
 use serde_json::json;
-use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 
 use crate::common::*;
-
-/// A surfpool process; stopped when dropped (its stdin closing stops it too).
-pub struct LocalChain {
-    pub url: String,
-    /// surfpool's websocket, on a port of its own.
-    pub ws_url: String,
-    rpc: RpcClient,
-    child: Child,
-}
-
-impl LocalChain {
-    pub async fn start() -> LocalChain {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/surfpool/start.js");
-        let mut child = Command::new("node")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs scripts/surfpool/start.js (run scripts/ensure-surfpool)");
-        let stdout = child.stdout.take().unwrap();
-        let (url, ws_url) = tokio::task::spawn_blocking(move || {
-            let mut out = BufReader::new(stdout);
-            let mut line = |prefix: &str| {
-                let mut line = String::new();
-                out.read_line(&mut line).unwrap();
-                line.trim().strip_prefix(prefix).map(str::to_string)
-            };
-            (line("RPC_URL="), line("WS_URL="))
-        })
-        .await
-        .unwrap();
-        let url = url.expect("surfpool printed its RPC_URL");
-        let ws_url = ws_url.expect("surfpool printed its WS_URL");
-        let rpc = RpcClient::new(url.clone());
-        let chain = LocalChain {
-            url,
-            ws_url,
-            rpc,
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while lendex::chain::rpc::get_slot(&chain.rpc).await.is_err() {
-            assert!(Instant::now() < deadline, "surfpool did not answer");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        chain
-    }
-
-    pub async fn set(&self, key: &Pubkey, owner: &Pubkey, data: &[u8]) {
-        surfnet_set_account(&self.rpc, key, owner, 10_000_000, data)
-            .await
-            .expect("surfnet_setAccount");
-    }
-
-    /// The chain's slot now (`confirmed`).
-    pub async fn slot(&self) -> u64 {
-        lendex::chain::rpc::get_slot(&self.rpc)
-            .await
-            .expect("getSlot")
-    }
-
-    pub async fn remove(&self, key: &Pubkey) {
-        surfnet_reset_account(&self.rpc, key)
-            .await
-            .expect("surfnet_resetAccount");
-    }
-}
-
-impl Drop for LocalChain {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub use lendex_testkit::surfpool::LocalChain;
 
 pub fn key(s: &str) -> Pubkey {
     s.parse().unwrap()

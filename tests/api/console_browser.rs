@@ -26,7 +26,7 @@ use lendex::domain::accounts::{encode_mint, encode_pool};
 
 use crate::chain_support::{key, pool_account, token_program};
 use crate::health_feed::{USD, market};
-use crate::ws_proxy::WsProxy;
+use lendex_testkit::proxy::WsProxy;
 
 fn chromium() -> PathBuf {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]

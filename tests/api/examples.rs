@@ -13,7 +13,7 @@ use tokio::process::{Child, ChildStdout};
 
 use crate::common::*;
 use crate::health_feed::{USD, market};
-use crate::ws_proxy::WsProxy;
+use lendex_testkit::proxy::WsProxy;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

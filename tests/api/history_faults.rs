@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::common::*;
 use crate::history::{Book, book, events, points, served, set_price};
 use crate::process::{serve, wait_until_up};
-use crate::ws_proxy::WsProxy;
+use lendex_testkit::proxy::WsProxy;
 
 /// `points`' health factors, oldest first.
 fn values(points: &[Value]) -> Vec<String> {

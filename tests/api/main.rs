@@ -42,4 +42,3 @@ mod stopping;
 mod transactions_api;
 mod write_back;
 mod writer_lanes;
-mod ws_proxy;

@@ -51,7 +51,7 @@ impl WsProxy {
         let messed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (accepting, counting, accepts) = (state.clone(), messed.clone(), accepted.clone());
-        actix_rt::spawn(async move {
+        tokio::task::spawn_local(async move {
             while let Ok((client, _)) = listener.accept().await {
                 accepts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let (refusing, messing, pausing, to) = {
@@ -67,7 +67,7 @@ impl WsProxy {
                     continue;
                 };
                 let (freeze, frozen) = watch::channel(pausing);
-                let task = actix_rt::spawn(pipe(
+                let task = tokio::task::spawn_local(pipe(
                     client,
                     server,
                     frozen,
