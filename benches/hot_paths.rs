@@ -9,11 +9,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ed25519_dalek::{Signer, SigningKey};
 use lendex::domain::accounts::*;
 use lendex::domain::auth_message::canonical_message;
-use lendex::domain::liquidation::LiquidationTerms;
 use lendex::domain::pubkey::Pubkey;
-use lendex::domain::rates::RateModel;
 use lendex::domain::risk::{Sums, position_values};
 use lendex::domain::wad::*;
+use lendex::engine::sample::{liquidation_terms, rate_model};
 use lendex::engine::{Engine, PoolState, PositionState};
 use lendex::http::signed::{Credentials, verify_signature};
 
@@ -59,22 +58,11 @@ fn pool_state(i: u8, price: i64) -> PoolState {
         address: Pubkey::new_from_array([i; 32]),
         symbol: None,
         pricing: pool(price, -8, [6, 8, 9][i as usize % 3]),
-        rates: RateModel {
-            base_rate_wad: WAD / 100,
-            optimal_util_wad: 80 * WAD / 100,
-            slope1_wad: WAD / 10,
-            slope2_wad: WAD,
-            reserve_factor_wad: WAD / 10,
-        },
+        rates: rate_model(),
         total_deposits: 1_000_000,
         total_borrows: 500_000,
         last_update_ts: 0,
-        terms: LiquidationTerms {
-            close_factor_wad: WAD / 2,
-            liquidation_bonus_wad: WAD / 20,
-            protocol_liq_fee_wad: WAD / 100,
-            oracle_conf: Some(1_000),
-        },
+        terms: liquidation_terms(),
         slot: 0,
     }
 }

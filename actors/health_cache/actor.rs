@@ -114,6 +114,8 @@ impl HealthCache {
         history: Option<super::history_link::HistoryLink>,
         leased: bool,
     ) -> Self {
+        let max_oracle_age =
+            i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX);
         HealthCache {
             db,
             writer,
@@ -124,7 +126,7 @@ impl HealthCache {
                 config.chain.cluster.as_str(),
                 &config.rpc.url,
             ),
-            max_oracle_age: i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX),
+            max_oracle_age,
             log_keep_seconds: config.cache.change_log_seconds as f64,
             engine: recording(Engine::new(config.cache.max_owners)),
             rendered: SharedRendered::default(),
@@ -141,6 +143,7 @@ impl HealthCache {
             feed: FeedHub::new(
                 config.cache.replay_bytes,
                 config.cache.subscriber_max_lag_bytes,
+                max_oracle_age,
             ),
             borrows: LruCache::new(BORROW_LISTS),
             borrow_generation: 0,
@@ -264,8 +267,9 @@ impl Actor for HealthCache {
         self.start_history_timers(ctx);
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
-            // Subscribers that hung up, and a tick whose position was held
-            // back (sent at most so often).
+            // Subscribers that hung up are let go at once, not at the next event.
+            act.feed.prune_closed();
+            // A tick whose position was held back (sent at most so often).
             act.feed.announce_progress();
         });
         ctx.run_interval(LOG_PRUNE_EVERY, |act, ctx| {

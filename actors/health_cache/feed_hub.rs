@@ -51,12 +51,6 @@ pub(super) enum Published {
     TooMany,
 }
 
-/// The engine as the hub reads it: its state and the staleness rule's age.
-pub(super) struct Source<'a> {
-    pub engine: &'a Engine,
-    pub max_oracle_age: i64,
-}
-
 pub(super) struct FeedHub {
     subscribers: Vec<Subscriber>,
     dropped: u64,
@@ -70,6 +64,8 @@ pub(super) struct FeedHub {
     announced: (u64, Option<Instant>),
     /// Stopping: new streams get their prelude and end.
     closed: bool,
+    /// An oracle older than this is stale in the frames (`health.max_oracle_age_seconds`).
+    max_oracle_age: i64,
 }
 
 /// Unix milliseconds (an event's `published_at_ms`).
@@ -80,7 +76,7 @@ fn now_millis() -> i64 {
 }
 
 impl FeedHub {
-    pub fn new(replay_bytes: usize, max_lag: usize) -> FeedHub {
+    pub fn new(replay_bytes: usize, max_lag: usize, max_oracle_age: i64) -> FeedHub {
         FeedHub {
             subscribers: Vec::new(),
             dropped: 0,
@@ -90,6 +86,7 @@ impl FeedHub {
             parked: Vec::new(),
             announced: (0, None),
             closed: false,
+            max_oracle_age,
         }
     }
 
@@ -111,7 +108,7 @@ impl FeedHub {
     /// Tick `tick`'s feed events, numbered from the tick's first sequence in
     /// owner order (the same on every replica, whatever order the engine
     /// found them in), sent to every subscriber and kept for resumes.
-    pub fn publish(&mut self, source: &Source<'_>, tick: u64, events: Vec<FeedEvent>) -> Published {
+    pub fn publish(&mut self, engine: &Engine, tick: u64, events: Vec<FeedEvent>) -> Published {
         if events.is_empty() {
             return Published::Nothing;
         }
@@ -129,7 +126,7 @@ impl FeedHub {
         // 25k owners sinking at once is 25k frames: rendered on every core,
         // each core's share into one buffer, each event's end noted (a resume
         // starts at any event).
-        let (engine, max_age) = (source.engine, source.max_oracle_age);
+        let max_age = self.max_oracle_age;
         let parts = par_chunks(&numbered, |part| {
             // Sized from the first frame (a quote with its provenance is over
             // 2 KB): growing a 25 MB buffer by doubling was a tenth of a round.
@@ -181,10 +178,8 @@ impl FeedHub {
 
     /// Sends the feed's position alone when it moved on since it was last
     /// sent (at most every `PROGRESS_EVERY`), so subscribers hold an id no
-    /// older than that to resume from, events or not. Subscribers that hung
-    /// up are let go first.
+    /// older than that to resume from, events or not.
     pub fn announce_progress(&mut self) {
-        self.subscribers.retain(|s| !s.is_closed());
         let last = self.replay.last_id();
         if self.subscribers.is_empty() || last.seq == self.announced.0 {
             return;
@@ -200,6 +195,11 @@ impl FeedHub {
         self.announced = (last.seq, Some(Instant::now()));
     }
 
+    /// Lets go of the subscribers that hung up (at once, not at the next event).
+    pub fn prune_closed(&mut self) {
+        self.subscribers.retain(|s| !s.is_closed());
+    }
+
     /// Stopping: every stream ends, and new ones get only their prelude.
     pub fn close_streams(&mut self) {
         self.closed = true;
@@ -213,7 +213,7 @@ impl FeedHub {
     /// a log read, and unparks after the wait), false when it was answered.
     pub fn subscribe(
         &mut self,
-        source: &Source<'_>,
+        engine: &Engine,
         msg: Subscribe,
         reads_started: u64,
         reply: oneshot::Sender<ApiResult<FeedStream>>,
@@ -235,14 +235,14 @@ impl FeedHub {
             });
             return true;
         }
-        let _ = reply.send(Ok(self.open(source, msg, None)));
+        let _ = reply.send(Ok(self.open(engine, msg, None)));
         false
     }
 
     /// Answers the parked reconnects that can be: their change applied, or
     /// proven never issued by log read `number` (when `read_log`: the engine
     /// then holds every tick up to `applied`), or out of time.
-    pub fn unpark(&mut self, source: &Source<'_>, read_log: bool, number: u64, applied: u64) {
+    pub fn unpark(&mut self, engine: &Engine, read_log: bool, number: u64, applied: u64) {
         if self.parked.is_empty() {
             return;
         }
@@ -258,14 +258,14 @@ impl FeedHub {
                 self.parked.push(parked);
                 continue;
             };
-            let stream = self.open(source, parked.msg, outcome);
+            let stream = self.open(engine, parked.msg, outcome);
             let _ = parked.reply.send(Ok(stream));
         }
     }
 
     /// Opens a stream: the events a reconnect missed, or (a first
     /// connection, or one that cannot resume, after a `reset`) the snapshot.
-    fn open(&mut self, source: &Source<'_>, msg: Subscribe, reset: Option<Reset>) -> FeedStream {
+    fn open(&mut self, engine: &Engine, msg: Subscribe, reset: Option<Reset>) -> FeedStream {
         let last_event_id = msg.last_event_id.as_deref().map(str::trim);
         let outcome = match (reset, last_event_id.filter(|id| !id.is_empty())) {
             (Some(reset), _) => Err(reset),
@@ -273,14 +273,14 @@ impl FeedHub {
             (None, Some(id)) => self.replay.since(id).map(Some),
         };
         let prelude = match outcome {
-            Ok(None) => vec![self.snapshot(source)],
+            Ok(None) => vec![self.snapshot(engine)],
             Ok(Some(missed)) => {
                 crate::metrics::sse_resumed("resumed");
                 missed
             }
             Err(reset) => {
                 crate::metrics::sse_resumed(reset.label());
-                vec![reset.frame(), self.snapshot(source)]
+                vec![reset.frame(), self.snapshot(engine)]
             }
         };
         let (subscriber, stream) = Subscriber::new(prelude, self.max_lag, msg.socket);
@@ -293,9 +293,9 @@ impl FeedHub {
 
     /// A candidate_start for every owner under water, each with the id of the
     /// last live event; shared by subscribers of the same state and second.
-    fn snapshot(&mut self, source: &Source<'_>) -> Bytes {
+    fn snapshot(&mut self, engine: &Engine) -> Bytes {
         let now = now_seconds();
-        let key = (source.engine.version(), self.replay.last_id().seq, now);
+        let key = (engine.version(), self.replay.last_id().seq, now);
         if let Some((at, frames)) = &self.snapshot
             && *at == key
         {
@@ -305,7 +305,7 @@ impl FeedHub {
             id: self.replay.last_id(),
             published_at_ms: now_millis(),
         };
-        let frames = snapshot_frames(source.engine, stamp, now, source.max_oracle_age);
+        let frames = snapshot_frames(engine, stamp, now, self.max_oracle_age);
         self.snapshot = Some((key, frames.clone()));
         frames
     }

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::actor::{HealthCache, not_loaded};
-use super::feed_hub::{Published, RESUME_WAIT, Source};
+use super::feed_hub::{Published, RESUME_WAIT};
 use super::messages::Subscribe;
 use crate::engine::FeedEvent;
 use crate::error::ApiResult;
@@ -32,11 +32,7 @@ impl HealthCache {
         events.retain(|e| {
             matches!(e, FeedEvent::Stop(..) | FeedEvent::Gone(..)) || self.engine.holds(&e.owner())
         });
-        let source = Source {
-            engine: &self.engine,
-            max_oracle_age: self.max_oracle_age,
-        };
-        match self.feed.publish(&source, tick, events) {
+        match self.feed.publish(&self.engine, tick, events) {
             Published::Events => true,
             Published::Nothing => false,
             Published::TooMany => {
@@ -69,11 +65,7 @@ impl HealthCache {
             let _ = reply.send(Err(not_loaded()));
             return;
         }
-        let source = Source {
-            engine: &self.engine,
-            max_oracle_age: self.max_oracle_age,
-        };
-        if self.feed.subscribe(&source, msg, self.reads, reply) {
+        if self.feed.subscribe(&self.engine, msg, self.reads, reply) {
             self.enqueue(ctx, |p| p.read_log = true, None);
             ctx.run_later(RESUME_WAIT, |act, _| act.unpark(false, 0));
         }
@@ -82,10 +74,7 @@ impl HealthCache {
     /// Answers the parked reconnects that can be (after log read `number`
     /// when `read_log`).
     pub(super) fn unpark(&mut self, read_log: bool, number: u64) {
-        let source = Source {
-            engine: &self.engine,
-            max_oracle_age: self.max_oracle_age,
-        };
-        self.feed.unpark(&source, read_log, number, self.applied);
+        self.feed
+            .unpark(&self.engine, read_log, number, self.applied);
     }
 }

@@ -28,6 +28,28 @@ pub fn position_key(owner: u8, pool: usize) -> Pubkey {
     Pubkey::new_from_array(k)
 }
 
+/// The rate model every sample pool has: 1% base, 80% optimum, 10% / 100% slopes.
+pub fn rate_model() -> RateModel {
+    RateModel {
+        base_rate_wad: WAD / 100,
+        optimal_util_wad: 80 * WAD / 100,
+        slope1_wad: WAD / 10,
+        slope2_wad: WAD,
+        reserve_factor_wad: WAD / 10,
+    }
+}
+
+/// The liquidation terms every sample pool has: close factor 50%, bonus 5%,
+/// protocol fee 1%, oracle confidence 1,000.
+pub fn liquidation_terms() -> LiquidationTerms {
+    LiquidationTerms {
+        close_factor_wad: WAD / 2,
+        liquidation_bonus_wad: WAD / 20,
+        protocol_liq_fee_wad: WAD / 100,
+        oracle_conf: Some(1_000),
+    }
+}
+
 pub fn pool_state(i: usize, price: Option<i64>) -> PoolState {
     PoolState {
         address: pool_key(i),
@@ -40,22 +62,11 @@ pub fn pool_state(i: usize, price: Option<i64>) -> PoolState {
             deposit_index_wad: WAD + (i as u128) * WAD / 50,
             borrow_index_wad: WAD + (i as u128) * WAD / 20,
         },
-        rates: RateModel {
-            base_rate_wad: WAD / 100,
-            optimal_util_wad: 80 * WAD / 100,
-            slope1_wad: WAD / 10,
-            slope2_wad: WAD,
-            reserve_factor_wad: WAD / 10,
-        },
+        rates: rate_model(),
         total_deposits: 1_000,
         total_borrows: 500,
         last_update_ts: 0,
-        terms: LiquidationTerms {
-            close_factor_wad: WAD / 2,
-            liquidation_bonus_wad: WAD / 20,
-            protocol_liq_fee_wad: WAD / 100,
-            oracle_conf: Some(1_000),
-        },
+        terms: liquidation_terms(),
         slot: 0,
     }
 }

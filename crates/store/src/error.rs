@@ -25,11 +25,6 @@ impl DbError {
         DbError::Failed(Arc::from(cause.into()))
     }
 
-    /// The database being away, because of `cause`.
-    pub fn unavailable(cause: impl Into<Box<dyn Error + Send + Sync>>) -> DbError {
-        DbError::Unavailable(Arc::from(cause.into()))
-    }
-
     pub fn is_unavailable(&self) -> bool {
         matches!(self, DbError::Unavailable(_))
     }
@@ -42,7 +37,7 @@ impl DbError {
         }
     }
 
-    pub fn cause(&self) -> &Cause {
+    fn cause(&self) -> &Cause {
         match self {
             DbError::Unavailable(c) | DbError::Failed(c) => c,
         }

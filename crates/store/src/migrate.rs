@@ -65,10 +65,7 @@ pub const FUNCTIONS: &str = include_str!("../../../sql/functions.sql");
 /// triggers takes a lock on their tables, so an unchanged file is not re-run.
 pub fn functions_digest() -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(FUNCTIONS.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(FUNCTIONS.as_bytes()))
 }
 
 /// Arbitrary constant naming the advisory lock that serialises migrations.

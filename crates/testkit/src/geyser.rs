@@ -45,7 +45,7 @@ impl Default for Options {
 
 #[derive(Default)]
 struct Script {
-    options: Option<Options>,
+    options: Options,
     token: Option<String>,
     /// What SubscribeReplayInfo answers (None: replay not kept).
     first_available: Option<u64>,
@@ -80,7 +80,7 @@ impl ScriptedGeyser {
     pub async fn start_with(options: Options) -> ScriptedGeyser {
         let script = Service::default();
         let (listen, ping_every) = (options.listen.clone(), options.ping_every);
-        script.0.lock().unwrap().options = Some(options);
+        script.0.lock().unwrap().options = options;
         let server = Self::start_on(&listen, script).await;
         if let Some(every) = ping_every {
             let script = Arc::downgrade(&server.script.0);
@@ -143,7 +143,7 @@ impl ScriptedGeyser {
     /// Sends an update to every subscriber, and keeps it for replays.
     pub fn send(&self, slot: u64, update: SubscribeUpdate) {
         let mut script = self.script();
-        if script.options.as_ref().is_none_or(|o| o.keep_sent) {
+        if script.options.keep_sent {
             script.sent.push((slot, update.clone()));
         }
         script
@@ -272,13 +272,7 @@ impl Geyser for Service {
             .message()
             .await?
             .ok_or_else(|| Status::invalid_argument("no request"))?;
-        let capacity = self
-            .0
-            .lock()
-            .unwrap()
-            .options
-            .as_ref()
-            .map_or(4096, |o| o.capacity);
+        let capacity = self.0.lock().unwrap().options.capacity;
         let (tx, rx) = mpsc::channel(capacity);
         {
             let mut script = self.0.lock().unwrap();

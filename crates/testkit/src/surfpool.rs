@@ -60,17 +60,11 @@ impl LocalChain {
         // Killing the process ends a read still waiting (its stdout closes).
         let addresses = match tokio::time::timeout(START_WITHIN, read).await {
             Ok(Ok(addresses)) => addresses,
-            Ok(Err(e)) => return Err(format!("reading its output: {e}")),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("no addresses within {START_WITHIN:?}"));
-            }
+            Ok(Err(e)) => return Err(stop(child, format!("reading its output: {e}"))),
+            Err(_) => return Err(stop(child, format!("no addresses within {START_WITHIN:?}"))),
         };
         let (Some(url), Some(ws_url)) = addresses else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("it did not print RPC_URL and WS_URL".into());
+            return Err(stop(child, "it did not print RPC_URL and WS_URL".into()));
         };
         let rpc = RpcClient::new(url.clone());
         let chain = LocalChain {
@@ -107,6 +101,13 @@ impl LocalChain {
             .await
             .expect("surfnet_resetAccount");
     }
+}
+
+/// Stops a surfpool that did not come up, and says why.
+fn stop(mut child: Child, why: String) -> String {
+    let _ = child.kill();
+    let _ = child.wait();
+    why
 }
 
 impl Drop for LocalChain {
