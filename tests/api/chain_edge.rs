@@ -157,14 +157,12 @@ async fn stream_up(app: &TestApp) -> bool {
 
 /// Every row's slot, to show none went back.
 async fn slots(db: &tokio_postgres::Client) -> BTreeMap<String, i64> {
-    db.query(
+    pairs(
+        db,
         "SELECT pool_address AS k, slot FROM pools UNION ALL SELECT position_address, slot FROM positions",
-        &[],
     )
     .await
-    .unwrap()
-    .iter()
-    .map(|r| (r.get(0), r.get(1)))
+    .into_iter()
     .collect()
 }
 

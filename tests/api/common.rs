@@ -43,6 +43,14 @@ impl TestDb {
         TestDb { url, name }
     }
 
+    /// The service's own connection pool on this database (its default
+    /// settings), for tests that run the store's code directly.
+    pub fn pool(&self) -> deadpool_postgres::Pool {
+        let mut cfg = Config::defaults().database;
+        cfg.url = self.url.clone();
+        lendex::db::connect_pool(&cfg).unwrap()
+    }
+
     /// A direct connection, for asserting on what is really in the database.
     pub async fn connect(&self) -> tokio_postgres::Client {
         let (client, conn) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
@@ -312,6 +320,20 @@ pub async fn eventually(limit: std::time::Duration, mut check: impl AsyncFnMut()
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     check().await
+}
+
+/// Every row of a two-column query, as pairs.
+pub async fn pairs<A, B>(db: &tokio_postgres::Client, sql: &str) -> Vec<(A, B)>
+where
+    A: for<'a> tokio_postgres::types::FromSql<'a>,
+    B: for<'a> tokio_postgres::types::FromSql<'a>,
+{
+    db.query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
 }
 
 /// GET `url` as JSON (a test's read of a spawned server).

@@ -148,15 +148,11 @@ async fn unhealthy_lists_underwater_accounts_most_underwater_first() {
     // The stored rows carry the same account health factor (written by the cache).
     let db = m.t.app.db.connect().await;
     let stored = async || -> Vec<(String, String)> {
-        db.query(
+        pairs(
+            &db,
             "SELECT owner, health_factor_wad::text FROM positions ORDER BY owner",
-            &[],
         )
         .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect()
     };
     let rows = stored().await;
     assert!(

@@ -357,9 +357,7 @@ async fn a_conditional_get_of_history_is_304() {
 async fn rows_of_a_day_with_no_partition_yet_land_in_that_day() {
     // A database of its own, with no service writing history into it.
     let db = TestDb::create().await;
-    let mut config = lendex::config::Config::defaults();
-    config.database.url = db.url.clone();
-    let pool = lendex::db::connect_pool(&config.database).unwrap();
+    let pool = db.pool();
     lendex::db::migrate::run(&pool, "").await.unwrap();
     let mut client = db.connect().await;
     // A clock that jumped 40 days ahead, past every partition made.

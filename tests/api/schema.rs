@@ -6,16 +6,12 @@ use crate::common::*;
 
 /// (table, trigger) of every trigger a migrated database has.
 async fn triggers(db: &tokio_postgres::Client) -> Vec<(String, String)> {
-    db.query(
+    pairs(
+        db,
         "SELECT tgrelid::regclass::text, tgname::text FROM pg_trigger
          WHERE NOT tgisinternal ORDER BY 1, 2",
-        &[],
     )
     .await
-    .unwrap()
-    .iter()
-    .map(|r| (r.get(0), r.get(1)))
-    .collect()
 }
 
 fn expected() -> Vec<(String, String)> {
@@ -35,9 +31,7 @@ fn expected() -> Vec<(String, String)> {
 #[actix_rt::test]
 async fn a_database_of_any_age_ends_with_the_functions_of_one_file() {
     let db = TestDb::create().await;
-    let mut config = lendex::config::Config::defaults();
-    config.database.url = db.url.clone();
-    let pool = lendex::db::connect_pool(&config.database).unwrap();
+    let pool = db.pool();
     let applied = lendex::db::migrate::run(&pool, "").await.unwrap();
     assert_eq!(applied.last(), Some(&"functions"));
     let client = db.connect().await;

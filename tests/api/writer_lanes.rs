@@ -223,9 +223,7 @@ async fn batched_nonce_spends_are_single_use() {
     use lendex::db::nonces::{ConsumeNonce, IssueNonce};
     use lendex::db::writes::WriteCommand;
     let app = spawn_app().await;
-    let mut cfg = lendex::config::Config::defaults().database;
-    cfg.url = app.db.url.clone();
-    let pool = lendex::db::connect_pool(&cfg).unwrap();
+    let pool = app.db.pool();
     let wallet = Wallet::new().pubkey();
     let issue = |n: &str| IssueNonce {
         pubkey: wallet.clone(),
@@ -271,9 +269,7 @@ async fn batched_nonce_spends_are_single_use() {
 async fn batched_admin_adds_apply_in_arrival_order() {
     use lendex::db::writes::{AddAdmin, WriteCommand};
     let app = spawn_app().await;
-    let mut cfg = lendex::config::Config::defaults().database;
-    cfg.url = app.db.url.clone();
-    let pool = lendex::db::connect_pool(&cfg).unwrap();
+    let pool = app.db.pool();
     let (twice, once) = (Wallet::new().pubkey(), Wallet::new().pubkey());
     let add = |pubkey: &str, role: &str, label: &str| AddAdmin {
         pubkey: pubkey.to_string(),
