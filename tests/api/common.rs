@@ -159,7 +159,7 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     TestApp {
         base,
         db,
-        http: reqwest::Client::new(),
+        http: test_client(),
         root,
         config,
         history,
@@ -280,7 +280,7 @@ impl Remote {
     pub fn on(port: u16) -> Remote {
         Remote {
             base: format!("http://127.0.0.1:{port}"),
-            http: reqwest::Client::new(),
+            http: test_client(),
         }
     }
 }
@@ -320,6 +320,17 @@ pub async fn eventually(limit: std::time::Duration, mut check: impl AsyncFnMut()
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     check().await
+}
+
+/// A client that lets an idle connection go after 2 s, before the server's
+/// 5 s keep-alive closes it: reusing a connection the server is closing at
+/// that moment fails the request (IncompleteMessage), a race of the client,
+/// not an answer of the service.
+pub fn test_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(std::time::Duration::from_secs(2))
+        .build()
+        .expect("an HTTP client")
 }
 
 /// Every row of a two-column query, as pairs.
