@@ -16,13 +16,13 @@ use futures_util::future::{BoxFuture, Shared};
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 
 use crate::chain::rpc::{self, AccountRead, Filter, RawAccount};
-use crate::config::RpcConfig;
+use crate::chain::settings::RpcConfig;
 use crate::domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET};
 use crate::domain::pubkey::Pubkey;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ActorError, ActorResult};
 
 type Reads = Arc<Vec<AccountRead>>;
-type SharedRead = Shared<BoxFuture<'static, ApiResult<Reads>>>;
+type SharedRead = Shared<BoxFuture<'static, ActorResult<Reads>>>;
 
 pub struct ChainReader {
     client: Arc<RpcClient>,
@@ -56,11 +56,11 @@ async fn within<T, E: std::fmt::Display>(
     deadline: Duration,
     what: &'static str,
     work: impl Future<Output = Result<T, E>>,
-) -> ApiResult<T> {
+) -> ActorResult<T> {
     match tokio::time::timeout(deadline, work).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(ApiError::rpc(format!("{what} failed: {e}"))),
-        Err(_) => Err(ApiError::rpc(format!(
+        Ok(Err(e)) => Err(ActorError::rpc(format!("{what} failed: {e}"))),
+        Err(_) => Err(ActorError::rpc(format!(
             "{what} timed out after {} ms",
             deadline.as_millis()
         ))),
@@ -69,13 +69,13 @@ async fn within<T, E: std::fmt::Display>(
 
 /// The current slot at `confirmed` commitment, answered within `deadline`.
 #[derive(Message)]
-#[rtype(result = "ApiResult<u64>")]
+#[rtype(result = "ActorResult<u64>")]
 pub struct GetSlot {
     pub deadline: Duration,
 }
 
 impl Handler<GetSlot> for ChainReader {
-    type Result = ResponseFuture<ApiResult<u64>>;
+    type Result = ResponseFuture<ActorResult<u64>>;
 
     fn handle(&mut self, msg: GetSlot, _: &mut Self::Context) -> Self::Result {
         let client = self.client.clone();
@@ -86,13 +86,13 @@ impl Handler<GetSlot> for ChainReader {
 
 /// Reads accounts (getMultipleAccounts, batches of 100), in the order given.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Arc<Vec<AccountRead>>>")]
+#[rtype(result = "ActorResult<Arc<Vec<AccountRead>>>")]
 pub struct ReadAccounts {
     pub keys: Vec<Pubkey>,
 }
 
 impl Handler<ReadAccounts> for ChainReader {
-    type Result = ResponseFuture<ApiResult<Reads>>;
+    type Result = ResponseFuture<ActorResult<Reads>>;
 
     fn handle(&mut self, msg: ReadAccounts, ctx: &mut Self::Context) -> Self::Result {
         if let Some(running) = self.in_flight.get(&msg.keys) {
@@ -125,7 +125,7 @@ impl Handler<ReadAccounts> for ChainReader {
 /// Every UserPosition account of one pool (getProgramAccounts with a memcmp on
 /// the discriminator and the pool field), with the slot.
 #[derive(Message)]
-#[rtype(result = "ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
+#[rtype(result = "ActorResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
 pub struct ScanPoolPositions {
     pub program: Pubkey,
     pub pool: Pubkey,
@@ -133,7 +133,7 @@ pub struct ScanPoolPositions {
 }
 
 impl Handler<ScanPoolPositions> for ChainReader {
-    type Result = ResponseFuture<ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>>;
+    type Result = ResponseFuture<ActorResult<(u64, Vec<(Pubkey, RawAccount)>)>>;
 
     fn handle(&mut self, msg: ScanPoolPositions, _: &mut Self::Context) -> Self::Result {
         let client = self.client.clone();
@@ -161,14 +161,14 @@ impl Handler<ScanPoolPositions> for ChainReader {
 /// Every LendingPool account of the program (getProgramAccounts with a memcmp
 /// on the discriminator), with the slot: registered or not.
 #[derive(Message)]
-#[rtype(result = "ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
+#[rtype(result = "ActorResult<(u64, Vec<(Pubkey, RawAccount)>)>")]
 pub struct ScanPools {
     pub program: Pubkey,
     pub deadline: Duration,
 }
 
 impl Handler<ScanPools> for ChainReader {
-    type Result = ResponseFuture<ApiResult<(u64, Vec<(Pubkey, RawAccount)>)>>;
+    type Result = ResponseFuture<ActorResult<(u64, Vec<(Pubkey, RawAccount)>)>>;
 
     fn handle(&mut self, msg: ScanPools, _: &mut Self::Context) -> Self::Result {
         let client = self.client.clone();
@@ -186,7 +186,7 @@ impl Handler<ScanPools> for ChainReader {
 /// The signature that created an account, when the chain can tell it in one
 /// page of signatures (`rpc::first_signature`).
 #[derive(Message)]
-#[rtype(result = "ApiResult<Option<String>>")]
+#[rtype(result = "ActorResult<Option<String>>")]
 pub struct FirstSignature {
     pub address: Pubkey,
     pub deadline: Duration,
@@ -197,7 +197,7 @@ pub struct FirstSignature {
 const SIGNATURE_PAGE: usize = 1000;
 
 impl Handler<FirstSignature> for ChainReader {
-    type Result = ResponseFuture<ApiResult<Option<String>>>;
+    type Result = ResponseFuture<ActorResult<Option<String>>>;
 
     fn handle(&mut self, msg: FirstSignature, _: &mut Self::Context) -> Self::Result {
         let client = self.client.clone();

@@ -14,16 +14,17 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::actors::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
-use crate::actors::chain_stream::{Source, StreamDeps, StreamReport, stream_forever};
-use crate::actors::db_writer::Writers;
-use crate::actors::health_cache::{HealthCache, Reaches, commit};
-use crate::actors::leader_lease::LeaderChanged;
-use crate::config::{ChainSource, Config};
+use crate::chain::settings::{ChainSource, RpcConfig};
+use crate::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
+use crate::chain_stream::{Source, StreamDeps, StreamReport, stream_forever};
 use crate::db::queries;
+use crate::db_writer::Writers;
 use crate::domain::pubkey::Pubkey;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ActorError, ActorResult};
+use crate::health_cache::{HealthCache, Reaches, commit};
 use crate::ingest::Ingest;
+use crate::leader_lease::LeaderChanged;
+use crate::settings::SyncConfig;
 
 /// Pools scanned at once in a reconcile (the RPC gate bounds the requests).
 const PARALLEL_SCANS: usize = 8;
@@ -119,9 +120,8 @@ impl ChainSync {
     /// The settings it reads: rpc.source, rpc.ws_url, rpc.grpc_url,
     /// rpc.grpc_x_token, rpc.url, rpc.ws_silence_ms, rpc.timeout_ms and
     /// sync.interval_seconds.
-    pub fn new(deps: ChainDeps, config: &Config) -> ChainSync {
-        let interval = Duration::from_secs(config.sync.interval_seconds);
-        let rpc = &config.rpc;
+    pub fn new(deps: ChainDeps, rpc: &RpcConfig, sync: &SyncConfig) -> ChainSync {
+        let interval = Duration::from_secs(sync.interval_seconds);
         let source = match rpc.source {
             ChainSource::Websocket => Source::Websocket {
                 url: crate::chain::websocket::ws_url(&rpc.ws_url, &rpc.url),
@@ -143,7 +143,7 @@ impl ChainSync {
             again: false,
             refresher: Refresher {
                 deps,
-                rpc_timeout: Duration::from_millis(config.rpc.timeout_ms),
+                rpc_timeout: Duration::from_millis(rpc.timeout_ms),
             },
             status: SyncStatus {
                 enabled: !interval.is_zero(),
@@ -160,7 +160,7 @@ impl ChainSync {
     }
 
     /// One full refresh, as a future that owns what it needs.
-    fn refresh_job(&self) -> impl Future<Output = ApiResult<RefreshReport>> + 'static {
+    fn refresh_job(&self) -> impl Future<Output = ActorResult<RefreshReport>> + 'static {
         self.refresher.clone().run()
     }
 
@@ -186,7 +186,7 @@ impl ChainSync {
                 .await
                 .ok()
                 .and_then(Result::ok);
-            Ok::<_, ApiError>((report, tip))
+            Ok::<_, ActorError>((report, tip))
         };
         let handle = ctx.spawn(job.into_actor(self).map(|result, act, ctx| {
             act.running = false;
@@ -210,7 +210,7 @@ impl ChainSync {
                     crate::metrics::sync_reconciled(false);
                     tracing::warn!(error = %e, "chain refresh failed; the index keeps its last rows");
                     // Health shows the short reason; the cause is in the log.
-                    act.status.last_error = Some(e.message());
+                    act.status.last_error = Some(e.kind().to_string());
                 }
             }
         }));
@@ -327,7 +327,7 @@ impl Handler<GetSyncStatus> for ChainSync {
 }
 
 impl Refresher {
-    async fn run(self) -> ApiResult<RefreshReport> {
+    async fn run(self) -> ActorResult<RefreshReport> {
         let Refresher { deps, rpc_timeout } = self;
         let ChainDeps {
             db,
@@ -419,7 +419,7 @@ impl Refresher {
                     changed = reconciled.changes.len(),
                     "pool positions reconciled"
                 );
-                Ok::<_, ApiError>((slot, reconciled.written, reconciled.removed))
+                Ok::<_, ActorError>((slot, reconciled.written, reconciled.removed))
             }
         });
         let scanned = futures_util::stream::iter(scans)

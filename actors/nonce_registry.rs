@@ -19,10 +19,10 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use rand::RngCore;
 
-use crate::actors::db_writer::{Writers, write};
 use crate::db::nonces;
 use crate::db::queries;
-use crate::error::ApiResult;
+use crate::db_writer::{Writers, write};
+use crate::error::ActorResult;
 
 pub struct NonceRegistry {
     /// For the purge.
@@ -73,7 +73,7 @@ impl Actor for NonceRegistry {
 
 /// Issue a nonce for `pubkey`, valid for `action` only, for the configured lifetime.
 #[derive(Message)]
-#[rtype(result = "ApiResult<IssuedNonce>")]
+#[rtype(result = "ActorResult<IssuedNonce>")]
 pub struct IssueNonce {
     pub pubkey: String,
     pub action: String,
@@ -88,7 +88,7 @@ pub struct IssuedNonce {
 /// Spend a nonce. `Ok(true)` for exactly one caller; `Ok(false)` when the nonce was
 /// never issued to this wallet for this action, is already spent, or has expired.
 #[derive(Message)]
-#[rtype(result = "ApiResult<bool>")]
+#[rtype(result = "ActorResult<bool>")]
 pub struct ConsumeNonce {
     pub pubkey: String,
     pub nonce: String,
@@ -96,7 +96,7 @@ pub struct ConsumeNonce {
 }
 
 impl Handler<IssueNonce> for NonceRegistry {
-    type Result = ResponseFuture<ApiResult<IssuedNonce>>;
+    type Result = ResponseFuture<ActorResult<IssuedNonce>>;
 
     fn handle(&mut self, msg: IssueNonce, _: &mut Self::Context) -> Self::Result {
         let writers = self.writers.clone();
@@ -116,7 +116,7 @@ impl Handler<IssueNonce> for NonceRegistry {
 }
 
 impl Handler<ConsumeNonce> for NonceRegistry {
-    type Result = ResponseFuture<ApiResult<bool>>;
+    type Result = ResponseFuture<ActorResult<bool>>;
 
     fn handle(&mut self, msg: ConsumeNonce, _: &mut Self::Context) -> Self::Result {
         let writers = self.writers.clone();
@@ -129,7 +129,7 @@ impl Handler<ConsumeNonce> for NonceRegistry {
     }
 }
 
-async fn purge_expired(pool: &Pool) -> ApiResult<u64> {
+async fn purge_expired(pool: &Pool) -> ActorResult<u64> {
     let client = pool.get().await?;
     Ok(client.execute(queries::PURGE_EXPIRED_NONCES, &[]).await?)
 }

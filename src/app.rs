@@ -14,6 +14,7 @@ use crate::actors::chain_sync::{ChainDeps, ChainSync};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{
     AwaitListening, CloseStreams, FlushWrites, HealthCache, HistoryLink, LoadAll,
+    Settings as CacheSettings,
 };
 use crate::actors::history::{Flush, HistoryWriter};
 use crate::actors::leader_lease::hold_lease;
@@ -80,7 +81,14 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     // One replica of the cluster ingests, records history and writes the
     // health factors back: the holder of the lease, when anything needs one.
     let leased = config.sync.interval_seconds > 0 || history.is_some();
-    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, &config, link, leased);
+    let settings = CacheSettings {
+        cache: &config.cache,
+        health: &config.health,
+        database_url: &config.database.url,
+        cluster: config.chain.cluster.as_str(),
+        rpc_url: &config.rpc.url,
+    };
+    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, settings, link, leased);
     let rendered = cache.rendered();
     let cache = cache.start();
     let deps = ChainDeps {
@@ -90,7 +98,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         cache: cache.clone(),
         ingest,
     };
-    let sync = ChainSync::new(deps, &config).start();
+    let sync = ChainSync::new(deps, &config.rpc, &config.sync).start();
     // Both are told when the lease is taken and lost.
     if leased {
         let told = vec![sync.clone().recipient(), cache.clone().recipient()];

@@ -16,6 +16,7 @@ use crate::error::StartError;
 /// The repository's `config.toml`, compiled in: every key has a working default.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config.toml");
 
+pub use lendex_actors::settings::{CacheConfig, HealthConfig, HistoryConfig, SyncConfig};
 pub use lendex_chain::settings::{ChainSource, RpcConfig};
 pub use lendex_store::settings::DatabaseConfig;
 
@@ -76,49 +77,9 @@ pub struct LimitsConfig {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SyncConfig {
-    pub interval_seconds: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CacheConfig {
-    pub max_owners: usize,
-    /// Unread feed bytes one SSE subscriber may hold beyond its snapshot.
-    pub subscriber_max_lag_bytes: usize,
-    /// Bytes of recent feed events a reconnect can resume from.
-    pub replay_bytes: usize,
-    /// Seconds of the feed's change log kept: a replica further behind
-    /// reloads everything instead of applying the log.
-    pub change_log_seconds: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HealthConfig {
-    pub max_oracle_age_seconds: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetricsConfig {
     /// Serve GET /metrics to any client, not only to loopback ones.
     pub public: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HistoryConfig {
-    /// Days of history kept (whole UTC days); 0 disables history.
-    pub retention_days: u32,
-    /// Seconds between two samples of the market.
-    pub market_interval_seconds: u64,
-    /// Records waiting to be stored at most; past it the oldest are dropped.
-    pub max_pending: usize,
-    /// Milliseconds between two flushes of what is waiting.
-    pub flush_interval_ms: u64,
-}
-
-impl HistoryConfig {
-    pub fn enabled(&self) -> bool {
-        self.retention_days > 0
-    }
 }
 
 /// The cluster the service indexes; rows carry it and reads filter on it.

@@ -246,6 +246,19 @@ impl From<crate::db::error::DbError> for ApiError {
     }
 }
 
+/// An actor's failure: the store's as the store's, the chain's RPC 502,
+/// anything else ours.
+impl From<crate::actors::error::ActorError> for ApiError {
+    fn from(err: crate::actors::error::ActorError) -> Self {
+        use crate::actors::error::ActorError;
+        match err {
+            ActorError::Store(err) => err.into(),
+            ActorError::Rpc(cause) => ApiError::rpc(cause),
+            ActorError::Internal(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
 /// Statements run outside the store (health, the lease) are judged as the
 /// store judges them.
 impl From<tokio_postgres::Error> for ApiError {
@@ -263,18 +276,31 @@ impl From<deadpool_postgres::PoolError> for ApiError {
 /// An actor that could not take or answer a message (stopped, or its mailbox full).
 impl From<actix::MailboxError> for ApiError {
     fn from(err: actix::MailboxError) -> Self {
-        ApiError::internal(format!("actor mailbox: {err}"))
+        crate::actors::error::ActorError::from(err).into()
     }
 }
 
 /// A reply that never came: its sender was dropped unanswered.
 impl From<tokio::sync::oneshot::error::RecvError> for ApiError {
     fn from(err: tokio::sync::oneshot::error::RecvError) -> Self {
-        ApiError::internal(format!("reply dropped: {err}"))
+        crate::actors::error::ActorError::from(err).into()
     }
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+impl From<crate::ingest::Refused> for ApiError {
+    /// A pool read or registration refused: absent is 404, not its authority
+    /// 401, anything else 400 `invalid` (docs/design.md §4.8, §4.9).
+    fn from(e: crate::ingest::Refused) -> Self {
+        use crate::ingest::Refused;
+        match e {
+            Refused::Absent => ApiError::PoolAccountNotFound,
+            Refused::Invalid => ApiError::Invalid,
+            Refused::NotTheAuthority => ApiError::NotAuthorized,
+        }
+    }
+}
 
 impl From<crate::domain::accounts::AccountCheck> for ApiError {
     /// An account read that is not the expected pool: absent is 404, anything

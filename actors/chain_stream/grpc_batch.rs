@@ -12,7 +12,7 @@ use crate::chain::source::AccountUpdate;
 use crate::db::chain_writes::AccountWrite;
 use crate::db::chain_writes::SyncPosition;
 use crate::db::registered::held_position;
-use crate::error::ApiResult;
+use crate::error::ActorResult;
 use crate::ingest::{Streamed, latest};
 
 pub(super) async fn apply(
@@ -20,7 +20,7 @@ pub(super) async fn apply(
     registered: &mut Registered,
     batch: &[AccountUpdate],
     heard: Instant,
-) -> ApiResult<()> {
+) -> ActorResult<()> {
     let mut writes = Vec::new();
     for account in latest(batch) {
         match deps.ingest.streamed(account) {
@@ -46,13 +46,13 @@ pub(super) async fn apply(
                         writes.push(AccountWrite::Position(removal));
                     }
                     None if account.owner != deps.ingest.program => {
-                        crate::metrics::stream::skipped("grpc", "another program's account");
+                        crate::chain::metrics::stream::skipped("grpc", "another program's account");
                     }
                     // An account of the program closed that was never indexed.
                     None => {}
                 }
             }
-            Streamed::Skipped(why) => crate::metrics::stream::skipped("grpc", why),
+            Streamed::Skipped(why) => crate::chain::metrics::stream::skipped("grpc", why),
         }
     }
     commit_slots(deps, writes, heard).await?;

@@ -28,16 +28,16 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use tokio::sync::mpsc;
 
-use crate::actors::chain_reader::{ChainReader, GetSlot};
-use crate::actors::db_writer::Writers;
-use crate::actors::health_cache::{HealthCache, Reaches, commit};
 use crate::chain::grpc::{self, Resume};
 use crate::chain::source::{AccountUpdate, Backoff, Ended, StreamEvent, wait_out};
 use crate::chain::websocket;
+use crate::chain_reader::{ChainReader, GetSlot};
 use crate::db::chain_writes::{AccountWrite, SlotWrites};
 use crate::db::registered::is_registered;
+use crate::db_writer::Writers;
 use crate::domain::pubkey::Pubkey;
-use crate::error::ApiResult;
+use crate::error::ActorResult;
+use crate::health_cache::{HealthCache, Reaches, commit};
 use crate::ingest::{Ingest, by_slot};
 
 /// Updates gathered into one batch: what arrives within 20 ms, at most 100
@@ -201,7 +201,7 @@ async fn apply_updates(
             }
         }
         crate::metrics::sync_notified(batch.len() as u64);
-        crate::metrics::stream::updates(deps.source.name(), batch.len() as u64);
+        crate::chain::metrics::stream::updates(deps.source.name(), batch.len() as u64);
         to.do_send(StreamReport::AccountUpdate { at: Utc::now() });
         let applied = match deps.source {
             Source::Websocket { .. } => {
@@ -258,7 +258,7 @@ impl Applying {
                 );
                 self.subscriptions += 1;
                 if self.subscriptions > 1 {
-                    crate::metrics::stream::reconnected(deps.source.name());
+                    crate::chain::metrics::stream::reconnected(deps.source.name());
                 }
                 to.do_send(StreamReport::Up {
                     reconcile: !replayed,
@@ -276,7 +276,7 @@ impl Applying {
                     actix_rt::spawn(async move {
                         let deadline = Duration::from_secs(2);
                         if let Ok(Ok(tip)) = chain.send(GetSlot { deadline }).await {
-                            crate::metrics::stream::lag(source, tip.saturating_sub(theirs));
+                            crate::chain::metrics::stream::lag(source, tip.saturating_sub(theirs));
                         }
                     });
                 }
@@ -311,7 +311,7 @@ struct Registered {
 }
 
 impl Registered {
-    async fn contains(&mut self, deps: &StreamDeps, pool: &Pubkey) -> ApiResult<bool> {
+    async fn contains(&mut self, deps: &StreamDeps, pool: &Pubkey) -> ActorResult<bool> {
         if self.pools.contains(pool) {
             return Ok(true);
         }
@@ -330,7 +330,7 @@ async fn commit_slots(
     deps: &StreamDeps,
     writes: Vec<AccountWrite>,
     heard: Instant,
-) -> ApiResult<Vec<(Pubkey, bool)>> {
+) -> ActorResult<Vec<(Pubkey, bool)>> {
     let mut out = Vec::with_capacity(writes.len());
     for writes in by_slot(writes) {
         let accounts: Vec<Pubkey> = writes.iter().map(AccountWrite::account).collect();

@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::{Registered, StreamDeps, commit_slots, latest_data};
-use crate::actors::chain_reader::ReadAccounts;
 use crate::chain::source::AccountUpdate;
+use crate::chain_reader::ReadAccounts;
 use crate::domain::pubkey::Pubkey;
-use crate::error::ApiResult;
+use crate::error::ActorResult;
 use crate::ingest::sort_out;
 
 /// A re-read that does not yet show the notified data is tried again after
@@ -30,7 +30,7 @@ pub(super) async fn apply(
     trusted_above: u64,
     batch: &[AccountUpdate],
     heard: Instant,
-) -> ApiResult<()> {
+) -> ActorResult<()> {
     let mut wanted = sort_out(batch);
     let mut keep = HashSet::new();
     for pool in wanted.all_pools() {

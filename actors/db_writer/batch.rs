@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use crate::db::error::{DbError, DbResult};
 use crate::db::queries;
 use crate::db::writes::{Lane, WriteCommand};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ActorError, ActorResult};
 
 /// A queued write with its reply channel, its output type erased.
 pub(super) trait QueuedWrite: Send {
@@ -33,7 +33,7 @@ pub(super) trait QueuedWrite: Send {
     /// Forgets a result kept by a rolled-back attempt.
     fn reset(&mut self);
     /// Sends the reply: the command's result if the batch committed, else `failure`.
-    fn finish(&mut self, failure: Option<ApiError>);
+    fn finish(&mut self, failure: Option<ActorError>);
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -45,7 +45,7 @@ pub(super) type RunForm =
 pub(super) struct Pending<C: WriteCommand> {
     pub cmd: C,
     pub result: Option<DbResult<C::Output>>,
-    pub reply: Option<oneshot::Sender<ApiResult<C::Output>>>,
+    pub reply: Option<oneshot::Sender<ActorResult<C::Output>>>,
 }
 
 impl<C: WriteCommand> QueuedWrite for Pending<C> {
@@ -73,13 +73,13 @@ impl<C: WriteCommand> QueuedWrite for Pending<C> {
         self.result = None;
     }
 
-    fn finish(&mut self, failure: Option<ApiError>) {
+    fn finish(&mut self, failure: Option<ActorError>) {
         let result = match (failure, self.result.take()) {
             // A command that failed on its own keeps its own error.
             (_, Some(Err(own))) => Err(own.into()),
             (Some(batch_error), _) => Err(batch_error),
             (None, Some(Ok(output))) => Ok(output),
-            (None, None) => Err(ApiError::internal("a write was answered with no result")),
+            (None, None) => Err(ActorError::internal("a write was answered with no result")),
         };
         if let Some(reply) = self.reply.take() {
             let _ = reply.send(result);

@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 use super::batch::{Pending, QueuedWrite, apply_batch};
 use crate::db::WriteBudget;
 use crate::db::writes::{Lane, WriteCommand};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ActorError, ActorResult};
 
 /// Most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -34,7 +34,7 @@ const MAX_BATCH_ROWS: usize = 10_000;
 pub struct Write<C: WriteCommand>(pub C);
 
 impl<C: WriteCommand> Message for Write<C> {
-    type Result = ApiResult<C::Output>;
+    type Result = ActorResult<C::Output>;
 }
 
 /// Resolves once every write queued before it has been committed (or failed).
@@ -138,7 +138,7 @@ impl LaneWriter {
         for queued in self.queue.drain(..take) {
             if queued.since.elapsed() > self.max_wait {
                 let mut write = queued.write;
-                write.finish(Some(ApiError::database(
+                write.finish(Some(ActorError::database(
                     "the write waited in its lane past its share of database.write_timeout_ms",
                 )));
                 self.stats.expired_writes += 1;
@@ -162,14 +162,14 @@ impl LaneWriter {
         let flush = async move {
             let started = Instant::now();
             let failure = match pool.get().await {
-                Err(e) => Some(ApiError::from(e)),
+                Err(e) => Some(ActorError::from(e)),
                 Ok(mut client) => {
                     match tokio::time::timeout(limit, apply_batch(&mut client, &mut batch)).await {
-                        Ok(result) => result.err().map(ApiError::from),
+                        Ok(result) => result.err().map(ActorError::from),
                         Err(_) => {
                             // Abandoned: out of the pool and closed, with its transaction.
                             drop(deadpool_postgres::Object::take(client));
-                            Some(ApiError::database(
+                            Some(ActorError::database(
                                 "the batch ran past its share of database.write_timeout_ms",
                             ))
                         }
@@ -204,7 +204,7 @@ impl Actor for LaneWriter {
 }
 
 impl<C: WriteCommand> Handler<Write<C>> for LaneWriter {
-    type Result = ResponseFuture<ApiResult<C::Output>>;
+    type Result = ResponseFuture<ActorResult<C::Output>>;
 
     fn handle(&mut self, msg: Write<C>, ctx: &mut Self::Context) -> Self::Result {
         let (reply, answer) = oneshot::channel();

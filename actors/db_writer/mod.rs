@@ -18,10 +18,11 @@ use actix::prelude::*;
 
 pub use lane::{Drain, LaneStats, LaneWriter, Write};
 
-use crate::config::DatabaseConfig;
 use crate::db::WriteBudget;
+use crate::db::error::SetupError;
+use crate::db::settings::DatabaseConfig;
 use crate::db::writes::{Lane, WriteCommand};
-use crate::error::{ApiError, ApiResult, StartError};
+use crate::error::{ActorError, ActorResult};
 
 /// The four lanes, for handlers and actors to write through.
 #[derive(Clone)]
@@ -35,9 +36,9 @@ pub struct Writers {
 impl Writers {
     /// Starts every lane, each with its own connection; `origin` names this
     /// replica in the NOTIFY of its writes.
-    pub fn start(cfg: &DatabaseConfig, origin: &str) -> Result<Writers, StartError> {
+    pub fn start(cfg: &DatabaseConfig, origin: &str) -> Result<Writers, SetupError> {
         let budget = WriteBudget::of(Duration::from_millis(cfg.write_timeout_ms));
-        let lane = |lane: Lane| -> Result<Addr<LaneWriter>, StartError> {
+        let lane = |lane: Lane| -> Result<Addr<LaneWriter>, SetupError> {
             let pool = crate::db::writer_pool(cfg, budget, origin)?;
             Ok(LaneWriter::new(lane, pool, budget).start())
         };
@@ -78,10 +79,10 @@ impl Writers {
 }
 
 /// Sends a write to its lane and waits for its committed result.
-pub async fn write<C: WriteCommand>(writers: &Writers, cmd: C) -> ApiResult<C::Output> {
+pub async fn write<C: WriteCommand>(writers: &Writers, cmd: C) -> ActorResult<C::Output> {
     match writers.lane(C::LANE).send(Write(cmd)).await {
         Ok(result) => result,
-        Err(err) => Err(ApiError::database(format!(
+        Err(err) => Err(ActorError::database(format!(
             "database writer unreachable: {err}"
         ))),
     }

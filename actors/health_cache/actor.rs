@@ -14,14 +14,14 @@ use super::feed_hub::FeedHub;
 use super::messages::{Borrows, DatabaseNotice};
 use super::pending::{Pending, Waiter};
 use super::write_back::{Pace, WriteBack};
-use crate::actors::db_writer::Writers;
-use crate::config::Config;
 use crate::db::listen::listen_forever;
+use crate::db_writer::Writers;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Engine;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
 use crate::feed::render::{self, Answer};
+use crate::settings::{CacheConfig, HealthConfig};
 
 /// Wallets whose recent borrows are kept in memory.
 const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
@@ -100,35 +100,50 @@ pub struct HealthCache {
     pub(super) lease: Lease,
 }
 
+/// What the health cache reads of the settings.
+pub struct Settings<'a> {
+    pub cache: &'a CacheConfig,
+    pub health: &'a HealthConfig,
+    /// Its own connection LISTENs here (docs/design.md §13).
+    pub database_url: &'a str,
+    /// The cluster its rows are kept under.
+    pub cluster: &'static str,
+    /// The explorer links of answers name a custom cluster by it.
+    pub rpc_url: &'a str,
+}
+
 impl HealthCache {
     /// Reads with `db`, writes health factors through `writer`; `origin` names
     /// this replica's writes (see `db::listen`); `leased`: the replicas
     /// contend for the ingester lease, and its holder alone writes the
     /// health factors (it says so with `LeaderChanged`); the rest comes from
-    /// `config`.
+    /// `settings`.
     pub fn new(
         db: Pool,
         writer: Writers,
         origin: String,
-        config: &Config,
+        settings: Settings<'_>,
         history: Option<super::history_link::HistoryLink>,
         leased: bool,
     ) -> Self {
-        let max_oracle_age =
-            i64::try_from(config.health.max_oracle_age_seconds).unwrap_or(i64::MAX);
+        let Settings {
+            cache,
+            health,
+            database_url,
+            cluster,
+            rpc_url,
+        } = settings;
+        let max_oracle_age = i64::try_from(health.max_oracle_age_seconds).unwrap_or(i64::MAX);
         HealthCache {
             db,
             writer,
-            database_url: config.database.url.clone(),
+            database_url: database_url.to_string(),
             origin,
-            cluster: config.chain.cluster.as_str(),
-            explorer_query: crate::wire::pools::explorer_query(
-                config.chain.cluster.as_str(),
-                &config.rpc.url,
-            ),
+            cluster,
+            explorer_query: crate::wire::pools::explorer_query(cluster, rpc_url),
             max_oracle_age,
-            log_keep_seconds: config.cache.change_log_seconds as f64,
-            engine: recording(Engine::new(config.cache.max_owners)),
+            log_keep_seconds: cache.change_log_seconds as f64,
+            engine: recording(Engine::new(cache.max_owners)),
             rendered: SharedRendered::default(),
             rendered_version: 0,
             ready: false,
@@ -141,8 +156,8 @@ impl HealthCache {
             applied: 0,
             writing: WriteBack::default(),
             feed: FeedHub::new(
-                config.cache.replay_bytes,
-                config.cache.subscriber_max_lag_bytes,
+                cache.replay_bytes,
+                cache.subscriber_max_lag_bytes,
                 max_oracle_age,
             ),
             borrows: LruCache::new(BORROW_LISTS),
@@ -165,7 +180,7 @@ impl HealthCache {
         &mut self,
         ctx: &mut Context<Self>,
         waiters: Vec<Waiter>,
-        result: ApiResult<()>,
+        result: ActorResult<()>,
         write_through: bool,
     ) {
         if write_through && result.is_ok() && self.engine.has_dirty() {
@@ -230,7 +245,7 @@ impl HealthCache {
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
-    pub(super) fn render(&self, answer: Answer) -> ApiResult<Body> {
+    pub(super) fn render(&self, answer: Answer) -> ActorResult<Body> {
         if !self.ready {
             return Err(not_loaded());
         }
@@ -290,6 +305,6 @@ impl Actor for HealthCache {
 }
 
 /// The feed answers 503 until the cache has loaded (the database may be down).
-pub(super) fn not_loaded() -> ApiError {
-    ApiError::database("the health cache is not loaded yet")
+pub(super) fn not_loaded() -> ActorError {
+    ActorError::database("the health cache is not loaded yet")
 }

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use super::messages::Subscribe;
 use crate::engine::parallel::par_chunks;
 use crate::engine::{Engine, FeedEvent};
-use crate::error::ApiResult;
+use crate::error::ActorResult;
 use crate::feed::frame::{EventId, Stamp, write_event};
 use crate::feed::poll_answers::now_seconds;
 use crate::feed::render::snapshot_frames;
@@ -37,7 +37,7 @@ struct Parked {
     /// tick proves it was never issued.
     asked: u64,
     until: Instant,
-    reply: oneshot::Sender<ApiResult<FeedStream>>,
+    reply: oneshot::Sender<ActorResult<FeedStream>>,
 }
 
 /// What publishing a tick came to.
@@ -216,7 +216,7 @@ impl FeedHub {
         engine: &Engine,
         msg: Subscribe,
         reads_started: u64,
-        reply: oneshot::Sender<ApiResult<FeedStream>>,
+        reply: oneshot::Sender<ActorResult<FeedStream>>,
     ) -> bool {
         let ahead = msg
             .last_event_id

@@ -12,15 +12,15 @@ use super::write_back::Pace;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
-use crate::engine::risk::{self, liquidation_prices};
+use crate::engine::risk::{self, RiskError, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
-use crate::error::ApiResult;
+use crate::error::ActorResult;
 use crate::feed::poll_answers::{Body, OwnerBody, now_seconds};
 use crate::feed::render;
 use crate::feed::subscriber::FeedStream;
 
 impl Handler<LoadAll> for HealthCache {
-    type Result = ResponseFuture<ApiResult<()>>;
+    type Result = ResponseFuture<ActorResult<()>>;
 
     fn handle(&mut self, _: LoadAll, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
@@ -30,7 +30,7 @@ impl Handler<LoadAll> for HealthCache {
 }
 
 impl Handler<CatchUp> for HealthCache {
-    type Result = ResponseFuture<ApiResult<()>>;
+    type Result = ResponseFuture<ActorResult<()>>;
 
     fn handle(&mut self, msg: CatchUp, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
@@ -144,7 +144,7 @@ impl Handler<FlushWrites> for HealthCache {
 }
 
 impl Handler<Render> for HealthCache {
-    type Result = ApiResult<Body>;
+    type Result = ActorResult<Body>;
 
     fn handle(&mut self, Render(answer): Render, _: &mut Self::Context) -> Self::Result {
         self.render(answer)
@@ -194,7 +194,7 @@ impl HealthCache {
 }
 
 impl Handler<OwnerOf> for HealthCache {
-    type Result = ResponseActFuture<Self, ApiResult<OwnerPositions>>;
+    type Result = ResponseActFuture<Self, ActorResult<OwnerPositions>>;
 
     fn handle(&mut self, OwnerOf(owner): OwnerOf, ctx: &mut Self::Context) -> Self::Result {
         if !self.ready {
@@ -242,7 +242,7 @@ impl Handler<BorrowsChanged> for HealthCache {
 }
 
 impl Handler<Subscribe> for HealthCache {
-    type Result = ResponseFuture<ApiResult<FeedStream>>;
+    type Result = ResponseFuture<ActorResult<FeedStream>>;
 
     fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
@@ -281,7 +281,7 @@ impl Handler<Stats> for HealthCache {
 }
 
 impl Handler<PoolStatus> for HealthCache {
-    type Result = ApiResult<Bytes>;
+    type Result = ActorResult<Bytes>;
 
     fn handle(&mut self, _: PoolStatus, _: &mut Self::Context) -> Self::Result {
         if !self.ready {
@@ -301,32 +301,28 @@ impl Handler<PoolStatus> for HealthCache {
 }
 
 impl Handler<Risk> for HealthCache {
-    type Result = ApiResult<Bytes>;
+    type Result = ActorResult<Result<Bytes, RiskError>>;
 
     fn handle(&mut self, Risk(query): Risk, _: &mut Self::Context) -> Self::Result {
         if !self.ready {
             return Err(not_loaded());
         }
         let body = match query {
-            RiskQuery::Shock { shocks, limit } => render::json(&risk::shock_response(
+            RiskQuery::Shock { shocks, limit } => risk::shock_response(
                 &self.engine,
                 &shocks,
                 limit,
                 now_seconds(),
                 self.max_oracle_age,
-            )?),
+            )
+            .map(|answer| render::json(&answer)),
             RiskQuery::Curve {
                 pool,
                 from_bps,
                 to_bps,
                 steps,
-            } => render::json(&risk::curve_response(
-                &self.engine,
-                &pool,
-                from_bps,
-                to_bps,
-                steps,
-            )?),
+            } => risk::curve_response(&self.engine, &pool, from_bps, to_bps, steps)
+                .map(|answer| render::json(&answer)),
         };
         Ok(body)
     }

@@ -11,9 +11,9 @@ use actix::prelude::*;
 
 use super::actor::{HealthCache, Lease};
 use super::history_link::HOLD_AT_MOST;
-use crate::actors::history::{Records, StepDown, TakeOver};
-use crate::actors::leader_lease::LeaderChanged;
 use crate::engine::history::{Record, Stamped};
+use crate::history::{Records, StepDown, TakeOver};
+use crate::leader_lease::LeaderChanged;
 
 /// A takeover that failed (the database is down) is tried again after this.
 const RETRY_TAKEOVER: Duration = Duration::from_secs(2);

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
-use crate::actors::history::HistoryWriter;
 use crate::feed::poll_answers::now_micros;
+use crate::history::HistoryWriter;
 
 /// The cache's side of history.
 pub struct HistoryLink {

@@ -11,7 +11,8 @@ use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
 use crate::engine::PositionState;
-use crate::error::ApiResult;
+use crate::engine::risk::RiskError;
+use crate::error::ActorResult;
 use crate::feed::poll_answers::Body;
 use crate::feed::render::Answer;
 use crate::feed::subscriber::FeedStream;
@@ -20,7 +21,7 @@ use crate::wire::positions::BorrowTx;
 /// Loads every pool and position of the cluster; answers once applied (or failed:
 /// the reload is then retried in the background).
 #[derive(Message)]
-#[rtype(result = "ApiResult<()>")]
+#[rtype(result = "ActorResult<()>")]
 pub struct LoadAll;
 
 /// This replica committed a change of the index: read the change log now
@@ -30,7 +31,7 @@ pub struct LoadAll;
 /// `write_through`, only once the resulting health factors are committed to
 /// `positions` too.
 #[derive(Message)]
-#[rtype(result = "ApiResult<()>")]
+#[rtype(result = "ActorResult<()>")]
 pub struct CatchUp {
     pub write_through: bool,
     /// When the chain notified the change, if it did (freshness metrics).
@@ -67,13 +68,13 @@ pub struct FlushWrites;
 /// A feed answer (unhealthy, liquidations, at-risk) that was not rendered yet for
 /// this change and second: rendered here, then shared with every reader.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Body>")]
+#[rtype(result = "ActorResult<Body>")]
 pub struct Render(pub Answer);
 
 /// An owner's positions with what readers need of their pools, newest sync first
 /// (GET /api/positions/{user} and /detail).
 #[derive(Message)]
-#[rtype(result = "ApiResult<OwnerPositions>")]
+#[rtype(result = "ActorResult<OwnerPositions>")]
 pub struct OwnerOf(pub Pubkey);
 
 /// A wallet's recent borrows: (pool address, transaction), newest first per pool.
@@ -125,7 +126,7 @@ pub struct BorrowsChanged(pub Vec<Pubkey>);
 /// a reconnect whose `Last-Event-ID` can resume, the events it missed, then
 /// live ones (docs/design.md §11). The answer is the response body.
 #[derive(Message)]
-#[rtype(result = "ApiResult<FeedStream>")]
+#[rtype(result = "ActorResult<FeedStream>")]
 pub struct Subscribe {
     /// The subscriber's connection socket (cut when the service stops).
     pub socket: Option<std::os::fd::RawFd>,
@@ -141,7 +142,7 @@ pub struct CloseStreams;
 
 /// Each pool's token and oracle (GET /api/pools/status), rendered.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Bytes>")]
+#[rtype(result = "ActorResult<Bytes>")]
 pub struct PoolStatus;
 
 /// Counts for logs, health and benchmarks.
@@ -166,9 +167,10 @@ pub struct CacheStats {
     pub reads: u64,
 }
 
-/// A question for the risk lens (docs/design.md §10), answered rendered.
+/// A question for the risk lens (docs/design.md §10), answered rendered, or
+/// refused when it names a pool the lens cannot move.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Bytes>")]
+#[rtype(result = "ActorResult<Result<Bytes, RiskError>>")]
 pub struct Risk(pub RiskQuery);
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,7 +27,7 @@ mod pipeline;
 mod publish;
 mod write_back;
 
-pub use actor::HealthCache;
+pub use actor::{HealthCache, Settings};
 pub use history_link::HistoryLink;
 pub use messages::{
     AwaitListening, Borrows, BorrowsChanged, CacheStats, CatchUp, CloseStreams, FlushWrites,
@@ -37,9 +37,9 @@ pub use messages::{
 
 use actix::Addr;
 
-use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::IndexWrite;
-use crate::error::ApiResult;
+use crate::db_writer::{Writers, write};
+use crate::error::ActorResult;
 
 /// How a committed write reaches this replica's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub async fn commit<C: IndexWrite>(
     cache: &Addr<HealthCache>,
     cmd: C,
     reaches: Reaches,
-) -> ApiResult<C::Output> {
+) -> ActorResult<C::Output> {
     let output = write(writer, cmd).await?;
     if !C::changed(&output) {
         return Ok(output);

@@ -7,10 +7,10 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use crate::domain::pubkey::Pubkey;
-use crate::error::ApiResult;
+use crate::error::ActorResult;
 
 /// Told once what it waits for is done (or failed).
-pub(super) type Waiter = oneshot::Sender<ApiResult<()>>;
+pub(super) type Waiter = oneshot::Sender<ActorResult<()>>;
 
 /// What a waiter waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use crate::db::feed_clock::Clock;
 use crate::db::feed_log::{self, Read, Tick};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
-use crate::error::ApiError;
+use crate::error::ActorError;
 use crate::feed::poll_answers::OwnerBody;
 
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
@@ -255,7 +255,7 @@ impl HealthCache {
         self.answer(
             ctx,
             waiters,
-            result.map(|_| ()).map_err(ApiError::from),
+            result.map(|_| ()).map_err(ActorError::from),
             through,
         );
         self.unpark(job != Job::Owners, number);

@@ -10,7 +10,7 @@ use super::actor::{HealthCache, not_loaded};
 use super::feed_hub::{Published, RESUME_WAIT};
 use super::messages::Subscribe;
 use crate::engine::FeedEvent;
-use crate::error::ApiResult;
+use crate::error::ActorResult;
 use crate::feed::subscriber::FeedStream;
 
 impl HealthCache {
@@ -59,7 +59,7 @@ impl HealthCache {
         &mut self,
         ctx: &mut Context<Self>,
         msg: Subscribe,
-        reply: oneshot::Sender<ApiResult<FeedStream>>,
+        reply: oneshot::Sender<ActorResult<FeedStream>>,
     ) {
         if !self.ready {
             let _ = reply.send(Err(not_loaded()));

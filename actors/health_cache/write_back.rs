@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use super::messages::WrittenBack;
-use crate::actors::db_writer::{Writers, write};
 use crate::db::chain_writes::SetHealthFactors;
+use crate::db_writer::{Writers, write};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::FastMap;
 

@@ -25,7 +25,6 @@ use chrono::{Days, NaiveDate, Utc};
 use crate::domain::history::keep_from;
 use deadpool_postgres::Pool;
 
-use crate::config::HistoryConfig;
 use crate::db::history::takeover::{Takeover, take_over};
 use crate::db::history::write::{
     Flushed, Ids, checkpoint, days_of, ensure_days, last_points, store,
@@ -35,7 +34,8 @@ use crate::domain::history::rule::Baseline;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::FastMap;
 use crate::engine::history::{Baselines, Stamped};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ActorError, ActorResult};
+use crate::settings::HistoryConfig;
 use queue::Queue;
 
 /// Rows stored in one transaction at most (a 25,000-owner move is one).
@@ -209,7 +209,7 @@ impl HistoryWriter {
         let written: Vec<Pubkey> = self.unsaved.keys().copied().collect();
         let job = async move {
             let mut client = db.get().await?;
-            Ok::<_, ApiError>(checkpoint(&mut client, cluster, epoch, upto, &owners).await?)
+            Ok::<_, ActorError>(checkpoint(&mut client, cluster, epoch, upto, &owners).await?)
         };
         ctx.spawn(job.into_actor(self).map(move |result, act, ctx| {
             act.flushing = false;
@@ -261,13 +261,13 @@ async fn store_batch(
     batch: &Batch,
     ids: &mut Ids,
     days: &mut BTreeSet<NaiveDate>,
-) -> ApiResult<Flushed> {
+) -> ActorResult<Flushed> {
     let mut client = db.get().await?;
     ensure_days(&client, &days_of(&batch.rows), days).await?;
     Ok(store(&mut client, cluster, batch, ids).await?)
 }
 
-async fn maintain(db: &Pool, retention_days: u32) -> ApiResult<(BTreeSet<NaiveDate>, i64)> {
+async fn maintain(db: &Pool, retention_days: u32) -> ActorResult<(BTreeSet<NaiveDate>, i64)> {
     let client = db.get().await?;
     let today = Utc::now().date_naive();
     let ahead: BTreeSet<NaiveDate> = (0..=DAYS_AHEAD)
@@ -341,11 +341,11 @@ pub struct Started {
 /// This replica leads now: store what a former leadership of it left (if no
 /// one took over since), take the writer epoch, read the baselines.
 #[derive(Message)]
-#[rtype(result = "ApiResult<Started>")]
+#[rtype(result = "ActorResult<Started>")]
 pub struct TakeOver;
 
 impl Handler<TakeOver> for HistoryWriter {
-    type Result = ResponseActFuture<Self, ApiResult<Started>>;
+    type Result = ResponseActFuture<Self, ActorResult<Started>>;
 
     fn handle(&mut self, _: TakeOver, ctx: &mut Self::Context) -> Self::Result {
         let (db, cluster, retention) = (self.db.clone(), self.cluster, self.retention_days);
@@ -358,7 +358,7 @@ impl Handler<TakeOver> for HistoryWriter {
             let taken: Takeover = take_over(&client, cluster).await?;
             drop(client);
             let maintained = maintain(&db, retention).await;
-            Ok::<_, ApiError>((taken, maintained))
+            Ok::<_, ActorError>((taken, maintained))
         };
         Box::pin(job.into_actor(self).map(|result, act, _| {
             let (taken, maintained) = result?;
@@ -430,11 +430,11 @@ impl Handler<Flush> for HistoryWriter {
 /// Makes partitions ahead and drops days past retention now (the writer does
 /// it every ten minutes and at each takeover); answers once done.
 #[derive(Message)]
-#[rtype(result = "ApiResult<()>")]
+#[rtype(result = "ActorResult<()>")]
 pub struct Maintain;
 
 impl Handler<Maintain> for HistoryWriter {
-    type Result = ResponseActFuture<Self, ApiResult<()>>;
+    type Result = ResponseActFuture<Self, ActorResult<()>>;
 
     fn handle(&mut self, _: Maintain, _: &mut Self::Context) -> Self::Result {
         let (db, retention) = (self.db.clone(), self.retention_days);

@@ -198,7 +198,7 @@ pub async fn serve(
         // Held polls woken together ask the cache once per worker.
         let cache = state.cache.clone();
         single_flight::once(Key::Poll(answer), move || async move {
-            cache.send(Render(answer)).await?
+            Ok(cache.send(Render(answer)).await??)
         })
         .await
     })

@@ -15,22 +15,19 @@
 //! The recorder is process-wide (the facade's design): two services in one
 //! process (the integration tests) share one set of series.
 
-pub mod history;
 pub mod http;
 pub mod process;
+/// The actors' series, named beside the code that records them.
+pub use lendex_actors::metrics::{WRITER_BATCH_SIZE, history};
 /// The live sources' series, named in the chain crate beside the code that records them.
 pub use lendex_chain::metrics::stream;
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use metrics::{
-    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
-};
+use metrics::{Unit, counter, describe_counter, describe_gauge, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub const WRITER_BATCH_SIZE: &str = "lendex_writer_batch_size";
-pub const WRITER_COMMIT: &str = "lendex_writer_commit_duration_seconds";
 pub const WRITER_QUEUE: &str = "lendex_writer_queue_depth";
 pub const WRITER_FAILED: &str = "lendex_writer_failed_batches_total";
 pub const WRITER_EXPIRED: &str = "lendex_writer_expired_writes_total";
@@ -39,26 +36,19 @@ pub const ENGINE_UNHEALTHY: &str = "lendex_engine_unhealthy_owners";
 pub const ENGINE_WATCHED: &str = "lendex_engine_watched_owners";
 pub const ENGINE_POOLS: &str = "lendex_engine_pools";
 pub const ENGINE_EVICTIONS: &str = "lendex_engine_evictions_total";
-pub const HEALTH_FACTORS_WRITTEN: &str = "lendex_engine_health_factors_written_total";
 pub const ENGINE_FEED_VERSION: &str = "lendex_engine_feed_version";
-pub const ENGINE_RESCORE: &str = "lendex_engine_rescore_duration_seconds";
 pub const SSE_SUBSCRIBERS: &str = "lendex_sse_subscribers";
 pub const SSE_DROPPED: &str = "lendex_sse_dropped_subscribers_total";
 pub const SYNC_LEADER: &str = "lendex_sync_leader";
 pub const SYNC_RECONCILE_SECONDS: &str = "lendex_sync_last_reconcile_duration_seconds";
-pub const SYNC_RECONCILES: &str = "lendex_sync_reconciles_total";
 pub const SYNC_LAG_SLOTS: &str = "lendex_sync_lag_slots";
 pub const SYNC_STREAM_CONNECTED: &str = "lendex_sync_stream_connected";
-pub const SYNC_NOTIFICATIONS: &str = "lendex_sync_notifications_total";
 pub const SYNC_RECONNECTS: &str = "lendex_sync_stream_reconnects_total";
 pub const LOG_DROPPED: &str = "lendex_log_lines_dropped_total";
 pub const SSE_OPEN: &str = "lendex_sse_streams_open";
 pub const SSE_REFUSED: &str = "lendex_sse_refused_total";
-pub const SSE_RESUMES: &str = "lendex_sse_reconnects_total";
 pub const LONG_POLLS_HELD: &str = "lendex_long_polls_held";
 pub const LONG_POLLS_REFUSED: &str = "lendex_long_polls_refused_total";
-pub const FRESHNESS_NOTIFY: &str = "lendex_feed_notify_to_frame_seconds";
-pub const FRESHNESS_CHAIN: &str = "lendex_feed_chain_to_frame_seconds";
 
 /// Latency buckets, in seconds: 100 µs to 10 s.
 const SECONDS_BUCKETS: &[f64] = &[
@@ -122,20 +112,11 @@ pub fn install() -> Metrics {
 }
 
 fn describe() {
-    history::describe();
+    lendex_actors::metrics::describe();
     lendex_chain::metrics::describe();
     describe_counter!(
         LOG_DROPPED,
         "Log lines dropped: the log queue was full, or stderr could not be written (a reader gone)"
-    );
-    describe_histogram!(
-        WRITER_BATCH_SIZE,
-        "Writes per database writer batch, by lane"
-    );
-    describe_histogram!(
-        WRITER_COMMIT,
-        Unit::Seconds,
-        "Database writer batch time, commit included, by lane"
     );
     describe_gauge!(WRITER_QUEUE, "Writes waiting for the next batch, by lane");
     describe_counter!(
@@ -160,18 +141,9 @@ fn describe() {
         ENGINE_EVICTIONS,
         "Healthy owners evicted from the engine past cache.max_owners"
     );
-    describe_counter!(
-        HEALTH_FACTORS_WRITTEN,
-        "Owners whose health factor this replica wrote to positions (on a cluster, the lease holder alone)"
-    );
     describe_gauge!(
         ENGINE_FEED_VERSION,
         "Bumped by every change to the liquidation feed"
-    );
-    describe_histogram!(
-        ENGINE_RESCORE,
-        Unit::Seconds,
-        "Time to apply a batch of changes to the engine (re-scores and quotes)"
     );
     describe_gauge!(SSE_SUBSCRIBERS, "Open liquidation feed (SSE) subscribers");
     describe_counter!(
@@ -187,7 +159,6 @@ fn describe() {
         Unit::Seconds,
         "Duration of the last complete reconciliation"
     );
-    describe_counter!(SYNC_RECONCILES, "Reconciliations, by outcome (ok, error)");
     describe_gauge!(
         SYNC_LAG_SLOTS,
         "Slots between the chain's tip and the oldest read of the last reconciliation"
@@ -195,10 +166,6 @@ fn describe() {
     describe_gauge!(
         SYNC_STREAM_CONNECTED,
         "1 while the RPC websocket is subscribed"
-    );
-    describe_counter!(
-        SYNC_NOTIFICATIONS,
-        "Account notifications received over the RPC websocket"
     );
     describe_counter!(
         SYNC_RECONNECTS,
@@ -209,59 +176,24 @@ fn describe() {
         SSE_REFUSED,
         "SSE streams refused with 429, by cap (per_address, total)"
     );
-    describe_counter!(
-        SSE_RESUMES,
-        "SSE connections with a Last-Event-ID, by outcome (resumed, or reset_ and why)"
-    );
     describe_gauge!(LONG_POLLS_HELD, "Long polls held now");
     describe_counter!(
         LONG_POLLS_REFUSED,
         "Long polls answered at once because server.max_held_polls were held"
-    );
-    describe_histogram!(
-        FRESHNESS_NOTIFY,
-        Unit::Seconds,
-        "From a NOTIFY of changed rows heard to the feed frames it caused published"
-    );
-    describe_histogram!(
-        FRESHNESS_CHAIN,
-        Unit::Seconds,
-        "From a chain account notification received (the leader) to the feed frames it caused published"
     );
 }
 
 /// Counters of rare events exist from the start, at 0: a dashboard's rate()
 /// of a series that appears only on the first refusal shows nothing until then.
 fn zero() {
-    history::zero();
+    lendex_actors::metrics::zero();
     lendex_chain::metrics::zero();
-    for name in [LONG_POLLS_REFUSED, LOG_DROPPED, SYNC_NOTIFICATIONS] {
+    for name in [LONG_POLLS_REFUSED, LOG_DROPPED] {
         counter!(name).absolute(0);
     }
     for cap in ["per_address", "total"] {
         counter!(SSE_REFUSED, "cap" => cap).absolute(0);
     }
-    counter!(SSE_RESUMES, "outcome" => "resumed").absolute(0);
-    for outcome in ["ok", "error"] {
-        counter!(SYNC_RECONCILES, "outcome" => outcome).absolute(0);
-    }
-}
-
-pub fn writer_batch(lane: &'static str, size: usize, took: Duration) {
-    histogram!(WRITER_BATCH_SIZE, "lane" => lane).record(size as f64);
-    histogram!(WRITER_COMMIT, "lane" => lane).record(took.as_secs_f64());
-}
-
-pub fn engine_applied(took: Duration) {
-    histogram!(ENGINE_RESCORE).record(took.as_secs_f64());
-}
-
-pub fn sync_reconciled(ok: bool) {
-    counter!(SYNC_RECONCILES, "outcome" => if ok { "ok" } else { "error" }).increment(1);
-}
-
-pub fn sync_notified(accounts: u64) {
-    counter!(SYNC_NOTIFICATIONS).increment(accounts);
 }
 
 /// Held while one scrape sets the state gauges and renders, so two scrapes (of
@@ -321,26 +253,8 @@ pub fn stream_refused(cap: &'static str) {
     counter!(SSE_REFUSED, "cap" => cap).increment(1);
 }
 
-pub fn sse_resumed(outcome: &'static str) {
-    counter!(SSE_RESUMES, "outcome" => outcome).increment(1);
-}
-
-/// Owners whose health factor this replica wrote back (the lease holder's
-/// alone, on a cluster).
-pub fn health_factors_written(owners: usize) {
-    counter!(HEALTH_FACTORS_WRITTEN).increment(owners as u64);
-}
-
 pub fn long_poll_refused() {
     counter!(LONG_POLLS_REFUSED).increment(1);
-}
-
-pub fn feed_freshness_notify(took: Duration) {
-    histogram!(FRESHNESS_NOTIFY).record(took.as_secs_f64());
-}
-
-pub fn feed_freshness_chain(took: Duration) {
-    histogram!(FRESHNESS_CHAIN).record(took.as_secs_f64());
 }
 
 /// Scrape-time state of the HTTP side's held connections.

@@ -25,6 +25,11 @@ impl DbError {
         DbError::Failed(Arc::from(cause.into()))
     }
 
+    /// The database away (or not yet ready to answer), because of `cause`.
+    pub fn unavailable(cause: impl Into<Box<dyn Error + Send + Sync>>) -> DbError {
+        DbError::Unavailable(Arc::from(cause.into()))
+    }
+
     pub fn is_unavailable(&self) -> bool {
         matches!(self, DbError::Unavailable(_))
     }

@@ -132,7 +132,7 @@ fn render(value: &impl Serialize) -> ApiResult<Bytes> {
 /// An owner's positions as the health cache holds them (the same health factor
 /// that the feed ranks and that `positions.health_factor_wad` stores).
 async fn owner_positions(state: &AppState, owner: Pubkey) -> ApiResult<OwnerPositions> {
-    state.cache.send(OwnerOf(owner)).await?
+    Ok(state.cache.send(OwnerOf(owner)).await??)
 }
 
 #[utoipa::path(post, path = "/api/positions/sync", tag = "positions", request_body = SyncPositionRequest,

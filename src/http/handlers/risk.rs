@@ -30,7 +30,8 @@ pub const MAX_CURVE_STEPS: u32 = 200;
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn shock(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let query = shock_query(params.query())?;
-    Ok(json_bytes(state.cache.send(Risk(query)).await??))
+    let answered = state.cache.send(Risk(query)).await??;
+    Ok(json_bytes(answered?))
 }
 
 #[utoipa::path(get, path = "/api/risk/curve", tag = "risk",
@@ -44,7 +45,8 @@ pub async fn shock(state: web::Data<AppState>, params: Params) -> ApiResult<Http
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn curve(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     let query = curve_query(params.query())?;
-    Ok(json_bytes(state.cache.send(Risk(query)).await??))
+    let answered = state.cache.send(Risk(query)).await??;
+    Ok(json_bytes(answered?))
 }
 
 /// `shock` and `limit`: every malformed part is `invalid`.

@@ -33,7 +33,7 @@ const KINDS: [&str; 8] = [
     "other",
 ];
 
-pub(super) fn describe() {
+pub fn describe() {
     describe_counter!(
         RECORDED,
         "History records queued (on the leader), by kind: point, under, recovered, liquidated, bad_debt, price, market"
@@ -64,7 +64,7 @@ pub(super) fn describe() {
     );
 }
 
-pub(super) fn zero() {
+pub fn zero() {
     for name in [DROPPED, FENCED, FLUSH_FAILED] {
         counter!(name).absolute(0);
     }

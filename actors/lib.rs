@@ -9,13 +9,31 @@
 //! - `history`: stores what the leader's engine records of history, and keeps its
 //!   day partitions.
 //!
-//! (This folder sits beside `src/` by design; `src/lib.rs` mounts it as `lendex::actors`.)
+//! Beside them: `settings` (what they read of config.toml), `error` (their one
+//! error, mapped to the spec's bodies by the HTTP edge) and `metrics` (the
+//! series they record).
+//!
+//! A crate of its own, in the top-level folder the design card names: it sees
+//! the layers below (domain, engine, store, chain, ingest, feed) and never the
+//! HTTP server above it (docs/architecture.md).
 
 pub mod chain_reader;
 pub mod chain_stream;
 pub mod chain_sync;
 pub mod db_writer;
+pub mod error;
 pub mod health_cache;
 pub mod history;
 pub mod leader_lease;
+pub mod metrics;
 pub mod nonce_registry;
+pub mod settings;
+
+// The layers below, by the names the service gives them.
+use lendex_chain as chain;
+use lendex_domain as domain;
+use lendex_engine as engine;
+use lendex_feed as feed;
+use lendex_ingest as ingest;
+use lendex_store as db;
+use lendex_wire as wire;

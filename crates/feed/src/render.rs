@@ -6,11 +6,11 @@
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::domain::pubkey::Pubkey;
-use crate::engine::Engine;
-use crate::engine::quotes::{QuoteFilter, at_risk, liquidations};
-use crate::engine::unhealthy::unhealthy;
-use crate::feed::frame::{Stamp, write_candidate};
+use crate::frame::{Stamp, write_candidate};
+use lendex_domain::pubkey::Pubkey;
+use lendex_engine::Engine;
+use lendex_engine::quotes::{QuoteFilter, at_risk, liquidations};
+use lendex_engine::unhealthy::unhealthy;
 
 /// Which polled answer: a feed and its query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,9 +73,9 @@ pub fn candidate_frame(
     now: i64,
     max_oracle_age: i64,
 ) -> Option<Bytes> {
-    use crate::engine::quotes::quote_wire;
-    use crate::engine::unhealthy::rows_of;
-    use crate::feed::frame::sse_frame;
+    use crate::frame::sse_frame;
+    use lendex_engine::quotes::quote_wire;
+    use lendex_engine::unhealthy::rows_of;
     let view = engine.peek(owner)?;
     let rows = rows_of(&view, None, now, max_oracle_age);
     let quote = view

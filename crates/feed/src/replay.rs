@@ -14,8 +14,8 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use crate::engine::FeedEvent;
-use crate::feed::frame::EventId;
+use crate::frame::EventId;
+use lendex_engine::FeedEvent;
 
 /// Bits of a sequence that number events within one tick.
 pub const TICK_BITS: u32 = 24;
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_tick_is_numbered_in_owner_order_whatever_the_engine_found_first() {
-        use crate::domain::pubkey::Pubkey;
+        use lendex_domain::pubkey::Pubkey;
         let (a, b) = (
             Pubkey::new_from_array([1; 32]),
             Pubkey::new_from_array([2; 32]),

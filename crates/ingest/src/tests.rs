@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::chain::source::AccountUpdate;
-use crate::db::chain_writes::AccountWrite;
-use crate::domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
+use lendex_chain::source::AccountUpdate;
+use lendex_domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
+use lendex_store::chain_writes::AccountWrite;
 
 const CLUSTER: &str = "localnet";
 

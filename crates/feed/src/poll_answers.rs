@@ -18,8 +18,8 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use crate::domain::pubkey::Pubkey;
-use crate::feed::render::Answer;
+use crate::render::Answer;
+use lendex_domain::pubkey::Pubkey;
 
 /// Distinct polled answers kept at once.
 const MAX_RENDERED: usize = 1024;

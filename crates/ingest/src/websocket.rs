@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Ingest;
-use crate::chain::rpc::AccountRead;
-use crate::chain::source::AccountUpdate;
-use crate::db::chain_writes::{AccountWrite, SyncPosition};
-use crate::domain::accounts::{
+use lendex_chain::rpc::AccountRead;
+use lendex_chain::source::AccountUpdate;
+use lendex_domain::accounts::{
     LendingPool, POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool,
     check_position,
 };
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
+use lendex_store::chain_writes::{AccountWrite, SyncPosition};
 
 /// What a batch of notifications names.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl Ingest {
             let write = provable(pool).and_then(|n| {
                 let read = AccountRead {
                     slot: n.slot,
-                    account: Some(crate::chain::rpc::RawAccount {
+                    account: Some(lendex_chain::rpc::RawAccount {
                         owner: n.owner,
                         lamports: 0,
                         data: n.data.clone(),
@@ -184,7 +184,7 @@ impl Ingest {
         position: &Pubkey,
         pool: &Pubkey,
         pool_state: Option<LendingPool>,
-        state: crate::domain::accounts::UserPosition,
+        state: lendex_domain::accounts::UserPosition,
         slot: u64,
     ) -> SyncPosition {
         SyncPosition {

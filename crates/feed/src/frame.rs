@@ -10,15 +10,15 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use crate::domain::liquidation::Quote;
-use crate::domain::pubkey::Pubkey;
-use crate::domain::wad::Big;
-use crate::engine::Engine;
-use crate::engine::events::FeedEvent;
-use crate::engine::state::PoolEntry;
-use crate::engine::view::OwnerView;
-use crate::wire::liquidations::LiquidationQuote;
-use crate::wire::positions::{Candidate, UnhealthyRow};
+use lendex_domain::liquidation::Quote;
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::wad::Big;
+use lendex_engine::Engine;
+use lendex_engine::events::FeedEvent;
+use lendex_engine::state::PoolEntry;
+use lendex_engine::view::OwnerView;
+use lendex_wire::liquidations::LiquidationQuote;
+use lendex_wire::positions::{Candidate, UnhealthyRow};
 
 /// A candidate event's SSE id (docs/design.md §11): `<epoch>.<sequence>`, the epoch
 /// fixed for the life of the process, the sequence one more per live event.
@@ -261,7 +261,7 @@ impl std::fmt::Display for Decimal<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::feed::render::candidate_frame;
+    use crate::render::candidate_frame;
 
     #[test]
     fn decimal_matches_ruint_at_every_size() {
@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn frames_equal_the_serde_wire_types() {
-        let (engine, owners) = crate::engine::sample::sample_market(250);
+        let (engine, owners) = lendex_engine::sample::sample_market(250);
         let stamp = Stamp {
             id: EventId { epoch: 99, seq: 7 },
             published_at_ms: 1_700_000_000_123,

@@ -14,18 +14,38 @@
 mod grpc;
 mod websocket;
 
-use crate::chain::rpc::{AccountRead, RawAccount};
-use crate::db::chain_writes::{
-    AccountWrite, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
-};
-use crate::domain::accounts::{
+use lendex_chain::rpc::{AccountRead, RawAccount};
+use lendex_domain::accounts::{
     AccountCheck, LendingPool, check_pool, check_position, mint_decimals, pool_address,
     position_address,
 };
-use crate::domain::pubkey::Pubkey;
-use crate::error::{ApiError, ApiResult};
+use lendex_domain::pubkey::Pubkey;
+use lendex_store::chain_writes::{
+    AccountWrite, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
+};
 
 pub use grpc::{Streamed, latest};
+
+/// Why a pool read or a registration is refused: the caller's mistake, never
+/// ours. The HTTP edge answers each with the spec's body (docs/design.md §4.8, §4.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// No account at the address.
+    Absent,
+    /// Not the program's pool at that address, or not what the call claims.
+    Invalid,
+    /// The caller is not the pool's on-chain authority.
+    NotTheAuthority,
+}
+
+impl From<AccountCheck> for Refused {
+    fn from(check: AccountCheck) -> Self {
+        match check {
+            AccountCheck::Absent => Refused::Absent,
+            AccountCheck::Invalid => Refused::Invalid,
+        }
+    }
+}
 pub use websocket::{Notifications, sort_out};
 
 /// What every ingest needs to know: whose accounts, and under which cluster
@@ -110,10 +130,10 @@ impl Ingest {
     /// A pool account as read from chain: a LendingPool of the program, at the
     /// pool address of its own mint (else `invalid`; absent: not found). What a
     /// registration of it must send (GET /api/pools/{address}/chain).
-    pub fn pool_on_chain(&self, pool: &Pubkey, read: &AccountRead) -> ApiResult<LendingPool> {
+    pub fn pool_on_chain(&self, pool: &Pubkey, read: &AccountRead) -> Result<LendingPool, Refused> {
         let decoded = check_pool(&self.program, read.parts())?;
         if pool_address(&self.program, &decoded.token_mint).0 != *pool {
-            return Err(ApiError::Invalid);
+            return Err(Refused::Invalid);
         }
         Ok(decoded)
     }
@@ -125,26 +145,26 @@ impl Ingest {
         call: &Registration<'_>,
         pool_read: &AccountRead,
         mint_read: &AccountRead,
-    ) -> ApiResult<RegisterPool> {
+    ) -> Result<RegisterPool, Refused> {
         let pool = self.pool_on_chain(&call.pool, pool_read)?;
         if pool.token_mint != call.mint {
-            return Err(ApiError::Invalid);
+            return Err(Refused::Invalid);
         }
         // Only the pool's on-chain authority may list it.
         if pool.authority != call.actor {
-            return Err(ApiError::NotAuthorized);
+            return Err(Refused::NotTheAuthority);
         }
         if pool.authority != call.authority
             || pool.vault != call.vault
             || (pool.pool_bump, pool.authority_bump, pool.vault_bump) != call.bumps
         {
-            return Err(ApiError::Invalid);
+            return Err(Refused::Invalid);
         }
         let decimals = mint_read
             .account
             .as_ref()
             .and_then(|mint| mint_decimals(&mint.owner, &mint.data))
-            .ok_or(ApiError::Invalid)?;
+            .ok_or(Refused::Invalid)?;
         Ok(RegisterPool {
             cluster: self.cluster,
             pool_address: call.pool.to_string(),

@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 
 use super::Ingest;
-use crate::chain::source::AccountUpdate;
-use crate::db::chain_writes::AccountWrite;
-use crate::db::chain_writes::{SyncPool, SyncPosition};
-use crate::domain::accounts::{
+use lendex_chain::source::AccountUpdate;
+use lendex_domain::accounts::{
     POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool, check_position,
 };
-use crate::domain::pubkey::Pubkey;
+use lendex_domain::pubkey::Pubkey;
+use lendex_store::chain_writes::AccountWrite;
+use lendex_store::chain_writes::{SyncPool, SyncPosition};
 
 /// What one streamed account becomes.
 #[derive(Debug)]

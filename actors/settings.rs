@@ -1,0 +1,44 @@
+//! The settings the actors read (config.toml's `[sync]`, `[cache]`, `[health]`
+//! and `[history]`; the service's `config` module loads them with the rest).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncConfig {
+    pub interval_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CacheConfig {
+    pub max_owners: usize,
+    /// Unread feed bytes one SSE subscriber may hold beyond its snapshot.
+    pub subscriber_max_lag_bytes: usize,
+    /// Bytes of recent feed events a reconnect can resume from.
+    pub replay_bytes: usize,
+    /// Seconds of the feed's change log kept: a replica further behind
+    /// reloads everything instead of applying the log.
+    pub change_log_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HealthConfig {
+    pub max_oracle_age_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryConfig {
+    /// Days of history kept (whole UTC days); 0 disables history.
+    pub retention_days: u32,
+    /// Seconds between two samples of the market.
+    pub market_interval_seconds: u64,
+    /// Records waiting to be stored at most; past it the oldest are dropped.
+    pub max_pending: usize,
+    /// Milliseconds between two flushes of what is waiting.
+    pub flush_interval_ms: u64,
+}
+
+impl HistoryConfig {
+    pub fn enabled(&self) -> bool {
+        self.retention_days > 0
+    }
+}
