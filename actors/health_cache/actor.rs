@@ -12,7 +12,7 @@ use lru::LruCache;
 
 use super::feed_hub::FeedHub;
 use super::messages::{Borrows, DatabaseNotice};
-use super::pending::{Pending, Waiter};
+use super::read_queue::{ReadQueue, Waiter};
 use super::write_back::{Pace, WriteBack};
 use crate::db::listen::listen_forever;
 use crate::db_writer::Writers;
@@ -78,11 +78,8 @@ pub struct HealthCache {
     pub(super) listening_waiters: Vec<tokio::sync::oneshot::Sender<()>>,
     /// The LISTEN connection has been up at least once.
     pub(super) listened: bool,
-    pub(super) pending: Pending,
-    pub(super) fetching: bool,
-    /// Reads of the database started (log reads, loads): a waiter is answered
-    /// by a read that started after it asked.
-    pub(super) reads: u64,
+    /// The reads of the database, one at a time, and who waits on them.
+    pub(super) reads: ReadQueue,
     /// The last tick of the feed's change log the engine holds.
     pub(super) applied: u64,
     /// When, in what order and at what pace health factors are written back.
@@ -150,9 +147,7 @@ impl HealthCache {
             listening: false,
             listening_waiters: Vec::new(),
             listened: false,
-            pending: Pending::default(),
-            fetching: false,
-            reads: 0,
+            reads: ReadQueue::default(),
             applied: 0,
             writing: WriteBack::default(),
             feed: FeedHub::new(

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 
 use super::actor::{HealthCache, not_loaded};
 use super::messages::*;
-use super::pending::{Need, earliest};
+use super::read_queue::{Need, earliest};
 use super::write_back::Pace;
 use crate::db::listen::Notice;
 use crate::domain::pubkey::Pubkey;
@@ -95,7 +95,7 @@ impl HealthCache {
         // for it): what was announced in between is unknown. Later reconnects
         // say so on their own (db::listen).
         let first = !std::mem::replace(&mut self.listened, true);
-        if first && (self.ready || self.fetching) {
+        if first && (self.ready || self.reads.running()) {
             self.resync(ctx);
         }
     }
@@ -275,7 +275,7 @@ impl Handler<Stats> for HealthCache {
             subscribers: self.feed.counts().0,
             dropped_subscribers: self.feed.counts().1,
             feed_version: self.engine.version(),
-            reads: self.reads,
+            reads: self.reads.started(),
         })
     }
 }

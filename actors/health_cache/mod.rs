@@ -4,9 +4,13 @@
 //!
 //! - `messages`: what the rest of the service can ask of it;
 //! - `handlers`: how each message is answered;
-//! - `actor`: the pipeline: changed rows read (`db::engine_rows`) one batch at
-//!   a time, applied to the engine, published, written back. Changes arrive
-//!   from the LISTEN connection (`db::listen`) and from this replica's writes;
+//! - `actor`: its state, and how a waiter is answered;
+//! - `read_queue`: the reads of the database, one at a time, and who waits on
+//!   them (plain state, unit-tested); `pipeline`: runs those reads (the change
+//!   log tick after tick, a reload, evicted owners) and applies what they
+//!   bring to the engine. Changes are announced by the LISTEN connection
+//!   (`db::listen`) and by this replica's writes;
+//! - `publish`: what the feed is handed after each tick;
 //! - `feed_hub`: the liquidators' streams and the state only they need
 //!   (subscribers, replay window, parked resumes), called after each tick;
 //! - `write_back`: the health factors stored, in paced chunks;
@@ -22,9 +26,9 @@ mod handlers;
 mod history;
 mod history_link;
 mod messages;
-mod pending;
 mod pipeline;
 mod publish;
+mod read_queue;
 mod write_back;
 
 pub use actor::{HealthCache, Settings};

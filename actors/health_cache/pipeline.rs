@@ -6,8 +6,8 @@
 //! reload reads everything with the clock in one snapshot and goes on from
 //! its tick. Owners the engine evicted are read back as they are now.
 //!
-//! One read runs at a time: reads can complete out of order, and the next
-//! must start from what the previous one applied.
+//! Which read runs next, and whom it answers, is the read queue's
+//! (`read_queue.rs`); this file runs the reads and applies what they bring.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use super::actor::HealthCache;
-use super::pending::{Need, Pending, Waiter};
+use super::read_queue::{Ended, Job, Kind, Need, Waiter, Wants};
 use crate::db::engine_rows::{self as loader, IndexSnapshot};
 use crate::db::error::DbResult;
 use crate::db::feed_clock::Clock;
@@ -30,93 +30,53 @@ const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// is taken by a full reload instead (its events are not numbered).
 const MAX_LOG_ROWS: usize = 200_000;
 
-/// The kinds of read, one at a time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Job {
-    Reload,
-    Log,
-    Owners,
-}
-
-impl Job {
-    /// A reload holds everything a log read or an owner read would have.
-    fn satisfies(self, need: Need) -> bool {
-        matches!(
-            (self, need),
-            (Job::Reload, _) | (Job::Log, Need::Log) | (Job::Owners, Need::Owners)
-        )
-    }
-}
-
 impl HealthCache {
     pub(super) fn enqueue(
         &mut self,
         ctx: &mut Context<Self>,
-        edit: impl FnOnce(&mut Pending),
+        edit: impl FnOnce(&mut Wants),
         waiter: Option<(Need, Waiter)>,
     ) {
-        edit(&mut self.pending);
-        if let Some((need, waiter)) = waiter {
-            self.pending.waiters.push((need, self.reads, waiter));
-        }
+        self.reads.ask(edit, waiter);
         self.pump(ctx);
     }
 
     /// Starts the next read, if none runs and one is due.
     pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.fetching {
-            return;
-        }
-        let pending = &self.pending;
-        let job = if pending.reload_all {
-            Job::Reload
-        } else if !self.ready {
-            // Before the first load nothing can be applied (the load, always
-            // asked for at start, reads it all).
-            return;
-        } else if self.holds_changes() {
-            // History is about to record: every change waits to be judged.
-            return;
-        } else if !pending.owners.is_empty() || !pending.fallback_pools.is_empty() {
-            Job::Owners
-        } else if pending.read_log {
-            Job::Log
-        } else {
+        let held = self.holds_changes();
+        let Some((job, number)) = self.reads.next(self.ready, held) else {
             return;
         };
-        self.fetching = true;
-        self.reads += 1;
-        let number = self.reads;
         let (db, cluster) = (self.db.clone(), self.cluster);
+        let kind = job.kind();
         match job {
             Job::Reload => {
-                self.pending.reload_all = false;
-                self.pending.read_log = false;
                 let read = async move { loader::load_snapshot(&db, cluster).await };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let result = result.map(|snapshot| act.apply_snapshot(snapshot));
                     if result.is_ok() {
                         act.on_ready(ctx);
                     }
-                    act.finish(ctx, job, number, result.map(|()| true));
+                    act.finish(ctx, kind, number, result.map(|()| true));
                 }));
             }
-            Job::Owners => {
-                let owners: Vec<Pubkey> = self.pending.owners.drain().collect();
-                let fallback: Vec<Pubkey> = self.pending.fallback_pools.drain().collect();
-                let read =
-                    async move { loader::load_owners(&db, cluster, &owners, &fallback).await };
+            Job::Owners {
+                owners,
+                fallback_pools,
+            } => {
+                let read = async move {
+                    loader::load_owners(&db, cluster, &owners, &fallback_pools).await
+                };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let result = result.map(|owners| act.apply_read_back(owners));
-                    act.finish(ctx, job, number, result.map(|()| true));
+                    act.finish(ctx, kind, number, result.map(|()| true));
                 }));
             }
-            Job::Log => {
-                self.pending.read_log = false;
-                let heard = (
-                    self.pending.notify_heard.take(),
-                    self.pending.chain_heard.take(),
-                );
+            Job::Log {
+                notify_heard,
+                chain_heard,
+            } => {
+                let heard = (notify_heard, chain_heard);
                 let after = self.applied;
                 let started = Instant::now();
                 let read =
@@ -128,11 +88,9 @@ impl HealthCache {
                             act.apply_log(clock, ticks, heard);
                             true
                         }
-                        // Pruned past us, too much at once, or another database.
-                        _ => {
-                            act.pending.reload_all = true;
-                            false
-                        }
+                        // Pruned past us, too much at once, or another database:
+                        // a reload takes over.
+                        _ => false,
                     });
                     let applied = started.elapsed() - fetched;
                     crate::metrics::engine_applied(applied);
@@ -142,7 +100,7 @@ impl HealthCache {
                         apply_ms = ms(applied),
                         "cache applied the change log"
                     );
-                    act.finish(ctx, job, number, result);
+                    act.finish(ctx, kind, number, result);
                 }));
             }
         }
@@ -188,8 +146,7 @@ impl HealthCache {
                 .forget_owner_bodies(Some(owners.iter()), &ALL_BODIES);
         }
         let unapplied = self.engine.apply(changes);
-        self.pending.owners.extend(unapplied.owners);
-        self.pending.fallback_pools.extend(unapplied.pools);
+        self.reads.read_back(unapplied.owners, unapplied.pools);
     }
 
     fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
@@ -234,32 +191,29 @@ impl HealthCache {
 
     /// After a read: answer the waiters it satisfies (once the health factors
     /// are committed, when one of them asked for that), then the next read.
-    /// `answered`: false when the read gave way to a reload.
-    fn finish(&mut self, ctx: &mut Context<Self>, job: Job, number: u64, result: DbResult<bool>) {
-        self.fetching = false;
-        let failed = result.is_err();
-        if let Err(e) = &result {
-            tracing::warn!(error = %e, "cache could not read rows; reloading everything");
-            self.pending.reload_all = true;
-        }
-        if result.as_ref().is_ok_and(|answered| !answered) {
+    /// `Ok(false)`: the read gave way to a reload.
+    fn finish(&mut self, ctx: &mut Context<Self>, kind: Kind, number: u64, result: DbResult<bool>) {
+        let ended = match &result {
+            Ok(true) => Ended::Done,
+            Ok(false) => Ended::GaveWay,
+            Err(e) => {
+                tracing::warn!(error = %e, "cache could not read rows; reloading everything");
+                Ended::Failed
+            }
+        };
+        let answered = self.reads.finish(kind, number, ended);
+        if ended == Ended::GaveWay {
             self.pump(ctx);
             return;
         }
-        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending.waiters)
-            .into_iter()
-            .partition(|(need, asked, _)| *asked < number && job.satisfies(*need));
-        self.pending.waiters = waiting;
-        let through = !done.is_empty() && std::mem::take(&mut self.pending.write_through);
-        let waiters = done.into_iter().map(|(_, _, w)| w).collect();
         self.answer(
             ctx,
-            waiters,
+            answered.waiters,
             result.map(|_| ()).map_err(ActorError::from),
-            through,
+            answered.write_through,
         );
-        self.unpark(job != Job::Owners, number);
-        if failed {
+        self.unpark(kind != Kind::Owners, number);
+        if ended == Ended::Failed {
             // The database is unreachable: try again shortly rather than spin.
             ctx.run_later(Duration::from_secs(1), |act, ctx| act.pump(ctx));
         } else {

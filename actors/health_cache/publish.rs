@@ -65,7 +65,10 @@ impl HealthCache {
             let _ = reply.send(Err(not_loaded()));
             return;
         }
-        if self.feed.subscribe(&self.engine, msg, self.reads, reply) {
+        if self
+            .feed
+            .subscribe(&self.engine, msg, self.reads.started(), reply)
+        {
             self.enqueue(ctx, |p| p.read_log = true, None);
             ctx.run_later(RESUME_WAIT, |act, _| act.unpark(false, 0));
         }
