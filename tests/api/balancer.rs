@@ -3,64 +3,24 @@
 //! failed read or write, and a subscriber no refused stream, no event and no
 //! snapshot after its first.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use lendex_testkit::haproxy::Balancer;
+
 use crate::common::*;
 use crate::process::{Served, serve, sigterm, wait_until_up};
 
-/// `ops/haproxy/haproxy.cfg` with `ports` as its servers (r1, r2, ...),
-/// listening on `front`, its stats page on `stats`.
-fn balancer(ports: &[u16], front: u16, stats: u16, dir: &std::path::Path) -> Served {
+/// HAProxy with the shipped configuration in front of `ports`, once every
+/// server is in rotation.
+pub(crate) async fn balanced(ports: &[u16]) -> Balancer {
     let shipped = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/haproxy/haproxy.cfg"),
     )
     .unwrap();
-    let marker = "    # Servers: appended by scripts/cluster.";
-    assert!(
-        shipped.contains(marker),
-        "the shipped configuration names where servers go"
-    );
-    let servers: String = ports
-        .iter()
-        .enumerate()
-        .map(|(i, port)| format!("    server r{} 127.0.0.1:{port} check\n", i + 1))
-        .collect();
-    let path = dir.join(format!("haproxy-{front}.cfg"));
-    std::fs::write(&path, shipped.replace(marker, &servers)).unwrap();
-    Served(
-        Command::new("haproxy")
-            .args(["-db", "-f"])
-            .arg(&path)
-            .env("LENDEX_LB_BIND", format!("127.0.0.1:{front}"))
-            .env("LENDEX_LB_STATS", format!("127.0.0.1:{stats}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("haproxy (scripts/ensure-haproxy installs it)"),
-    )
-}
-
-/// HAProxy in front of `ports`, once every server is in rotation: the
-/// balancer, its address and its stats port.
-pub(crate) async fn balanced(ports: &[u16]) -> (Served, String, u16) {
-    let (front, stats) = (free_port(), free_port());
-    let lb = balancer(ports, front, stats, &std::env::temp_dir());
-    let http = reqwest::Client::new();
-    for i in 1..=ports.len() {
-        let server = format!("r{i}");
-        assert!(
-            eventually(Duration::from_secs(20), async || in_rotation(
-                &http, stats, &server
-            )
-            .await)
-            .await,
-            "{server} in rotation"
-        );
-    }
-    (lb, format!("http://127.0.0.1:{front}"), stats)
+    Balancer::start(&shipped, ports).await
 }
 
 pub(crate) fn replica(db: &TestDb, port: u16) -> Served {
@@ -72,23 +32,6 @@ pub(crate) fn replica(db: &TestDb, port: u16) -> Served {
             ("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0"),
         ],
     )
-}
-
-/// Whether HAProxy (stats on `stats`) holds `server` in rotation.
-async fn in_rotation(http: &reqwest::Client, stats: u16, server: &str) -> bool {
-    let Ok(res) = http
-        .get(format!("http://127.0.0.1:{stats}/;csv"))
-        .send()
-        .await
-    else {
-        return false;
-    };
-    let csv = res.text().await.unwrap_or_default();
-    // Columns: pxname, svname, ... status is the 18th.
-    csv.lines().any(|line| {
-        let cols: Vec<&str> = line.split(',').collect();
-        cols.len() > 17 && cols[0] == "lendex" && cols[1] == server && cols[17] == "UP"
-    })
 }
 
 async fn healthy(http: &reqwest::Client, port: u16) -> bool {
@@ -107,7 +50,8 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     wait_until_up(&http, &format!("http://127.0.0.1:{}", ports[0])).await;
     let pool = crate::balancer_feed::seed(&client).await;
     replicas.push(replica(&db, ports[1]));
-    let (_lb, base, stats) = balanced(&ports).await;
+    let lb = balanced(&ports).await;
+    let base = lb.url.clone();
     assert!(
         eventually(Duration::from_secs(10), async || {
             matches!(http.get(format!("{base}/api/pools")).send().await,
@@ -175,10 +119,9 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
         // The balancer takes it out of rotation while it still serves.
         let server = format!("r{}", i + 1);
         assert!(
-            eventually(Duration::from_secs(5), async || !in_rotation(
-                &http, stats, &server
-            )
-            .await)
+            eventually(Duration::from_secs(5), async || !lb
+                .in_rotation(&server)
+                .await)
             .await,
             "{server} left rotation"
         );
@@ -199,10 +142,9 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
         replicas[i] = replica(&db, port);
         assert!(eventually(Duration::from_secs(20), async || healthy(&http, port).await).await);
         assert!(
-            eventually(Duration::from_secs(20), async || in_rotation(
-                &http, stats, &server
-            )
-            .await)
+            eventually(Duration::from_secs(20), async || lb
+                .in_rotation(&server)
+                .await)
             .await,
             "{server} back in rotation"
         );

@@ -240,7 +240,8 @@ async fn a_replica_killed_mid_move_costs_no_subscriber_an_event() {
     let pool = seed(&client).await;
     replicas.push(replica(&db, ports[1]));
     replicas.push(replica(&db, ports[2]));
-    let (_lb, base, _) = balanced(&ports).await;
+    let lb = balanced(&ports).await;
+    let base = lb.url.clone();
 
     // 100 subscribers through the balancer, spread over the three replicas.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));

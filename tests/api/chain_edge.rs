@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::chain_support::*;
 use crate::common::*;
 use crate::health_feed::USD;
-use lendex_testkit::proxy::WsProxy;
+use lendex_testkit::proxy::TcpProxy;
 
 /// What the test put on the chain: each pool's account, each owner's positions.
 struct Book {
@@ -181,7 +181,7 @@ fn none_went_back(before: &BTreeMap<String, i64>, after: &BTreeMap<String, i64>)
 #[actix_rt::test]
 async fn a_websocket_down_for_10_s_is_caught_up_within_the_interval() {
     let chain = LocalChain::start().await;
-    let ws = WsProxy::start(&chain.ws_url).await;
+    let ws = TcpProxy::start(&chain.ws_url).await;
     let (rpc, ws_url) = (chain.url.clone(), ws.url.clone());
     let interval = 3;
     let t = ChainApp::start_on(chain, &rpc, |c| {
@@ -230,8 +230,8 @@ async fn a_websocket_down_for_10_s_is_caught_up_within_the_interval() {
 async fn a_node_that_goes_away_and_comes_back_is_caught_up() {
     let chain = LocalChain::start().await;
     let (http, ws) = (
-        WsProxy::start(&chain.url).await,
-        WsProxy::start(&chain.ws_url).await,
+        TcpProxy::start(&chain.url).await,
+        TcpProxy::start(&chain.ws_url).await,
     );
     let (rpc, ws_url) = (http.url.clone(), ws.url.clone());
     let interval = 2;
@@ -286,7 +286,7 @@ async fn a_node_that_goes_away_and_comes_back_is_caught_up() {
 #[actix_rt::test]
 async fn duplicated_and_reordered_notifications_leave_the_index_equal_to_the_chain() {
     let chain = LocalChain::start().await;
-    let ws = WsProxy::start(&chain.ws_url).await;
+    let ws = TcpProxy::start(&chain.ws_url).await;
     ws.mess();
     let (rpc, ws_url) = (chain.url.clone(), ws.url.clone());
     let t = ChainApp::start_on(chain, &rpc, |c| {
@@ -323,7 +323,7 @@ async fn duplicated_and_reordered_notifications_leave_the_index_equal_to_the_cha
 /// with a 2xx is in the database.
 #[actix_rt::test]
 async fn a_database_restart_loses_no_change_and_no_acknowledged_write() {
-    let pg = WsProxy::start("127.0.0.1:5432").await;
+    let pg = TcpProxy::start("127.0.0.1:5432").await;
     let chain = LocalChain::start().await;
     let rpc = chain.url.clone();
     let proxied = pg.url.clone();

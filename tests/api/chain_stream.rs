@@ -101,9 +101,9 @@ async fn chain_changes_arrive_by_websocket_with_no_api_call() {
 #[actix_rt::test]
 async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
     use crate::chain_support::{ChainApp, LocalChain};
-    use lendex_testkit::proxy::WsProxy;
+    use lendex_testkit::proxy::TcpProxy;
     let chain = LocalChain::start().await;
-    let proxy = WsProxy::start(&chain.ws_url).await;
+    let proxy = TcpProxy::start(&chain.ws_url).await;
     let (rpc, ws) = (chain.url.clone(), proxy.url.clone());
     let t = ChainApp::start_on(chain, &rpc, |c| {
         c.sync.interval_seconds = 60;

@@ -26,7 +26,7 @@ use lendex::domain::accounts::{encode_mint, encode_pool};
 
 use crate::chain_support::{key, pool_account, token_program};
 use crate::health_feed::{USD, market};
-use lendex_testkit::proxy::WsProxy;
+use lendex_testkit::proxy::TcpProxy;
 
 fn chromium() -> PathBuf {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
@@ -65,7 +65,7 @@ async fn the_console_in_a_browser() {
     let shots = root.join("target/console-screenshots");
     // Only this run's screenshots count.
     let _ = std::fs::remove_dir_all(&shots);
-    let link = WsProxy::start(&m.t.app.base).await;
+    let link = TcpProxy::start(&m.t.app.base).await;
     // A second replica on the same database: the page's feed resumes there
     // after its connection drops, as behind a load balancer.
     let replica = crate::replica::second_replica(&m).await;

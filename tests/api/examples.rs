@@ -13,7 +13,7 @@ use tokio::process::{Child, ChildStdout};
 
 use crate::common::*;
 use crate::health_feed::{USD, market};
-use lendex_testkit::proxy::WsProxy;
+use lendex_testkit::proxy::TcpProxy;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -189,7 +189,7 @@ impl Running {
 async fn cut_and_resume(
     m: &mut crate::health_feed::Market,
     price: &mut i64,
-    link: &WsProxy,
+    link: &TcpProxy,
     elsewhere: Option<&str>,
     (program, script): (&Path, &Path),
 ) -> Vec<String> {
@@ -244,7 +244,7 @@ async fn feed_examples_resume_after_a_drop_with_nothing_lost_or_repeated() {
     }
     owners.sort();
     // Between the example and the service: a link the test cuts.
-    let link = WsProxy::start(&m.t.app.base).await;
+    let link = TcpProxy::start(&m.t.app.base).await;
     let mut price = 20 * USD;
     for (program, script) in runners("feed") {
         let missed = cut_and_resume(&mut m, &mut price, &link, None, (&program, &script)).await;
@@ -270,7 +270,7 @@ async fn feed_examples_resume_on_another_replica() {
     let b = crate::replica::second_replica(&m).await;
     let mut price = 20 * USD;
     for (program, script) in runners("feed") {
-        let link = WsProxy::start(&m.t.app.base).await;
+        let link = TcpProxy::start(&m.t.app.base).await;
         let elsewhere = Some(b.base.as_str());
         cut_and_resume(&mut m, &mut price, &link, elsewhere, (&program, &script)).await;
     }

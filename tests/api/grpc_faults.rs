@@ -264,7 +264,7 @@ async fn a_node_that_accepts_and_closes_is_found_again_within_two_seconds() {
     // A balancer in front of the node: while its backend is down it accepts
     // each connection and closes it at once.
     let server = ScriptedGeyser::start().await;
-    let proxy = lendex_testkit::proxy::WsProxy::start(&server.url).await;
+    let proxy = lendex_testkit::proxy::TcpProxy::start(&server.url).await;
     let url = proxy.url.clone();
     let m = market(|c| {
         c.rpc.source = lendex::config::ChainSource::Grpc;

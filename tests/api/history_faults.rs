@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::common::*;
 use crate::history::{Book, book, events, points, served, set_price};
 use crate::process::{serve, wait_until_up};
-use lendex_testkit::proxy::WsProxy;
+use lendex_testkit::proxy::TcpProxy;
 
 /// `points`' health factors, oldest first.
 fn values(points: &[Value]) -> Vec<String> {
@@ -83,7 +83,7 @@ async fn wait_stored(db: &TestDb, owner: &str, hf: u128) -> Vec<String> {
 
 #[actix_rt::test]
 async fn a_database_outage_loses_no_recorded_point_and_stores_none_twice() {
-    let pg = WsProxy::start("127.0.0.1:5432").await;
+    let pg = TcpProxy::start("127.0.0.1:5432").await;
     let proxied = pg.url.clone();
     let app = spawn_app_with(|c| {
         c.database.url = c.database.url.replace("127.0.0.1:5432", &proxied);

@@ -1,8 +1,11 @@
 //! A TCP proxy in front of a test's peer (surfpool's websocket or its HTTP RPC,
-//! PostgreSQL) to cut connections, refuse new ones (as a killed process does),
-//! freeze them (no close, nothing delivered either way), or, on a websocket,
-//! duplicate and reorder what the server sends.
+//! PostgreSQL, a gRPC node) to cut connections, refuse new ones (accepted
+//! and closed: `down`; or nothing listening at all, as a killed process:
+//! `close`), freeze them (no close, nothing delivered either way), or, on a
+//! websocket, duplicate and reorder what the server sends.
 
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,15 +14,19 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-pub struct WsProxy {
+pub struct TcpProxy {
     /// The proxy's address, in the upstream's scheme (`ws://`, `http://`, or
     /// a bare `host:port`).
     pub url: String,
+    /// Where it listens (the same address after `close` and `reopen`).
+    addr: SocketAddr,
+    /// The upstream's `host:port`.
+    target: String,
     state: Arc<Mutex<State>>,
     /// Notifications sent twice and out of order so far.
-    pub messed: Arc<std::sync::atomic::AtomicUsize>,
+    pub messed: Arc<AtomicUsize>,
     /// Connections accepted so far, refused ones included (accepted and closed).
-    pub accepted: Arc<std::sync::atomic::AtomicUsize>,
+    pub accepted: Arc<AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -34,26 +41,47 @@ struct State {
     connections: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
     /// New connections go here instead (`host:port`), once set.
     retargeted: Option<String>,
+    /// The accept loop, while listening.
+    accepting: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl WsProxy {
+impl TcpProxy {
     /// Forwards a loopback port to `upstream` (`ws://host:port`,
     /// `http://host:port` or `host:port`).
-    pub async fn start(upstream: &str) -> WsProxy {
+    pub async fn start(upstream: &str) -> TcpProxy {
+        TcpProxy::start_on("127.0.0.1:0", upstream).await
+    }
+
+    /// Forwards `listen` (`host:port`; waits until it can be bound) to `upstream`.
+    pub async fn start_on(listen: &str, upstream: &str) -> TcpProxy {
         let (scheme, rest) = match upstream.split_once("://") {
             Some((scheme, rest)) => (format!("{scheme}://"), rest),
             None => (String::new(), upstream),
         };
-        let target = rest.trim_end_matches('/').to_string();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("{scheme}{}", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(State::default()));
-        let messed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (accepting, counting, accepts) = (state.clone(), messed.clone(), accepted.clone());
-        tokio::task::spawn_local(async move {
+        let listener = bind(listen).await;
+        let addr = listener.local_addr().unwrap();
+        let proxy = TcpProxy {
+            url: format!("{scheme}{addr}"),
+            addr,
+            target: rest.trim_end_matches('/').to_string(),
+            state: Arc::default(),
+            messed: Arc::default(),
+            accepted: Arc::default(),
+        };
+        proxy.accept(listener);
+        proxy
+    }
+
+    fn accept(&self, listener: TcpListener) {
+        let (accepting, counting, accepts) = (
+            self.state.clone(),
+            self.messed.clone(),
+            self.accepted.clone(),
+        );
+        let target = self.target.clone();
+        let task = tokio::task::spawn_local(async move {
             while let Ok((client, _)) = listener.accept().await {
-                accepts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                accepts.fetch_add(1, Ordering::SeqCst);
                 let (refusing, messing, pausing, to) = {
                     let s = accepting.lock().unwrap();
                     let to = s.retargeted.clone().unwrap_or_else(|| target.clone());
@@ -76,12 +104,23 @@ impl WsProxy {
                 accepting.lock().unwrap().connections.push((freeze, task));
             }
         });
-        WsProxy {
-            url,
-            state,
-            messed,
-            accepted,
+        self.state.lock().unwrap().accepting = Some(task);
+    }
+
+    /// A stopped process: every connection cut, and nothing listening at the
+    /// address, so a new one is refused by the system (not accepted and closed,
+    /// as `down` does) until `reopen`.
+    pub fn close(&self) {
+        if let Some(accepting) = self.state.lock().unwrap().accepting.take() {
+            accepting.abort();
         }
+        self.cut();
+    }
+
+    /// Listens at the same address again, after `close`.
+    pub async fn reopen(&self) {
+        let listener = bind(&self.addr.to_string()).await;
+        self.accept(listener);
     }
 
     /// Closes every open connection.
@@ -143,7 +182,7 @@ async fn pipe(
     client: TcpStream,
     server: TcpStream,
     frozen: watch::Receiver<bool>,
-    messing: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    messing: Option<Arc<AtomicUsize>>,
 ) {
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
@@ -178,11 +217,7 @@ async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut frozen: watch
 /// The server's side of a websocket, frame by frame once the upgrade answer
 /// has passed: a notification is held back until the next one comes (or
 /// 200 ms pass), then both are sent, the later first, each twice.
-async fn mess(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    count: Arc<std::sync::atomic::AtomicUsize>,
-) {
+async fn mess(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, count: Arc<AtomicUsize>) {
     let mut pending: Vec<u8> = Vec::new();
     let mut upgraded = false;
     let mut held: Option<Vec<u8>> = None;
@@ -228,7 +263,7 @@ async fn mess(
                         Vec::new()
                     }
                     Some(earlier) => {
-                        count.fetch_add(2, std::sync::atomic::Ordering::Relaxed);
+                        count.fetch_add(2, Ordering::Relaxed);
                         vec![frame.clone(), earlier.clone(), frame, earlier]
                     }
                 }
@@ -260,4 +295,19 @@ fn frame_len(bytes: &[u8]) -> Option<usize> {
     let mask = if first & 0x80 != 0 { 4 } else { 0 };
     let total = header + mask + payload;
     (bytes.len() >= total).then_some(total)
+}
+
+/// Binds `addr`, waiting while it is still taken (a port just let go).
+async fn bind(addr: &str) -> TcpListener {
+    let mut tries = 0;
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return listener,
+            Err(_) if tries < 250 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("cannot listen on {addr}: {e}"),
+        }
+    }
 }

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lendex_testkit::geyser::{Options, ScriptedGeyser, account_update, slot_update};
+use lendex_testkit::proxy::TcpProxy;
 use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use tokio::sync::mpsc;
@@ -92,47 +93,6 @@ pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
     std::future::pending::<()>().await;
 }
 
-/// A TCP proxy that can be cut: every connection dropped and new ones
-/// refused, then listening again on the same address.
-struct Link {
-    listen: String,
-    upstream: String,
-    accepting: Option<tokio::task::JoinHandle<()>>,
-    open: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl Link {
-    async fn up(&mut self) {
-        let listener = loop {
-            match tokio::net::TcpListener::bind(&self.listen).await {
-                Ok(l) => break l,
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
-        };
-        let (upstream, open) = (self.upstream.clone(), self.open.clone());
-        self.accepting = Some(tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let upstream = upstream.clone();
-                let task = tokio::spawn(async move {
-                    if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                    }
-                });
-                open.lock().unwrap().push(task.abort_handle());
-            }
-        }));
-    }
-
-    fn down(&mut self) {
-        if let Some(accepting) = self.accepting.take() {
-            accepting.abort();
-        }
-        for task in self.open.lock().unwrap().drain(..) {
-            task.abort();
-        }
-    }
-}
-
 /// The host:port of a URL.
 fn authority(url: &str) -> String {
     let (host, port) = lendex::chain::source::endpoint_of(url).expect("a source URL");
@@ -173,13 +133,8 @@ pub async fn cut_catch_up(
     cut_secs: u64,
     rounds: usize,
 ) {
-    let mut link = Link {
-        listen: listen.to_string(),
-        upstream: authority(upstream),
-        accepting: None,
-        open: Arc::default(),
-    };
-    link.up().await;
+    // Cut: every connection dropped and nothing listening, as a node that stopped.
+    let link = TcpProxy::start_on(listen, &authority(upstream)).await;
     let deadline = Instant::now() + Duration::from_secs(300);
     while !connected(api).await {
         assert!(Instant::now() < deadline, "the service never connected");
@@ -194,7 +149,7 @@ pub async fn cut_catch_up(
     let mut took = Vec::new();
     for round in 0..rounds {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        link.down();
+        link.close();
         let mut price = base;
         for s in 0..cut_secs {
             // A move a second, a different price each time.
@@ -205,7 +160,7 @@ pub async fn cut_catch_up(
                 .expect("surfnet_setAccount");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        link.up().await;
+        link.reopen().await;
         let back = Instant::now();
         let want = price.to_string();
         while indexed_price(api, &pool0).await.as_deref() != Some(want.as_str()) {
