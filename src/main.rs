@@ -30,7 +30,7 @@ enum Command {
     /// Write a new keypair file (Solana CLI format) and print its pubkey.
     Keygen {
         /// Where to write it; an existing file is never overwritten.
-        #[arg(long, default_value_os_t = lendex::remote::keypair::default_path())]
+        #[arg(long, default_value_os_t = lendex_client::keypair::default_path())]
         outfile: PathBuf,
     },
     /// Signed admin calls to a running service: the whole nonce handshake over HTTP.
@@ -39,7 +39,7 @@ enum Command {
         #[arg(long, env = "LENDEX_URL")]
         url: Option<String>,
         /// Solana CLI keypair file (JSON array of 64 bytes).
-        #[arg(long, default_value_os_t = lendex::remote::keypair::default_path())]
+        #[arg(long, default_value_os_t = lendex_client::keypair::default_path())]
         keypair: PathBuf,
         #[command(subcommand)]
         command: RemoteCommand,

@@ -64,7 +64,7 @@ fn write_keypair(path: &Path) -> CliResult {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    std::fs::write(path, crate::remote::keypair::encode(&demo_authority()))
+    std::fs::write(path, lendex_client::keypair::encode(&demo_authority()))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(())
 }

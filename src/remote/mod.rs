@@ -7,23 +7,19 @@
 //! (another action) is refused, so a hostile server cannot make it sign one.
 
 pub mod audit_table;
-pub mod keypair;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use ed25519_dalek::{Signer, SigningKey};
-use serde_json::{Value, json};
+use lendex_client::{Client, Error, Query, Signer, keypair};
 
-use crate::domain::auth_message::{
-    READ_AUDIT_ACTION, add_admin_action, canonical_message, init_pool_action, revoke_admin_action,
-};
-use crate::domain::pubkey::{Pubkey, parse_pubkey};
+use crate::domain::enums::Role;
+use crate::domain::pubkey::parse_pubkey;
 
-/// What went wrong: the server's answer to a request (printed as is), or
+/// What went wrong: the server's refusal (its error body, printed as is), or
 /// something before or around it.
 #[derive(Debug)]
 pub enum Failure {
-    /// A non-2xx answer: its body.
+    /// A refusal: its body.
     Answer(String),
     Other(String),
 }
@@ -31,6 +27,18 @@ pub enum Failure {
 impl From<String> for Failure {
     fn from(e: String) -> Self {
         Failure::Other(e)
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Api { error, .. } => Failure::Answer(
+                serde_json::to_string(&crate::wire::error::ErrorBody { error })
+                    .expect("a string serializes"),
+            ),
+            other => Failure::Other(other.to_string()),
+        }
     }
 }
 
@@ -70,46 +78,34 @@ pub fn keygen(outfile: Option<&Path>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `command` against the service at `url`, signed with the keypair at
-/// `keypair_path` (read only when something is to be signed: a public audit
-/// read needs none); returns the server's JSON answer.
+/// Runs `command` against the service at `url` through the typed client,
+/// signed with the keypair at `keypair_path` (read only when something is to
+/// be signed: a public audit read needs none); returns the answer as JSON
+/// (or, for the audit, a table).
 pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<String, Failure> {
-    let client = Client {
-        http: reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| e.to_string())?,
-        base: url.trim_end_matches('/').to_string(),
-        keypair: keypair_path.to_path_buf(),
+    let client = Client::new(url);
+    let signer = || Signer::from_file(keypair_path);
+    let pubkey = |text: &str, what: &str| {
+        parse_pubkey(text).map_err(|e| Failure::Other(format!("bad {what}: {e}")))
     };
-    match command {
+    let answer = match command {
         Remote::AddAdmin {
-            pubkey,
+            pubkey: who,
             role,
             label,
         } => {
-            let signed = client.signed(&add_admin_action(&pubkey, &role)).await?;
-            let body = signed.body(json!({ "pubkey": pubkey, "role": role, "label": label }));
-            client
-                .send(
-                    reqwest::Method::POST,
-                    "/api/admin/allowlist",
-                    Some(body),
-                    &[],
-                )
-                .await
+            let role = Role::parse(&role)
+                .ok_or_else(|| format!("invalid role {role}: super_admin or pool_admin"))?;
+            let who = pubkey(&who, "pubkey")?;
+            json(
+                &client
+                    .add_admin(&signer()?, &who, role, label.as_deref())
+                    .await?,
+            )
         }
-        Remote::RevokeAdmin { pubkey } => {
-            let signed = client.signed(&revoke_admin_action(&pubkey)).await?;
-            let body = signed.body(json!({ "pubkey": pubkey }));
-            client
-                .send(
-                    reqwest::Method::DELETE,
-                    "/api/admin/allowlist",
-                    Some(body),
-                    &[],
-                )
-                .await
+        Remote::RevokeAdmin { pubkey: who } => {
+            let who = pubkey(&who, "pubkey")?;
+            json(&client.revoke_admin(&signer()?, &who).await?)
         }
         Remote::RegisterPool {
             pool_address,
@@ -117,216 +113,54 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
             symbol,
         } => {
             // The service reads the pool account from its chain: no RPC here.
-            parse_pubkey(&pool_address).map_err(|e| format!("bad pool address: {e}"))?;
-            let read = client
-                .send(
-                    reqwest::Method::GET,
-                    &format!("/api/pools/{pool_address}/chain"),
-                    None,
-                    &[],
-                )
-                .await?;
-            let fields: Value = serde_json::from_str(&read)
-                .map_err(|_| format!("the pool read is not JSON: {read}"))?;
-            let field = |name: &str| fields[name].clone();
-            let mint = fields["token_mint"]
-                .as_str()
-                .ok_or_else(|| format!("the pool read has no token_mint: {read}"))?
-                .to_string();
-            let init_signature = match init_signature {
-                Some(given) => given,
-                None => fields["init_signature"]
-                    .as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| {
-                        "the chain does not say which transaction created the pool: give --init-signature"
-                            .to_string()
-                    })?,
-            };
-            let signed = client.signed(&init_pool_action(&mint)).await?;
-            let body = signed.body(json!({
-                "pool_address": pool_address, "token_mint": mint, "symbol": symbol,
-                "authority": field("authority"), "vault": field("vault"),
-                "pool_bump": field("pool_bump"), "authority_bump": field("authority_bump"),
-                "vault_bump": field("vault_bump"), "init_signature": init_signature,
-            }));
-            let me = client.pubkey()?;
-            if fields["authority"].as_str() != Some(me.to_string().as_str()) {
+            let pool = pubkey(&pool_address, "pool address")?;
+            let on_chain = client.pool_on_chain(&pool).await?;
+            let signer = signer()?;
+            let me = signer.pubkey().to_string();
+            if on_chain.authority != me {
                 eprintln!(
                     "note: the pool's on-chain authority is {}, not this keypair's {me}",
-                    fields["authority"],
+                    on_chain.authority,
                 );
             }
-            client
-                .send(reqwest::Method::POST, "/api/pools/init", Some(body), &[])
+            let registered = client
+                .register_pool(
+                    &signer,
+                    &on_chain,
+                    init_signature.as_deref(),
+                    symbol.as_deref(),
+                )
                 .await
+                .map_err(|e| match e {
+                    Error::Refused(why) => Failure::Other(format!("{why} (--init-signature)")),
+                    other => other.into(),
+                })?;
+            json(&registered)
         }
         Remote::Audit {
             actor,
             action,
             limit,
-            json,
+            json: as_json,
         } => {
-            let mut query = Vec::new();
-            query.extend(actor.map(|a| ("actor", a)));
-            query.extend(action.map(|a| ("action", a)));
-            query.extend(limit.map(|l| ("limit", l.to_string())));
-            let path = format!("/api/admin/audit?{}", encode_query(&query));
+            let query = Query::new()
+                .with_some("actor", actor)
+                .with_some("action", action)
+                .with_some("limit", limit);
             // Public on devnet and localnet; on mainnet the read is signed in
             // headers (docs/design.md §4), which the server asks for with a 403.
-            let answer = match client.send(reqwest::Method::GET, &path, None, &[]).await {
-                Err(Failure::Answer(body)) if body.contains("\"forbidden\"") => {
-                    let signed = client.signed(READ_AUDIT_ACTION).await?;
-                    let headers = [
-                        ("x-actor", signed.actor.clone()),
-                        ("x-nonce", signed.nonce.clone()),
-                        ("x-signature", signed.signature.clone()),
-                    ];
-                    client
-                        .send(reqwest::Method::GET, &path, None, &headers)
-                        .await
-                }
-                other => other,
-            }?;
-            if json {
-                Ok(answer)
+            let signer = signer().ok();
+            let entries = client.audit(signer.as_ref(), &query).await?;
+            if as_json {
+                json(&entries)
             } else {
-                Ok(audit_table::render(&answer)?)
+                audit_table::render(&entries)
             }
         }
-    }
-}
-
-struct Client {
-    http: reqwest::Client,
-    base: String,
-    /// The Solana CLI keypair file, read when something is signed.
-    keypair: PathBuf,
-}
-
-/// A nonce issued for this client's wallet and its signature.
-struct Signed {
-    actor: String,
-    nonce: String,
-    signature: String,
-}
-
-impl Signed {
-    /// `fields` with actor, nonce and signature added.
-    fn body(&self, mut fields: Value) -> Value {
-        fields["actor"] = self.actor.clone().into();
-        fields["nonce"] = self.nonce.clone().into();
-        fields["signature"] = self.signature.clone().into();
-        fields
-    }
-}
-
-impl Client {
-    fn key(&self) -> Result<SigningKey, Failure> {
-        Ok(keypair::read(&self.keypair)?)
-    }
-
-    fn pubkey(&self) -> Result<Pubkey, Failure> {
-        Ok(keypair::pubkey_of(&self.key()?))
-    }
-
-    /// Steps 1 and 2 of the handshake: a nonce for `action`, and the signature
-    /// of the canonical message (only if the server's message is exactly it).
-    async fn signed(&self, action: &str) -> Result<Signed, Failure> {
-        let key = self.key()?;
-        let actor = keypair::pubkey_of(&key).to_string();
-        let answer = self
-            .send(
-                reqwest::Method::POST,
-                "/api/auth/nonce",
-                Some(json!({ "pubkey": actor, "action": action })),
-                &[],
-            )
-            .await?;
-        let issued: Value = serde_json::from_str(&answer)
-            .map_err(|_| format!("the nonce answer is not JSON: {answer}"))?;
-        let nonce = issued["nonce"]
-            .as_str()
-            .ok_or_else(|| format!("the nonce answer has no nonce: {answer}"))?
-            .to_string();
-        let message = canonical_message(action, &nonce);
-        if issued["message"].as_str() != Some(message.as_str()) {
-            return Err(Failure::Other(format!(
-                "refusing to sign: the server's message is not the canonical one for {action}"
-            )));
-        }
-        let signature = bs58::encode(key.sign(message.as_bytes()).to_bytes()).into_string();
-        Ok(Signed {
-            actor,
-            nonce,
-            signature,
-        })
-    }
-
-    /// One request; the body of a 2xx answer, else `Failure::Answer`.
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-        headers: &[(&str, String)],
-    ) -> Result<String, Failure> {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        if let Some(body) = body {
-            request = request
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_string());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {}: {e}", self.base))?;
-        let ok = response.status().is_success();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| format!("answer from {} cut short: {e}", self.base))?;
-        if ok {
-            Ok(text)
-        } else {
-            Err(Failure::Answer(text))
-        }
-    }
-}
-
-/// `k=v&...` with values percent-encoded (RFC 3986 unreserved kept).
-fn encode_query(pairs: &[(&str, String)]) -> String {
-    let encode = |s: &str| {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
     };
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k}={}", encode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
+    Ok(answer)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queries_are_encoded() {
-        let q = encode_query(&[
-            ("actor", "Ab1".into()),
-            ("action", "add_admin:x y&z".into()),
-        ]);
-        assert_eq!(q, "actor=Ab1&action=add_admin%3Ax%20y%26z");
-        assert_eq!(encode_query(&[]), "");
-    }
+fn json(answer: &impl serde::Serialize) -> String {
+    serde_json::to_string(answer).expect("wire types serialize")
 }

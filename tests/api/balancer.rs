@@ -169,8 +169,8 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     );
     assert!(answered.load(Relaxed) > 100, "the poller kept polling");
     assert!(
-        followed.refused.is_empty(),
-        "streams refused: {:?}",
+        followed.refused == 0,
+        "streams refused: {}",
         followed.refused
     );
     assert!(

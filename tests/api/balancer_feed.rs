@@ -107,8 +107,9 @@ pub(crate) struct Followed {
     pub first_snapshot: Option<u64>,
     pub snapshots: usize,
     pub resets: usize,
-    pub connects: usize,
-    pub refused: Vec<String>,
+    pub connects: u64,
+    /// Connection attempts refused or failed (and tried again).
+    pub refused: u64,
 }
 
 impl Followed {
@@ -148,8 +149,8 @@ impl Followed {
     }
 }
 
-/// A subscriber through `base` that reconnects with its last id until
-/// `done`, as the examples do.
+/// A subscriber through `base`, the typed client's feed (which reconnects
+/// with its last id by itself), until `done`.
 pub(crate) fn follow(
     base: String,
     done: Arc<std::sync::atomic::AtomicBool>,
@@ -157,64 +158,42 @@ pub(crate) fn follow(
     let followed = Arc::new(Mutex::new(Followed::default()));
     let state = followed.clone();
     let task = tokio::spawn(async move {
-        let http = reqwest::Client::new();
-        let mut last: Option<String> = None;
-        let stop = || done.load(std::sync::atomic::Ordering::Relaxed);
-        while !stop() {
-            let mut req = http.get(format!("{base}/api/positions/unhealthy/stream"));
-            if let Some(id) = &last {
-                req = req.header("Last-Event-ID", id);
+        let lendex = lendex_client::Client::with_http(&base, reqwest::Client::new());
+        let mut feed = lendex.feed(&lendex_client::Query::new());
+        // The connection whose snapshot was counted.
+        let mut snapshot_of = 0;
+        let stopped = async {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let mut res = match req.send().await {
-                Ok(res) if res.status().as_u16() == 200 => res,
-                other => {
-                    state.lock().unwrap().refused.push(format!("{other:?}"));
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
+        };
+        tokio::pin!(stopped);
+        loop {
+            let event = tokio::select! {
+                event = feed.next() => event,
+                () = &mut stopped => break,
             };
-            state.lock().unwrap().connects += 1;
-            let (mut buffer, mut snapshot_here) = (String::new(), false);
-            loop {
-                let chunk = tokio::select! {
-                    chunk = res.chunk() => chunk,
-                    () = tokio::time::sleep(Duration::from_millis(200)) => {
-                        if stop() { return } else { continue }
-                    }
-                };
-                let Ok(Some(chunk)) = chunk else { break };
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let frame: String = buffer.drain(..end + 2).collect();
-                    let (mut id, mut event) = (None, None);
-                    for line in frame.lines() {
-                        if let Some(v) = line.strip_prefix("id: ") {
-                            id = Some(v.to_string());
-                        } else if let Some(v) = line.strip_prefix("event: ") {
-                            event = Some(v.to_string());
-                        }
-                    }
-                    let mut s = state.lock().unwrap();
-                    if event.as_deref() == Some("reset") {
-                        s.resets += 1;
-                    }
-                    let Some(id) = id else { continue };
-                    let seq: u64 = id.split_once('.').unwrap().1.parse().unwrap();
-                    let (tick, idx) = (seq >> TICK_BITS, seq & SNAPSHOT_IDX);
-                    last = Some(id);
-                    if event.is_none() {
-                        continue; // the feed's position alone
-                    }
-                    if idx == SNAPSHOT_IDX {
-                        if !snapshot_here {
-                            snapshot_here = true;
-                            s.snapshots += 1;
-                            s.first_snapshot.get_or_insert(tick);
-                        }
-                    } else {
-                        s.events.push((tick, idx, Instant::now()));
-                    }
+            let mut s = state.lock().unwrap();
+            (s.connects, s.refused) = (feed.connects(), feed.refused());
+            // Refused for good (never here: the query is empty): counted.
+            let Ok(event) = event else {
+                s.refused += 1;
+                break;
+            };
+            if event.name == "reset" {
+                s.resets += 1;
+            }
+            let Some(id) = event.id else { continue };
+            let seq: u64 = id.split_once('.').unwrap().1.parse().unwrap();
+            let (tick, idx) = (seq >> TICK_BITS, seq & SNAPSHOT_IDX);
+            if idx == SNAPSHOT_IDX {
+                if snapshot_of != feed.connects() {
+                    snapshot_of = feed.connects();
+                    s.snapshots += 1;
+                    s.first_snapshot.get_or_insert(tick);
                 }
+            } else {
+                s.events.push((tick, idx, Instant::now()));
             }
         }
     });

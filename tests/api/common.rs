@@ -112,7 +112,12 @@ impl Wallet {
 
     /// Writes this wallet as a Solana CLI keypair file (what `lendex remote` reads).
     pub fn save(&self, path: &std::path::Path) {
-        std::fs::write(path, lendex::remote::keypair::encode(&self.key)).unwrap();
+        std::fs::write(path, lendex_client::keypair::encode(&self.key)).unwrap();
+    }
+
+    /// This wallet as the typed client's signer.
+    pub fn signer(&self) -> lendex_client::Signer {
+        lendex_client::Signer::new(self.key.clone())
     }
 
     /// Detached signature of the UTF-8 bytes of `message`, base58-encoded.

@@ -40,5 +40,6 @@ mod risk_api;
 mod schema;
 mod stopping;
 mod transactions_api;
+mod typed_client;
 mod write_back;
 mod writer_lanes;

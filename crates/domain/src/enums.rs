@@ -3,7 +3,7 @@
 
 /// An admin role (docs/design.md §16.6): the one definition of the vocabulary, parsed at
 /// the edges (a request body, a row, a CLI argument) and used as is within.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     SuperAdmin,

@@ -214,7 +214,7 @@ fn account_sums_256<'a>(
 }
 
 /// On which side of the liquidation price the account is under water.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Liquidatable while the price is below it (collateral in this pool).

@@ -60,7 +60,7 @@ pub fn pool_status(
     pools.sort_by(|a, b| (&a.symbol, &a.pool_address).cmp(&(&b.symbol, &b.pool_address)));
     PoolStatusResponse {
         max_oracle_age_seconds: max_oracle_age,
-        cluster: served.cluster,
+        cluster: served.cluster.into(),
         explorer_query: served.explorer_query.to_string(),
         pools,
     }

@@ -1,14 +1,14 @@
 //! The admin allowlist and the audit log (docs/design.md §16.6, 2.7, 4.2 to 4.6).
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{NonceText, PubkeyText, RoleName, WalletSignature};
 use lendex_domain::enums::Role;
 
 /// docs/design.md §16.6.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Admin {
     #[schema(value_type = PubkeyText)]
     pub pubkey: String,
@@ -21,7 +21,7 @@ pub struct Admin {
 }
 
 /// docs/design.md §16.7.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AuditEntry {
     pub id: i64,
     pub actor: String,
@@ -32,24 +32,24 @@ pub struct AuditEntry {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MeResponse {
     /// `super_admin`, `pool_admin`, or null when the wallet is not an active admin.
     #[schema(value_type = Option<RoleName>)]
     pub role: Option<Role>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AllowlistResponse {
     pub admins: Vec<Admin>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OkResponse {
     pub ok: bool,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AuditResponse {
     pub entries: Vec<AuditEntry>,
 }

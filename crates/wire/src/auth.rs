@@ -1,6 +1,6 @@
 //! The handshake's first step (docs/design.md §4.1).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{ActionText, PubkeyText};
@@ -17,7 +17,7 @@ pub struct NonceRequest {
     pub action: String,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct NonceResponse {
     /// 32 hexadecimal characters.
     pub nonce: String,

@@ -1,8 +1,8 @@
 //! The error body of every failure (docs/design.md §4.17).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Short reason from the closed set of docs/design.md §4.17.
     pub error: String,

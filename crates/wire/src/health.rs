@@ -1,12 +1,14 @@
 //! GET /api/health (docs/design.md §4.16, §7): each backend's state.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// `degraded` when any check fails (the HTTP status is 200 either way);
 /// `draining` (HTTP 503) while a stopping replica waits for its load balancer
 /// to move away (docs/design.md §13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
     Ok,
@@ -16,7 +18,7 @@ pub enum HealthStatus {
 
 /// `leader`: this replica holds the cluster's ingester lease and does the
 /// background chain work; `follower`: another one does (or none is enabled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SyncRole {
     Leader,
@@ -24,7 +26,7 @@ pub enum SyncRole {
 }
 
 /// A writer lane: each concern has its own queue and connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneName {
     Index,
@@ -33,14 +35,14 @@ pub enum LaneName {
     Auth,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HealthResponse {
     pub status: HealthStatus,
     pub timestamp: String,
     pub checks: HealthChecks,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HealthChecks {
     pub database: DatabaseCheck,
     pub rpc: RpcCheck,
@@ -53,7 +55,7 @@ pub struct HealthChecks {
 
 /// History (docs/design.md §12): recorded by the leader, stored in the background.
 /// Informational: the database check already says when storing cannot work.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryCheck {
     /// history.retention_days is above 0.
     pub enabled: bool,
@@ -69,12 +71,12 @@ pub struct HistoryCheck {
 
 /// The database writer's lanes (index, admin, tx_log), each with its own queue
 /// and connection.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WriterCheck {
     pub lanes: Vec<LaneCheck>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LaneCheck {
     pub lane: LaneName,
     /// Writes waiting for the next batch.
@@ -96,7 +98,7 @@ pub struct LaneCheck {
 
 /// The health-factor cache: loaded (the feed answers), listening for changes
 /// (else it may miss some, and reloads once the connection is back), and its size.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CacheCheck {
     /// Loaded and listening.
     pub ok: bool,
@@ -122,13 +124,13 @@ pub struct CacheCheck {
 }
 
 /// The background refresh: the slot and time of the last complete refresh.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SyncCheck {
     /// False when the last complete refresh is older than 3 intervals + 30 s
     /// (on the leader; a follower does no background work).
     pub ok: bool,
     /// The cluster this replica indexes: mainnet, devnet or localnet.
-    pub cluster: &'static str,
+    pub cluster: Cow<'static, str>,
     pub enabled: bool,
     pub role: SyncRole,
     /// Lowest context slot of the last complete refresh (0 before the first).
@@ -146,11 +148,11 @@ pub struct SyncCheck {
 
 /// The live chain source (on the leader; a follower does not stream). Down
 /// does not by itself degrade health: the JSON-RPC poll keeps the index fresh.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct StreamCheck {
     /// "websocket" or "grpc" (`rpc.source`).
     #[schema(example = "websocket")]
-    pub source: &'static str,
+    pub source: Cow<'static, str>,
     pub connected: bool,
     #[serde(rename = "lastNotificationAt")]
     pub last_notification_at: Option<String>,
@@ -161,20 +163,20 @@ pub struct StreamCheck {
     pub last_error: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DatabaseCheck {
     pub ok: bool,
     #[serde(rename = "latencyMs")]
     pub latency_ms: u64,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RpcCheck {
     pub ok: bool,
     pub slot: u64,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Counts {
     /// Pools of the active cluster.
     pub pools: i64,

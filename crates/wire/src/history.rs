@@ -4,7 +4,9 @@
 //! times RFC 3339 with milliseconds. Every answer says from when history is
 //! kept (`retention_start`), and a long listing continues at `next_cursor`.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{
@@ -14,7 +16,7 @@ use super::formats::{
 use lendex_domain::history::buckets::{HealthBucket, HealthPoint, MarketBucket, MarketPoint};
 
 /// One recorded health point of an owner.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HealthPointWire {
     #[schema(value_type = TimeText)]
     pub at: String,
@@ -30,7 +32,7 @@ pub struct HealthPointWire {
     #[schema(value_type = DecimalText)]
     pub debt_value_wad: String,
     #[schema(value_type = HistoryCauseName)]
-    pub cause: &'static str,
+    pub cause: Cow<'static, str>,
 }
 
 impl From<&HealthPoint> for HealthPointWire {
@@ -41,13 +43,13 @@ impl From<&HealthPoint> for HealthPointWire {
             health_factor_wad: p.health_factor.to_string(),
             collateral_value_wad: p.collateral.to_string(),
             debt_value_wad: p.debt.to_string(),
-            cause: p.cause.as_str(),
+            cause: p.cause.as_str().into(),
         }
     }
 }
 
 /// An owner's points of one interval.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HealthBucketWire {
     /// The interval's start (a day's starts at UTC midnight).
     #[schema(value_type = TimeText)]
@@ -88,7 +90,7 @@ impl From<&HealthBucket> for HealthBucketWire {
 }
 
 /// A raw point, or a bucket (with a `resolution` other than raw).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum OwnerHistoryEntry {
     Point(HealthPointWire),
@@ -96,7 +98,7 @@ pub enum OwnerHistoryEntry {
 }
 
 /// GET /api/positions/{user}/history.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OwnerHistoryResponse {
     #[schema(value_type = PubkeyText)]
     pub owner: String,
@@ -105,7 +107,7 @@ pub struct OwnerHistoryResponse {
     #[schema(value_type = TimeText)]
     pub to: String,
     #[schema(value_type = ResolutionName)]
-    pub resolution: &'static str,
+    pub resolution: Cow<'static, str>,
     /// The start (UTC midnight) of the oldest day still kept.
     #[schema(value_type = TimeText)]
     pub retention_start: String,
@@ -118,12 +120,12 @@ pub struct OwnerHistoryResponse {
 }
 
 /// One event of an account.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryEventWire {
     /// Increasing with each event.
     pub id: i64,
     #[schema(value_type = HistoryEventKindName)]
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     #[schema(value_type = PubkeyText)]
     pub owner: String,
     #[schema(value_type = TimeText)]
@@ -146,7 +148,7 @@ pub struct HistoryEventWire {
 }
 
 /// GET /api/history/events.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryEventsResponse {
     #[schema(value_type = TimeText)]
     pub retention_start: String,
@@ -156,7 +158,7 @@ pub struct HistoryEventsResponse {
 }
 
 /// One change of a pool's oracle (its registration is the first).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PriceWire {
     #[schema(value_type = TimeText)]
     pub at: String,
@@ -169,7 +171,7 @@ pub struct PriceWire {
 }
 
 /// GET /api/pools/{pool}/prices.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PricesResponse {
     #[schema(value_type = PubkeyText)]
     pub pool: String,
@@ -181,7 +183,7 @@ pub struct PricesResponse {
 }
 
 /// One sample of the market.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MarketPointWire {
     #[schema(value_type = TimeText)]
     pub at: String,
@@ -213,7 +215,7 @@ impl From<&MarketPoint> for MarketPointWire {
 
 /// The market's samples of one interval: the last one's values, and the most
 /// owners under water at any of them.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MarketBucketWire {
     #[schema(value_type = TimeText)]
     pub start: String,
@@ -243,7 +245,7 @@ impl From<&MarketBucket> for MarketBucketWire {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum MarketHistoryEntry {
     Point(MarketPointWire),
@@ -251,14 +253,14 @@ pub enum MarketHistoryEntry {
 }
 
 /// GET /api/history/market.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MarketHistoryResponse {
     #[schema(value_type = TimeText)]
     pub from: String,
     #[schema(value_type = TimeText)]
     pub to: String,
     #[schema(value_type = ResolutionName)]
-    pub resolution: &'static str,
+    pub resolution: Cow<'static, str>,
     #[schema(value_type = TimeText)]
     pub retention_start: String,
     /// The last sample before `from` (null if none).

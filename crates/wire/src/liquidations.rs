@@ -1,6 +1,6 @@
 //! What liquidators act on (docs/design.md §8): quotes and the at-risk watch list.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{DecimalText, DirectionName, PubkeyText, U64Text, WadText};
@@ -8,7 +8,7 @@ use lendex_domain::risk::Direction;
 
 /// One quote: the owner's most profitable (debt pool, collateral pool) pair.
 /// u64/u128 values are decimal strings; values are in WAD USD.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LiquidationQuote {
     #[schema(value_type = PubkeyText)]
     pub owner: String,
@@ -48,13 +48,13 @@ pub struct LiquidationQuote {
     pub slot: u64,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LiquidationsResponse {
     pub liquidations: Vec<LiquidationQuote>,
 }
 
 /// An at-risk owner's liquidation price nearest its pool's current price.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct NearestLiquidation {
     #[schema(value_type = PubkeyText)]
     pub pool: String,
@@ -67,7 +67,7 @@ pub struct NearestLiquidation {
 }
 
 /// An owner close to liquidation: 1 WAD <= health factor < `below`.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AtRiskAccount {
     #[schema(value_type = PubkeyText)]
     pub owner: String,
@@ -80,7 +80,7 @@ pub struct AtRiskAccount {
     pub nearest_liquidation: Option<NearestLiquidation>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AtRiskResponse {
     pub accounts: Vec<AtRiskAccount>,
 }

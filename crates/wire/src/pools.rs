@@ -1,7 +1,9 @@
 //! Pools: the index (docs/design.md §16.1, 4.7), registration (4.8) and refresh (4.9).
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{
@@ -9,7 +11,7 @@ use super::formats::{
 };
 
 /// docs/design.md §16.1, as GET /api/pools returns it (the `decimals` column is internal).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Pool {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
@@ -68,7 +70,7 @@ pub struct Pool {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PoolsResponse {
     pub pools: Vec<Pool>,
 }
@@ -104,7 +106,7 @@ pub struct InitPoolRequest {
     pub init_signature: String,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct InitPoolResponse {
     pub ok: bool,
     #[schema(value_type = PubkeyText)]
@@ -118,7 +120,7 @@ pub struct InitPoolResponse {
 
 /// A pool account as read from chain, checked: what a registration of it
 /// sends (GET /api/pools/{address}/chain).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PoolOnChain {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
@@ -141,7 +143,7 @@ pub struct PoolOnChain {
 }
 
 /// A pool on chain that is not in the index (GET /api/pools/unregistered).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UnregisteredPool {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
@@ -155,7 +157,7 @@ pub struct UnregisteredPool {
     pub oracle_expo: Option<i32>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UnregisteredPoolsResponse {
     /// By address; at most 200 (a program anyone can initialise pools of may
     /// hold many more).
@@ -175,7 +177,7 @@ pub struct SyncPoolRequest {
     pub symbol: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SyncPoolResponse {
     pub ok: bool,
     #[schema(value_type = PubkeyText)]
@@ -185,7 +187,7 @@ pub struct SyncPoolResponse {
 /// One pool's token and oracle, as the health engine holds them (GET
 /// /api/pools/status): what a front end needs to show amounts and to trust a
 /// price.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PoolStatus {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
@@ -227,11 +229,11 @@ pub struct PoolStatus {
     pub liquidation_threshold_wad: String,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PoolStatusResponse {
     pub max_oracle_age_seconds: i64,
     /// The cluster this service indexes: mainnet, devnet or localnet.
-    pub cluster: &'static str,
+    pub cluster: Cow<'static, str>,
     /// What a Solana explorer address link needs appended to open this cluster
     /// ("" on mainnet; on localnet a customUrl of the RPC's origin).
     pub explorer_query: String,

@@ -2,7 +2,7 @@
 //! their refresh (4.12), the unhealthy feed (2.4, 4.13) and its SSE events.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{PubkeyText, TxSignature, U64Text, U128Text, WadText};
@@ -10,7 +10,7 @@ use super::liquidations::LiquidationQuote;
 use super::risk::LiquidationPriceWire;
 
 /// docs/design.md §16.2.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Position {
     #[schema(value_type = PubkeyText)]
     pub position_address: String,
@@ -34,7 +34,7 @@ pub struct Position {
 
 /// One of `borrow_txs` in position detail (docs/design.md §16.3): a borrow of the wallet in
 /// the pool, from the transaction log.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BorrowTx {
     #[schema(value_type = TxSignature)]
     pub signature: String,
@@ -43,7 +43,7 @@ pub struct BorrowTx {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PositionsResponse {
     pub positions: Vec<Position>,
 }
@@ -59,7 +59,7 @@ pub struct SyncPositionRequest {
     pub user: String,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SyncPositionResponse {
     pub ok: bool,
     /// False when the position no longer exists on chain (the row was removed).
@@ -69,7 +69,7 @@ pub struct SyncPositionResponse {
 }
 
 /// docs/design.md §16.3.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PositionDetail {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
@@ -105,13 +105,13 @@ pub struct PositionDetail {
     pub liquidation_price: Option<LiquidationPriceWire>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DetailResponse {
     pub positions: Vec<PositionDetail>,
 }
 
 /// docs/design.md §16.4, plus oracle freshness for liquidators.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct UnhealthyRow {
     #[schema(value_type = PubkeyText)]
     pub position_address: String,
@@ -133,13 +133,13 @@ pub struct UnhealthyRow {
 }
 
 /// The body of GET /api/positions/unhealthy.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UnhealthyResponse {
     pub positions: Vec<UnhealthyRow>,
 }
 
 /// The `data` of every candidate event (its SSE `id:` is `<epoch>.<sequence>`).
-#[derive(Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Candidate<'a> {
     pub owner: String,
     pub account_health_factor_wad: String,

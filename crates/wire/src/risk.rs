@@ -1,7 +1,7 @@
 //! The risk lens (docs/design.md §10): a price shock's effect on the book, a pool's
 //! liquidation curve, and liquidation prices.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{DecimalText, DirectionName, I64Text, PubkeyText, WadText};
@@ -9,7 +9,7 @@ use super::liquidations::LiquidationQuote;
 use lendex_domain::risk::Direction;
 
 /// One shocked pool, in the request's order.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ShockedPool {
     #[schema(value_type = PubkeyText)]
     pub pool: String,
@@ -22,7 +22,7 @@ pub struct ShockedPool {
 }
 
 /// A newly liquidatable account under the shock.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ShockedAccount {
     #[schema(value_type = PubkeyText)]
     pub owner: String,
@@ -37,7 +37,7 @@ pub struct ShockedAccount {
 }
 
 /// GET /api/risk/shock.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ShockResponse {
     pub shock: Vec<ShockedPool>,
     /// Owners in the index with at least one priced position.
@@ -60,7 +60,7 @@ pub struct ShockResponse {
 }
 
 /// One point of a liquidation curve.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CurvePoint {
     pub change_bps: i64,
     /// The pool's price at this point ("0": unpriced).
@@ -75,7 +75,7 @@ pub struct CurvePoint {
 }
 
 /// GET /api/risk/curve.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CurveResponse {
     #[schema(value_type = PubkeyText)]
     pub pool: String,
@@ -89,7 +89,7 @@ pub struct CurveResponse {
 }
 
 /// Where a position's account crosses 1 as its pool's price moves alone.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LiquidationPriceWire {
     #[schema(value_type = DecimalText)]
     pub price: String,

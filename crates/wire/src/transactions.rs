@@ -1,13 +1,13 @@
 //! The transaction log (docs/design.md §16.5, 4.14, 4.15).
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{PubkeyText, TxActionName, TxSignature, TxStatusName, U64Text};
 
 /// docs/design.md §16.5.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Transaction {
     pub id: i64,
     #[schema(value_type = TxSignature)]
@@ -27,14 +27,15 @@ pub struct Transaction {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TransactionsResponse {
     pub transactions: Vec<Transaction>,
 }
 
 /// The body of POST /api/transactions; its `parse` (http::handlers::transactions) reads it
 /// into a typed call.
-#[derive(ToSchema)]
+/// Serialized by the typed client; an absent field is left out.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RecordTransactionRequest {
     /// Chain transaction signature; the idempotency key.
     #[schema(value_type = TxSignature)]
@@ -46,18 +47,22 @@ pub struct RecordTransactionRequest {
     #[schema(value_type = TxActionName)]
     pub action: String,
     #[schema(value_type = Option<PubkeyText>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pool_address: Option<String>,
     /// u64 as a decimal string.
     #[schema(value_type = Option<U64Text>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub amount: Option<String>,
     /// pending, confirmed (the default) or failed.
     #[schema(value_type = Option<TxStatusName>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     #[schema(max_length = 4096)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error_msg: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RecordTransactionResponse {
     pub ok: bool,
     pub id: i64,

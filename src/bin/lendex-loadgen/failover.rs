@@ -31,74 +31,57 @@ struct Seen {
     connects: u32,
 }
 
-/// Follows `url`'s feed until `stop`, reconnecting with the last id.
+/// Follows `url`'s feed until `stop` with the typed client's feed, which
+/// reconnects with the last id by itself.
 fn follow(url: String, stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<Mutex<Seen>> {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let state = seen.clone();
     actix_rt::spawn(async move {
-        let http = reqwest::Client::new();
-        let mut last: Option<String> = None;
-        let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
-        while !stopped() {
-            let mut req = http.get(format!("{url}/api/positions/unhealthy/stream"));
-            if let Some(id) = &last {
-                req = req.header("Last-Event-ID", id);
+        let lendex = lendex_client::Client::with_http(&url, reqwest::Client::new());
+        let mut feed = lendex.feed(&lendex_client::Query::new());
+        // The connection whose snapshot was counted.
+        let mut snapshot_of = 0;
+        let stopped = async {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let Ok(res) = req.send().await else {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        tokio::pin!(stopped);
+        loop {
+            let event = tokio::select! {
+                event = feed.next() => event,
+                () = &mut stopped => break,
+            };
+            let Ok(event) = event else { break };
+            let at = Instant::now();
+            let mut s = state.lock().unwrap();
+            s.connects = feed.connects() as u32;
+            match event.name.as_str() {
+                "reset" => s.resets += 1,
+                "resync" => s.resyncs += 1,
+                _ => {}
+            }
+            let Some(seq) = event
+                .id
+                .as_deref()
+                .and_then(|id| id.split_once('.'))
+                .and_then(|(_, s)| s.parse::<u64>().ok())
+            else {
                 continue;
             };
-            if res.status() != 200 {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            let (tick, idx) = (seq >> TICK_BITS, seq & SNAPSHOT_IDX);
+            if idx == SNAPSHOT_IDX {
+                if snapshot_of != feed.connects() {
+                    snapshot_of = feed.connects();
+                    s.snapshots += 1;
+                    s.first_snapshot.get_or_insert(tick);
+                }
                 continue;
             }
-            state.lock().unwrap().connects += 1;
-            let mut body = res.bytes_stream();
-            let (mut pending, mut snapshot_here) = (Vec::<u8>::new(), false);
-            while let Some(Ok(chunk)) = body.next().await {
-                let at = Instant::now();
-                pending.extend_from_slice(&chunk);
-                let mut start = 0;
-                let mut s = state.lock().unwrap();
-                while let Some(end) = memchr::memmem::find(&pending[start..], b"\n\n") {
-                    let frame = &pending[start..start + end];
-                    start += end + 2;
-                    let field = |name: &[u8]| {
-                        frame
-                            .split(|&b| b == b'\n')
-                            .find_map(|l| l.strip_prefix(name))
-                            .map(|v| String::from_utf8_lossy(v).into_owned())
-                    };
-                    let event = field(b"event: ");
-                    match event.as_deref() {
-                        Some("reset") => s.resets += 1,
-                        Some("resync") => s.resyncs += 1,
-                        _ => {}
-                    }
-                    let Some(id) = field(b"id: ") else { continue };
-                    let Some(seq) = id.split_once('.').and_then(|(_, s)| s.parse::<u64>().ok())
-                    else {
-                        continue;
-                    };
-                    last = Some(id);
-                    let Some(event) = event else { continue };
-                    let (tick, idx) = (seq >> TICK_BITS, seq & SNAPSHOT_IDX);
-                    if idx == SNAPSHOT_IDX {
-                        if !snapshot_here {
-                            snapshot_here = true;
-                            s.snapshots += 1;
-                            s.first_snapshot.get_or_insert(tick);
-                        }
-                        continue;
-                    }
-                    s.events
-                        .entry((tick, idx))
-                        .and_modify(|e| e.2 += 1)
-                        .or_insert((event, at, 1));
-                }
-                drop(s);
-                pending.drain(..start);
-            }
+            s.events
+                .entry((tick, idx))
+                .and_modify(|e| e.2 += 1)
+                .or_insert((event.name, at, 1));
         }
     });
     seen

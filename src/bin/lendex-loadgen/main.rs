@@ -448,7 +448,7 @@ async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> Option<Va
 }
 
 async fn admin_calls(url: &str, api: &str, concurrency: usize, seconds: u64) {
-    use ed25519_dalek::{Signer, SigningKey};
+    use ed25519_dalek::SigningKey;
     // One super-admin per client, as operators each sign with their own wallet
     // (one wallet may hold only auth.max_nonces_per_wallet live nonces).
     let signers: Vec<SigningKey> = (0..concurrency)
@@ -475,42 +475,26 @@ async fn admin_calls(url: &str, api: &str, concurrency: usize, seconds: u64) {
     let started = Instant::now();
     let mut workers = Vec::new();
     for (w, root) in signers.iter().take(concurrency).cloned().enumerate() {
-        let root_key = Pubkey::new_from_array(root.verifying_key().to_bytes()).to_string();
         let (http, api) = (http.clone(), api.to_string());
         workers.push(actix_rt::spawn(async move {
+            // The typed client does the handshake as an operator's tool does.
+            let lendex = lendex_client::Client::with_http(&api, http);
+            let root = lendex_client::Signer::new(root);
             let (mut done, mut failed, mut latencies) = (0u64, 0u64, Vec::new());
             let mut i = 0u64;
             while Instant::now() < deadline {
                 i += 1;
                 let call = Instant::now();
-                let target = key(&format!(
+                let target: Pubkey = key(&format!(
                     "load admin {w} {i} {}",
                     started.elapsed().as_nanos()
-                ));
-                let action = format!("add_admin:{target}:pool_admin");
-                let nonce = post_json(
-                    &http,
-                    &format!("{api}/api/auth/nonce"),
-                    &serde_json::json!({ "pubkey": root_key, "action": action }),
-                )
-                .await;
-                let added = match nonce {
-                    Some(n) => {
-                        let message = n["message"].as_str().unwrap_or_default();
-                        let signature =
-                            bs58::encode(root.sign(message.as_bytes()).to_bytes()).into_string();
-                        post_json(
-                            &http,
-                            &format!("{api}/api/admin/allowlist"),
-                            &serde_json::json!({ "actor": root_key, "nonce": n["nonce"],
-                                "signature": signature, "pubkey": target, "role": "pool_admin" }),
-                        )
-                        .await
-                        .is_some()
-                    }
-                    None => false,
-                };
-                if added {
+                ))
+                .parse()
+                .expect("a key");
+                let added = lendex
+                    .add_admin(&root, &target, lendex::domain::enums::Role::PoolAdmin, None)
+                    .await;
+                if added.is_ok() {
                     done += 1;
                     latencies.push(call.elapsed());
                 } else {

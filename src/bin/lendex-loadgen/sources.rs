@@ -101,26 +101,19 @@ fn authority(url: &str) -> String {
 
 /// Whether the service's live source is connected.
 async fn connected(api: &str) -> bool {
-    let health = reqwest::get(format!("{api}/api/health")).await;
-    let Ok(health) = health else { return false };
-    let body: serde_json::Value = health.json().await.unwrap_or_default();
-    body["checks"]["sync"]["stream"]["connected"] == true
+    let health = lendex_client::Client::new(api).health().await;
+    health.is_ok_and(|h| h.checks.sync.stream.connected)
 }
 
 /// Pool 0's oracle price as the index holds it.
 async fn indexed_price(api: &str, pool: &Pubkey) -> Option<String> {
-    let body: serde_json::Value = reqwest::get(format!("{api}/api/pools/status"))
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    body["pools"]
-        .as_array()?
-        .iter()
-        .find(|p| p["pool_address"] == pool.to_string())?["oracle_price"]
-        .as_str()
-        .map(str::to_string)
+    let status = lendex_client::Client::new(api).pool_status().await.ok()?;
+    let pool = pool.to_string();
+    status
+        .pools
+        .into_iter()
+        .find(|p| p.pool_address == pool)?
+        .oracle_price
 }
 
 /// `rounds` cuts of `cut_secs` each; prints the catch-up after each.

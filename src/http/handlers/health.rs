@@ -154,7 +154,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             let last = status.last_complete.as_ref();
             SyncCheck {
                 ok: status.is_fresh(Utc::now()),
-                cluster: state.cluster.as_str(),
+                cluster: state.cluster.as_str().into(),
                 enabled: status.enabled,
                 role: if status.leader {
                     SyncRole::Leader
@@ -168,7 +168,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                 positions: last.map(|(_, r)| r.positions),
                 last_error: status.last_error,
                 stream: StreamCheck {
-                    source: status.stream.source,
+                    source: status.stream.source.into(),
                     connected: status.stream.connected,
                     last_notification_at: status
                         .stream
@@ -181,7 +181,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
         }
         _ => SyncCheck {
             ok: false,
-            cluster: state.cluster.as_str(),
+            cluster: state.cluster.as_str().into(),
             enabled: true,
             role: SyncRole::Follower,
             slot: 0,
@@ -190,7 +190,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             positions: None,
             last_error: Some("sync worker unavailable".into()),
             stream: StreamCheck {
-                source: state.config.rpc.source.as_str(),
+                source: state.config.rpc.source.as_str().into(),
                 connected: false,
                 last_notification_at: None,
                 reconnects: 0,

@@ -83,7 +83,7 @@ pub async fn owner_history(
         owner: owner.to_string(),
         from,
         to,
-        resolution: w.resolution.as_str(),
+        resolution: w.resolution.as_str().into(),
         retention_start: retention_start(&state),
         initial: None,
         points: Vec::new(),
@@ -207,7 +207,7 @@ pub async fn events(
 fn event_wire(e: EventRow) -> HistoryEventWire {
     HistoryEventWire {
         id: e.id,
-        kind: e.kind.as_str(),
+        kind: e.kind.as_str().into(),
         owner: e.owner,
         at: time_text(e.at_us),
         slot: e.slot,
@@ -297,7 +297,7 @@ pub async fn market(
     let mut out = MarketHistoryResponse {
         from,
         to,
-        resolution: w.resolution.as_str(),
+        resolution: w.resolution.as_str().into(),
         retention_start: retention_start(&state),
         initial: None,
         points: Vec::new(),
