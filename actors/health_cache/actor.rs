@@ -3,28 +3,25 @@
 //! How changes reach the engine (the change log read tick after tick, reloads,
 //! evicted owners) is `pipeline.rs`; what goes out to the feed, `publish.rs`.
 
-use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use actix::prelude::*;
 use deadpool_postgres::Pool;
-use lru::LruCache;
 
+use super::borrow_lists::BorrowLists;
 use super::feed_hub::FeedHub;
-use super::messages::{Borrows, DatabaseNotice};
+use super::listening::Listening;
+use super::messages::DatabaseNotice;
 use super::read_queue::{ReadQueue, Waiter};
 use super::write_back::{Pace, WriteBack};
 use crate::db::listen::listen_forever;
 use crate::db_writer::Writers;
-use crate::domain::pubkey::Pubkey;
 use crate::engine::Engine;
 use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
 use crate::feed::render::{self, Answer};
 use crate::settings::{CacheConfig, HealthConfig};
 
-/// Wallets whose recent borrows are kept in memory.
-const BORROW_LISTS: NonZeroUsize = NonZeroUsize::new(50_000).expect("non-zero");
 /// How often subscribers whose connection closed are let go.
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
 /// How often the lease holder prunes the change log (to
@@ -73,11 +70,8 @@ pub struct HealthCache {
     /// The engine version the rendered answers were made from.
     pub(super) rendered_version: u64,
     pub(super) ready: bool,
-    pub(super) listening: bool,
-    /// Callers of `AwaitListening` until the LISTEN connection is up.
-    pub(super) listening_waiters: Vec<tokio::sync::oneshot::Sender<()>>,
-    /// The LISTEN connection has been up at least once.
-    pub(super) listened: bool,
+    /// The LISTEN connection: up or not, and who waits for it.
+    pub(super) listening: Listening,
     /// The reads of the database, one at a time, and who waits on them.
     pub(super) reads: ReadQueue,
     /// The last tick of the feed's change log the engine holds.
@@ -86,11 +80,8 @@ pub struct HealthCache {
     pub(super) writing: WriteBack,
     /// The liquidators' streams, with everything they need (`feed_hub.rs`).
     pub(super) feed: FeedHub,
-    /// Recent borrows per wallet (detail's borrow_txs), loaded on first read and
-    /// forgotten when a borrow of the wallet is written (here or by NOTIFY).
-    pub(super) borrows: LruCache<Pubkey, Borrows>,
-    /// Bumped by every such change: a load that started before is not kept.
-    pub(super) borrow_generation: u64,
+    /// Recent borrows per wallet (the detail's borrow_txs).
+    pub(super) borrows: BorrowLists,
     /// History's writer and this replica's part in it (None: history is off).
     pub(super) history: Option<super::history_link::HistoryLink>,
     /// Whether this replica holds the ingester lease (`LeaderChanged`).
@@ -144,9 +135,7 @@ impl HealthCache {
             rendered: SharedRendered::default(),
             rendered_version: 0,
             ready: false,
-            listening: false,
-            listening_waiters: Vec::new(),
-            listened: false,
+            listening: Listening::default(),
             reads: ReadQueue::default(),
             applied: 0,
             writing: WriteBack::default(),
@@ -155,8 +144,7 @@ impl HealthCache {
                 cache.subscriber_max_lag_bytes,
                 max_oracle_age,
             ),
-            borrows: LruCache::new(BORROW_LISTS),
-            borrow_generation: 0,
+            borrows: BorrowLists::default(),
             history,
             lease: if leased {
                 Lease::Elsewhere

@@ -76,25 +76,17 @@ impl HealthCache {
     /// not changes (the change log holds them all), so the log is read; the
     /// borrow lists, told by announcements alone, are forgotten.
     fn resync(&mut self, ctx: &mut Context<Self>) {
-        self.borrows.clear();
-        self.borrow_generation += 1;
+        self.borrows.forget_all();
         self.enqueue(ctx, |p| p.read_log = true, None);
     }
 
     /// Whether the LISTEN connection is up (health reports a cache that may
     /// miss changes).
     fn listening_is(&mut self, up: bool, ctx: &mut Context<Self>) {
-        self.listening = up;
-        if !up {
-            return;
-        }
-        for waiter in self.listening_waiters.drain(..) {
-            let _ = waiter.send(());
-        }
         // The first LISTEN came up after a load had begun (start stopped waiting
         // for it): what was announced in between is unknown. Later reconnects
         // say so on their own (db::listen).
-        let first = !std::mem::replace(&mut self.listened, true);
+        let first = self.listening.set(up);
         if first && (self.ready || self.reads.running()) {
             self.resync(ctx);
         }
@@ -102,12 +94,9 @@ impl HealthCache {
 
     /// Borrows of these wallets were written: their cached lists are stale.
     fn borrows_changed(&mut self, owners: Vec<Pubkey>) {
-        self.borrow_generation += 1;
         self.rendered
             .forget_owner_bodies(Some(owners.iter()), &[OwnerBody::Detail]);
-        for owner in owners {
-            self.borrows.pop(&owner);
-        }
+        self.borrows.changed(&owners);
     }
 }
 
@@ -115,13 +104,11 @@ impl Handler<AwaitListening> for HealthCache {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: AwaitListening, _: &mut Self::Context) -> Self::Result {
-        if self.listening {
-            return Box::pin(async {});
-        }
-        let (tx, rx) = oneshot::channel();
-        self.listening_waiters.push(tx);
+        let waiting = self.listening.wait();
         Box::pin(async move {
-            let _ = rx.await;
+            if let Some(up) = waiting {
+                let _ = up.await;
+            }
         })
     }
 }
@@ -171,7 +158,7 @@ impl OwnerRow {
 
 impl HealthCache {
     fn owner_positions(&mut self, owner: &Pubkey) -> OwnerPositions {
-        let borrows = self.borrows.get(owner).cloned();
+        let (borrows, borrow_generation) = self.borrows.get(owner);
         let (health_factor, rows) = match self.engine.view(owner) {
             None => (u128::MAX, Vec::new()),
             Some(view) => (
@@ -187,7 +174,7 @@ impl HealthCache {
             health_factor,
             rows,
             borrows,
-            borrow_generation: self.borrow_generation,
+            borrow_generation,
             body_generation: self.rendered.owner_generation(),
         }
     }
@@ -227,9 +214,7 @@ impl Handler<KeepBorrows> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, msg: KeepBorrows, _: &mut Self::Context) {
-        if msg.generation == self.borrow_generation {
-            self.borrows.put(msg.owner, msg.borrows);
-        }
+        self.borrows.keep(msg.owner, msg.borrows, msg.generation);
     }
 }
 
@@ -266,7 +251,7 @@ impl Handler<Stats> for HealthCache {
     fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
         MessageResult(CacheStats {
             ready: self.ready,
-            listening: self.listening,
+            listening: self.listening.is_up(),
             pools: self.engine.pool_count(),
             owners: self.engine.owner_count(),
             unhealthy_owners: self.engine.unhealthy_count(),

@@ -14,6 +14,8 @@
 //! - `feed_hub`: the liquidators' streams and the state only they need
 //!   (subscribers, replay window, parked resumes), called after each tick;
 //! - `write_back`: the health factors stored, in paced chunks;
+//! - `borrow_lists`: recent borrows per wallet, kept while nothing changes
+//!   them; `listening`: the LISTEN connection's state and who waits for it;
 //! - `history` and `history_link`: what the leader records of history.
 //!
 //! `positions.health_factor_wad` is written only from here (the write-back of
@@ -21,10 +23,12 @@
 //! lease; a sync answers only once its owner's value is committed.
 
 mod actor;
+mod borrow_lists;
 mod feed_hub;
 mod handlers;
 mod history;
 mod history_link;
+mod listening;
 mod messages;
 mod pipeline;
 mod publish;
