@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use lendex_wire::events::EventId;
 use rand::Rng;
 use serde::de::DeserializeOwned;
 
@@ -26,6 +27,11 @@ pub struct Event {
 }
 
 impl Event {
+    /// Its id read: the epoch, the tick of the change log and the place in it.
+    pub fn event_id(&self) -> Option<EventId> {
+        self.id.as_deref().and_then(EventId::parse)
+    }
+
     /// The payload as `T`.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, Error> {
         serde_json::from_str(&self.data)

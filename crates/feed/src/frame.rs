@@ -20,35 +20,9 @@ use lendex_engine::view::OwnerView;
 use lendex_wire::liquidations::LiquidationQuote;
 use lendex_wire::positions::{Candidate, UnhealthyRow};
 
-/// A candidate event's SSE id (docs/design.md §11): `<epoch>.<sequence>`, the epoch
-/// fixed for the life of the process, the sequence one more per live event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventId {
-    pub epoch: u64,
-    pub seq: u64,
-}
-
-impl std::fmt::Display for EventId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.epoch, self.seq)
-    }
-}
-
-impl EventId {
-    /// `<digits>.<digits>`, each a u64; anything else is None.
-    pub fn parse(text: &str) -> Option<EventId> {
-        let (epoch, seq) = text.trim().split_once('.')?;
-        let number = |s: &str| {
-            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| s.parse::<u64>().ok())
-                .flatten()
-        };
-        Some(EventId {
-            epoch: number(epoch)?,
-            seq: number(seq)?,
-        })
-    }
-}
+/// A candidate event's SSE id (docs/design.md §11), defined with the wire
+/// types: clients read it too.
+pub use lendex_wire::events::EventId;
 
 /// What a frame carries besides the owner: its id and when it was published.
 #[derive(Debug, Clone, Copy)]

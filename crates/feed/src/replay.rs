@@ -17,27 +17,9 @@ use bytes::Bytes;
 use crate::frame::EventId;
 use lendex_engine::FeedEvent;
 
-/// Bits of a sequence that number events within one tick.
-pub const TICK_BITS: u32 = 24;
-
-/// Most events one tick can number.
-pub const TICK_EVENTS: usize = 1 << TICK_BITS;
-
-/// The sequence of the first event of `tick`.
-pub fn tick_start(tick: u64) -> u64 {
-    tick << TICK_BITS
-}
-
-/// The largest sequence of `tick`: the position of a feed that holds every
-/// tick up to it (what a snapshot taken then carries).
-pub fn tick_end(tick: u64) -> u64 {
-    tick_start(tick) | (TICK_EVENTS as u64 - 1)
-}
-
-/// The tick a sequence belongs to.
-pub fn tick_of(seq: u64) -> u64 {
-    seq >> TICK_BITS
-}
+/// The sequence's layout: ticks in the high bits, places in the low
+/// (docs/design.md §11), defined with the wire types: clients read it too.
+pub use lendex_wire::events::{TICK_BITS, TICK_EVENTS, tick_end, tick_of, tick_start};
 
 /// A tick's events with their sequences: in owner order (an owner's own
 /// events keep theirs), so every replica numbers them alike whatever order

@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod auth;
 pub mod error;
+pub mod events;
 pub mod formats;
 pub mod health;
 pub mod history;

@@ -10,13 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
-
 use crate::{connect, key, market};
-
-/// Bits of a sequence that number events within one tick (`feed::replay`).
-const TICK_BITS: u32 = 24;
-const SNAPSHOT_IDX: u64 = (1 << TICK_BITS) - 1;
 
 /// What one subscriber received.
 #[derive(Default)]
@@ -61,23 +55,19 @@ fn follow(url: String, stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<Mutex<Se
                 "resync" => s.resyncs += 1,
                 _ => {}
             }
-            let Some(seq) = event
-                .id
-                .as_deref()
-                .and_then(|id| id.split_once('.'))
-                .and_then(|(_, s)| s.parse::<u64>().ok())
-            else {
+            let Some(id) = event.event_id() else {
                 continue;
             };
-            let (tick, idx) = (seq >> TICK_BITS, seq & SNAPSHOT_IDX);
-            if idx == SNAPSHOT_IDX {
+            let Some(idx) = id.place_in_tick() else {
+                // A snapshot's event: counted once a connection.
                 if snapshot_of != feed.connects() {
                     snapshot_of = feed.connects();
                     s.snapshots += 1;
-                    s.first_snapshot.get_or_insert(tick);
+                    s.first_snapshot.get_or_insert(id.tick());
                 }
                 continue;
-            }
+            };
+            let tick = id.tick();
             s.events
                 .entry((tick, idx))
                 .and_modify(|e| e.2 += 1)

@@ -434,19 +434,6 @@ async fn seed(url: &str, shape: &MarketArgs) {
     );
 }
 
-async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> Option<Value> {
-    let res = http
-        .post(url)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(body).unwrap())
-        .send()
-        .await
-        .ok()?;
-    let ok = res.status().is_success();
-    let value: Value = serde_json::from_slice(&res.bytes().await.ok()?).ok()?;
-    ok.then_some(value)
-}
-
 async fn admin_calls(url: &str, api: &str, concurrency: usize, seconds: u64) {
     use ed25519_dalek::SigningKey;
     // One super-admin per client, as operators each sign with their own wallet
