@@ -8,31 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use lendex_testkit::haproxy::Balancer;
-
 use crate::common::*;
-use crate::process::{Served, serve, sigterm, wait_until_up};
-
-/// HAProxy with the shipped configuration in front of `ports`, once every
-/// server is in rotation.
-pub(crate) async fn balanced(ports: &[u16]) -> Balancer {
-    let shipped = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/haproxy/haproxy.cfg"),
-    )
-    .unwrap();
-    Balancer::start(&shipped, ports).await
-}
-
-pub(crate) fn replica(db: &TestDb, port: u16) -> Served {
-    serve(
-        db,
-        port,
-        &[
-            ("LENDEX_SERVER__DRAIN_MS", "1500"),
-            ("LENDEX_LIMITS__PUBLIC_WRITE_PER_SECOND", "0"),
-        ],
-    )
-}
+use crate::fixtures::replicas::{balanced, replica};
+use crate::process::{Served, sigterm, wait_until_up};
 
 async fn healthy(http: &reqwest::Client, port: u16) -> bool {
     let url = format!("http://127.0.0.1:{port}/api/health");
@@ -44,11 +22,11 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     let db = TestDb::create().await;
     let client = db.connect().await;
     // Migrated by the first replica; then a pool the answers include.
-    let ports = [free_port(), free_port()];
+    let ports: [u16; 2] = free_ports();
     let mut replicas = vec![replica(&db, ports[0])];
     let http = reqwest::Client::new();
     wait_until_up(&http, &format!("http://127.0.0.1:{}", ports[0])).await;
-    let pool = crate::balancer_feed::seed(&client).await;
+    let pool = crate::fixtures::feeds::seed(&client).await;
     replicas.push(replica(&db, ports[1]));
     let lb = balanced(&ports).await;
     let base = lb.url.clone();
@@ -101,9 +79,9 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     };
     // A subscriber that resumes with its last id, as the examples do, and
     // prices that keep moving (each move re-scores every owner).
-    let (followed, subscriber) = crate::balancer_feed::follow(base.clone(), done.clone());
+    let (followed, subscriber) = crate::fixtures::feeds::follow(base.clone(), done.clone());
     let moving = Arc::new(AtomicBool::new(false));
-    let moves = crate::balancer_feed::mover(
+    let moves = crate::fixtures::feeds::mover(
         db.url.clone(),
         pool,
         Duration::from_millis(100),
@@ -153,7 +131,7 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request() {
     moving.store(true, Relaxed);
     let ticks = moves.await.unwrap();
     assert!(
-        crate::balancer_feed::all_caught_up(std::slice::from_ref(&followed), &ticks).await,
+        crate::fixtures::feeds::all_caught_up(std::slice::from_ref(&followed), &ticks).await,
         "the subscriber caught up"
     );
     done.store(true, Relaxed);

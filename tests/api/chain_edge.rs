@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::health_feed::USD;
+use crate::fixtures::market::USD;
 use lendex_testkit::proxy::TcpProxy;
 
 /// What the test put on the chain: each pool's account, each owner's positions.

@@ -8,7 +8,7 @@ use lendex::domain::pubkey::Pubkey;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::health_feed::{USD, market};
+use crate::fixtures::market::{USD, market};
 
 /// Whether GET /api/positions/{owner} lists `n` positions within `secs`.
 async fn positions_arrive(app: &TestApp, owner: &Pubkey, n: usize, secs: u64) -> bool {

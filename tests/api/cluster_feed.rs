@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::*;
-use crate::feed_resume::{Feed, Frame, under_water};
-use crate::health_feed::{USD, market};
-use crate::replica::{Replica, second_replica, second_replica_with};
+use crate::fixtures::feeds::{Feed, Frame, under_water};
+use crate::fixtures::market::{USD, market};
+use crate::fixtures::replicas::{Replica, second_replica, second_replica_with};
 
 /// An event as every replica must send it: its id, name and data but the
 /// two fields each replica judges by its own clock.

@@ -371,6 +371,15 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// `N` loopback ports free now, all different: each picked while the ones
+/// before it are still held (two picks in a row can return the same port).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+}
+
 /// $1 at the oracle's exponent -8.
 pub const ORACLE_DOLLAR: i64 = 100_000_000;
 

@@ -9,8 +9,8 @@ use reqwest::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use serde_json::Value;
 
 use crate::common::*;
-use crate::health_feed::{USD, market};
-use crate::replica::second_replica;
+use crate::fixtures::market::{USD, market};
+use crate::fixtures::replicas::second_replica;
 
 /// The six routes, for a market with `owner` under water.
 fn routes(owner: &str) -> Vec<String> {

@@ -25,7 +25,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use lendex::domain::accounts::{encode_mint, encode_pool};
 
 use crate::chain_support::{key, pool_account, token_program};
-use crate::health_feed::{USD, market};
+use crate::fixtures::market::{USD, market};
 use lendex_testkit::proxy::TcpProxy;
 
 fn chromium() -> PathBuf {
@@ -68,7 +68,7 @@ async fn the_console_in_a_browser() {
     let link = TcpProxy::start(&m.t.app.base).await;
     // A second replica on the same database: the page's feed resumes there
     // after its connection drops, as behind a load balancer.
-    let replica = crate::replica::second_replica(&m).await;
+    let replica = crate::fixtures::replicas::second_replica(&m).await;
     // A service with nothing registered: the empty market's page.
     let empty = crate::common::spawn_app().await;
 

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
 use crate::common::*;
-use crate::health_feed::{USD, market};
+use crate::fixtures::market::{USD, market};
 use lendex_testkit::proxy::TcpProxy;
 
 fn root() -> PathBuf {
@@ -187,7 +187,7 @@ impl Running {
 /// reconnects going to `elsewhere` when given (another replica). It must
 /// resume with exactly the 6 updates and no reset; returns them.
 async fn cut_and_resume(
-    m: &mut crate::health_feed::Market,
+    m: &mut crate::fixtures::market::Market,
     price: &mut i64,
     link: &TcpProxy,
     elsewhere: Option<&str>,
@@ -267,7 +267,7 @@ async fn feed_examples_resume_on_another_replica() {
     for i in 0..3 {
         m.account(500_000_000 + i, 40_000_000_000).await;
     }
-    let b = crate::replica::second_replica(&m).await;
+    let b = crate::fixtures::replicas::second_replica(&m).await;
     let mut price = 20 * USD;
     for (program, script) in runners("feed") {
         let link = TcpProxy::start(&m.t.app.base).await;

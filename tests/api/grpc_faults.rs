@@ -11,8 +11,8 @@ use yellowstone_grpc_proto::tonic::Status;
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::grpc_source::*;
-use crate::health_feed::market;
+use crate::fixtures::grpc::*;
+use crate::fixtures::market::market;
 use lendex_testkit::geyser::*;
 
 async fn last_refresh(app: &TestApp) -> Value {

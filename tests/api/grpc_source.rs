@@ -5,10 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use lendex::config::ChainSource;
 use lendex::domain::accounts::*;
 use lendex::domain::pubkey::Pubkey;
-use serde_json::Value;
 use yellowstone_grpc_proto::prelude::{
     CommitmentLevel, subscribe_request_filter_accounts_filter::Filter,
     subscribe_request_filter_accounts_filter_memcmp::Data,
@@ -16,77 +14,9 @@ use yellowstone_grpc_proto::prelude::{
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::health_feed::{Market, USD, market};
+use crate::fixtures::grpc::*;
+use crate::fixtures::market::USD;
 use lendex_testkit::geyser::*;
-
-/// A market whose live source is `server` (the poll set to an hour, so what
-/// arrives came by the stream), once it is subscribed.
-pub(crate) async fn grpc_market(
-    server: &ScriptedGeyser,
-    tweak: impl FnOnce(&mut lendex::config::Config),
-) -> Market {
-    let url = server.url.clone();
-    let m = market(|c| {
-        c.rpc.source = ChainSource::Grpc;
-        c.rpc.grpc_url = url;
-        c.sync.interval_seconds = 3600;
-        tweak(c)
-    })
-    .await;
-    assert!(
-        connected(&m.t.app).await,
-        "never subscribed: {}",
-        stream_check(&m.t.app).await
-    );
-    m
-}
-
-pub(crate) async fn stream_check(app: &TestApp) -> Value {
-    app.get("/api/health").await.1["checks"]["sync"]["stream"].clone()
-}
-
-pub(crate) async fn connected(app: &TestApp) -> bool {
-    eventually(Duration::from_secs(15), async || {
-        let stream = stream_check(app).await;
-        stream["source"] == "grpc" && stream["connected"] == true
-    })
-    .await
-}
-
-/// The deposit shares the index holds for `owner` in `pool`, if any.
-pub(crate) async fn deposit(app: &TestApp, owner: &Pubkey, pool: &Pubkey) -> Option<String> {
-    let body = app.get(&format!("/api/positions/{owner}")).await.1;
-    body["positions"]
-        .as_array()?
-        .iter()
-        .find(|p| p["pool_address"] == pool.to_string())
-        .map(|p| p["deposit_shares"].as_str().unwrap_or_default().to_string())
-}
-
-pub(crate) async fn deposit_becomes(app: &TestApp, owner: &Pubkey, pool: &Pubkey, n: u64) -> bool {
-    eventually(Duration::from_secs(10), async || {
-        deposit(app, owner, pool).await == Some(n.to_string())
-    })
-    .await
-}
-
-/// A position's account bytes with `deposit` shares.
-pub(crate) fn position_bytes(position: &UserPosition, deposit: u64) -> Vec<u8> {
-    encode_position(&UserPosition {
-        deposit_shares: deposit,
-        ..position.clone()
-    })
-}
-
-/// A metric's value, summed over the series whose labels contain `labels`.
-pub(crate) async fn metric(app: &TestApp, name: &str, labels: &str) -> f64 {
-    app.metrics_text()
-        .await
-        .lines()
-        .filter(|l| l.starts_with(name) && l.contains(labels))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
 
 #[actix_rt::test]
 async fn accounts_and_a_price_move_arrive_by_grpc_with_no_sync_call() {
@@ -353,13 +283,13 @@ async fn a_slots_writes_are_one_change_so_no_account_flaps() {
     assert_eq!(ticks, 1, "the slot's two pool writes are one change");
     // History saw the slot's outcome: a point, no crossing either way.
     let points = eventually(Duration::from_secs(10), async || {
-        crate::history::points(app, &owner.to_string())
+        crate::fixtures::history::points(app, &owner.to_string())
             .await
             .last()
             .is_some_and(|p| p["health_factor_wad"] == want.as_str())
     })
     .await;
     assert!(points, "the slot's outcome was recorded");
-    let events = crate::history::events(app, &format!("owner={owner}")).await;
+    let events = crate::fixtures::history::events(app, &format!("owner={owner}")).await;
     assert!(events.is_empty(), "{events:?}");
 }

@@ -9,7 +9,8 @@ use lendex::domain::pubkey::Pubkey;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::health_feed::{USD, market, read_events};
+use crate::fixtures::feeds::read_events;
+use crate::fixtures::market::{USD, market};
 
 /// PostgreSQL text cannot hold 0x00: such input is 400 `invalid`, never a 500,
 /// and a signed call is refused before its nonce is spent.

@@ -12,66 +12,8 @@ use serde_json::{Value, json};
 
 use crate::chain_support::*;
 use crate::common::*;
-
-pub(crate) const USD: i64 = 100_000_000; // $1 at expo -8
-
-pub(crate) struct Market {
-    pub t: ChainApp,
-    pub usdc: Pubkey,
-    pub usdc_data: LendingPool,
-    pub sol: Pubkey,
-    pub sol_data: LendingPool,
-}
-
-/// USDC (6 decimals, $1) and SOL (9 decimals, $20), both with threshold 0.8.
-pub(crate) async fn market(tweak: impl FnOnce(&mut lendex::config::Config)) -> Market {
-    let t = ChainApp::start_with(tweak).await;
-    let (usdc, usdc_data) = t.create_and_register(6, Some(USD), Some(-8)).await;
-    let (sol, sol_data) = t.create_and_register(9, Some(20 * USD), Some(-8)).await;
-    Market {
-        t,
-        usdc,
-        usdc_data,
-        sol,
-        sol_data,
-    }
-}
-
-impl Market {
-    /// Puts an account on chain (deposit USDC, borrow SOL) and syncs both positions.
-    pub(crate) async fn account(&self, usdc_deposit: u64, sol_borrow: u64) -> String {
-        let owner = Pubkey::new_unique();
-        for (pool, shares, principal) in [(self.usdc, usdc_deposit, 0), (self.sol, 0, sol_borrow)] {
-            if shares == 0 && principal == 0 {
-                continue;
-            }
-            self.t.put_position(&pool, &owner, shares, principal).await;
-            let body = json!({ "pool_address": pool.to_string(), "user": owner.to_string() });
-            assert_eq!(self.t.app.post("/api/positions/sync", &body).await.0, 200);
-        }
-        owner.to_string()
-    }
-
-    pub(crate) async fn set_sol_price(&mut self, price: i64) {
-        self.sol_data.oracle_price = Some(price);
-        self.t
-            .chain
-            .set(&self.sol, &self.t.program, &encode_pool(&self.sol_data))
-            .await;
-        let res = self.t.sync_pool(&self.sol).await;
-        assert_eq!(res.0, 200);
-    }
-
-    async fn unhealthy(&self, query: &str) -> Vec<Value> {
-        let (status, body) = self
-            .t
-            .app
-            .get(&format!("/api/positions/unhealthy{query}"))
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body["positions"].as_array().unwrap().clone()
-    }
-}
+use crate::fixtures::feeds::read_events;
+use crate::fixtures::market::*;
 
 fn owners(rows: &[Value]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -481,7 +423,7 @@ async fn external_sql_writes_reach_the_cache() {
 async fn a_second_replica_writing_the_same_database_reaches_this_cache() {
     let m = market(|_| {}).await;
     // Replica B: the real binary, same database and chain.
-    let replica = crate::replica::second_replica(&m).await;
+    let replica = crate::fixtures::replicas::second_replica(&m).await;
     let b = replica.base.clone();
     let http = reqwest::Client::new();
 
@@ -506,43 +448,6 @@ async fn a_second_replica_writing_the_same_database_reaches_this_cache() {
     .await;
     drop(replica);
     assert!(found, "replica A's feed reflects replica B's write");
-}
-
-/// Reads SSE frames until `want` events arrived or the time is up.
-pub(crate) async fn read_events(
-    res: &mut reqwest::Response,
-    buffer: &mut String,
-    want: usize,
-    limit: Duration,
-) -> Vec<(String, Value)> {
-    let deadline = tokio::time::Instant::now() + limit;
-    let mut events = Vec::new();
-    while events.len() < want {
-        while let Some(end) = buffer.find("\n\n") {
-            let frame: String = buffer.drain(..end + 2).collect();
-            let mut name = None;
-            let mut data = None;
-            for line in frame.lines() {
-                if let Some(v) = line.strip_prefix("event: ") {
-                    name = Some(v.to_string());
-                }
-                if let Some(v) = line.strip_prefix("data: ") {
-                    data = Some(serde_json::from_str::<Value>(v).unwrap());
-                }
-            }
-            if let (Some(n), Some(d)) = (name, data) {
-                events.push((n, d));
-            }
-        }
-        if events.len() >= want {
-            break;
-        }
-        match tokio::time::timeout_at(deadline, res.chunk()).await {
-            Ok(Ok(Some(chunk))) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
-            _ => break,
-        }
-    }
-    events
 }
 
 #[actix_rt::test]

@@ -8,78 +8,7 @@ use lendex::domain::wad::WAD;
 use serde_json::Value;
 
 use crate::common::*;
-
-/// The history settings of these tests: stored every 100 ms.
-pub async fn history_app() -> TestApp {
-    spawn_app_with(|c| {
-        c.history.flush_interval_ms = 100;
-        c.history.market_interval_seconds = 1;
-    })
-    .await
-}
-
-/// A collateral pool at $20 and a debt pool at $1 (6 decimals, threshold 0.8),
-/// and an owner with 10 of the first against 100 of the second: 1.6 WAD.
-pub struct Book {
-    pub sol: String,
-    pub usdc: String,
-    pub owner: String,
-    pub sol_position: String,
-    pub usdc_position: String,
-}
-
-/// Pools first; once their registration is recorded (the leader records),
-/// an owner.
-pub async fn book(app: &impl Api, db: &tokio_postgres::Client) -> Book {
-    let sol = insert_pool(db, 20 * ORACLE_DOLLAR).await;
-    let usdc = insert_pool(db, ORACLE_DOLLAR).await;
-    assert!(
-        eventually(Duration::from_secs(10), async || {
-            let (_, body) = app.get(&format!("/api/pools/{usdc}/prices")).await;
-            body["prices"].as_array().is_some_and(|p| !p.is_empty())
-        })
-        .await,
-        "history is recorded"
-    );
-    let owner = Pubkey::new_unique().to_string();
-    let (sol_position, usdc_position) = (
-        Pubkey::new_unique().to_string(),
-        Pubkey::new_unique().to_string(),
-    );
-    db.execute(
-        "INSERT INTO positions (cluster, position_address, pool_address, owner, deposit_shares,
-             borrow_principal, deposit_idx_snap, borrow_idx_snap, slot)
-         VALUES ('localnet', $1, $2, $5, 10000000, 0, 1000000000000000000, 1000000000000000000, 10),
-                ('localnet', $3, $4, $5, 0, 100000000, 1000000000000000000, 1000000000000000000, 10)",
-        &[&sol_position, &sol, &usdc_position, &usdc, &owner],
-    )
-    .await
-    .unwrap();
-    Book {
-        sol,
-        usdc,
-        owner,
-        sol_position,
-        usdc_position,
-    }
-}
-
-pub async fn set_price(db: &tokio_postgres::Client, pool: &str, price: i64) {
-    db.execute(
-        "UPDATE pools SET oracle_price = $2, slot = slot + 1 WHERE pool_address = $1",
-        &[&pool, &price],
-    )
-    .await
-    .unwrap();
-}
-
-/// The account health factor the API serves now.
-pub async fn served(app: &impl Api, owner: &str) -> Option<String> {
-    let (_, body) = app.get(&format!("/api/positions/{owner}/detail")).await;
-    body["positions"][0]["health_factor_wad"]
-        .as_str()
-        .map(str::to_string)
-}
+use crate::fixtures::history::*;
 
 async fn wait_served(app: &TestApp, owner: &str, hf: u128) {
     let want = hf.to_string();
@@ -92,21 +21,6 @@ async fn wait_served(app: &TestApp, owner: &str, hf: u128) {
         "the API serves {want} for {owner}: {:?}",
         served(app, owner).await
     );
-}
-
-/// The owner's raw points, oldest first (the whole retention).
-pub async fn points(app: &impl Api, owner: &str) -> Vec<Value> {
-    let (status, body) = app
-        .get(&format!("/api/positions/{owner}/history?limit=5000"))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["points"].as_array().unwrap().clone()
-}
-
-pub async fn events(app: &impl Api, query: &str) -> Vec<Value> {
-    let (status, body) = app.get(&format!("/api/history/events?{query}")).await;
-    assert_eq!(status, 200, "{body}");
-    body["events"].as_array().unwrap().clone()
 }
 
 /// Waits until the owner's last stored point is `hf`; returns every point.

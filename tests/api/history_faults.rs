@@ -10,7 +10,7 @@ use lendex::domain::wad::WAD;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::history::{Book, book, events, points, served, set_price};
+use crate::fixtures::history::{Book, book, events, points, served, set_price};
 use crate::process::{serve, wait_until_up};
 use lendex_testkit::proxy::TcpProxy;
 
@@ -149,7 +149,7 @@ async fn a_killed_leaders_unstored_points_are_recorded_by_the_next_once() {
     let db = TestDb::create().await;
     let http = reqwest::Client::new();
     let env = [("LENDEX_HISTORY__FLUSH_INTERVAL_MS", "200")];
-    let ports = [free_port(), free_port()];
+    let ports: [u16; 2] = free_ports();
     let mut children: Vec<crate::process::Served> =
         ports.iter().map(|p| serve(&db, *p, &env)).collect();
     for port in ports {

@@ -16,7 +16,7 @@ use ruint::aliases::U256;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::history::history_app;
+use crate::fixtures::history::history_app;
 
 const HOUR_US: i64 = 3_600_000_000;
 

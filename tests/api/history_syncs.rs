@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::history::points;
+use crate::fixtures::history::points;
 
 /// Keeps both cores busy until dropped (the other work of a busy machine).
 struct Busy(

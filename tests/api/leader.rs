@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::health_feed::read_events;
+use crate::fixtures::feeds::read_events;
 use crate::process::Served;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lendex");
@@ -62,7 +62,7 @@ async fn one_replica_ingests_and_another_takes_over_within_5s() {
         RpcProxy::start(&chain.url).await,
         RpcProxy::start(&chain.url).await,
     );
-    let (port_a, port_b) = (free_port(), free_port());
+    let [port_a, port_b] = free_ports();
     let http = reqwest::Client::new();
     let mut a = replica(&db, port_a, &proxy_a.url, &chain.ws_url);
     assert!(

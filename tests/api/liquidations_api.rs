@@ -10,9 +10,10 @@ use num_bigint::BigUint;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::health_feed::{USD, market, read_events};
+use crate::fixtures::feeds::read_events;
+use crate::fixtures::market::{USD, market};
 
-async fn get(m: &crate::health_feed::Market, path: &str) -> (u16, Value) {
+async fn get(m: &crate::fixtures::market::Market, path: &str) -> (u16, Value) {
     m.t.app.get(path).await
 }
 

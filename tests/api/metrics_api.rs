@@ -215,7 +215,7 @@ async fn the_dashboard_queries_only_series_that_exist() {
     // The ordinary work: a leader with its websocket, a stream subscriber, a
     // price moved on chain (chain notification -> frame) and one written by
     // someone else (NOTIFY -> frame), writes, reads.
-    let mut m = crate::health_feed::market(|c| c.sync.interval_seconds = 2).await;
+    let mut m = crate::fixtures::market::market(|c| c.sync.interval_seconds = 2).await;
     let app = &m.t.app;
     let leading = eventually(std::time::Duration::from_secs(15), async || {
         let sync = app.get("/api/health").await.1["checks"]["sync"].clone();
@@ -231,7 +231,7 @@ async fn the_dashboard_queries_only_series_that_exist() {
         .unwrap();
     let owner = m.account(500_000_000, 40_000_000_000).await;
     assert!(feed.chunk().await.unwrap().is_some());
-    m.sol_data.oracle_price = Some(25 * crate::health_feed::USD);
+    m.sol_data.oracle_price = Some(25 * crate::fixtures::market::USD);
     m.t.chain
         .set(
             &m.sol,

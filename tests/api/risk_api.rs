@@ -7,7 +7,7 @@ use lendex::domain::wad::WAD;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::health_feed::market;
+use crate::fixtures::market::market;
 
 fn wad(units: u128) -> String {
     (units * WAD).to_string()

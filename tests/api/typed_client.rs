@@ -16,7 +16,7 @@ use lendex_testkit::proxy::TcpProxy;
 use serde::Serialize;
 
 use crate::common::*;
-use crate::health_feed::market;
+use crate::fixtures::market::market;
 
 /// The typed answer, serialized again, equals the raw JSON of the same
 /// route (read again while the answer moves under it, as prices age).

@@ -142,7 +142,7 @@ async fn chunks_that_fail_are_written_later() {
 async fn on_a_cluster_the_lease_holder_alone_writes_health_factors() {
     let test_db = TestDb::create().await;
     let http = reqwest::Client::new();
-    let ports = [free_port(), free_port()];
+    let ports: [u16; 2] = free_ports();
     let mut replicas = Vec::new();
     for port in ports {
         replicas.push(serve(&test_db, port, &[]));

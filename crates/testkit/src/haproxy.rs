@@ -37,7 +37,7 @@ impl Balancer {
             shipped.contains(SERVERS_MARKER),
             "the shipped configuration names where servers go"
         );
-        let (front, stats_port) = (free_port(), free_port());
+        let [front, stats_port] = free_ports();
         let servers: String = ports
             .iter()
             .enumerate()
@@ -86,12 +86,13 @@ fn spawn(config: &Path, front: u16, stats: u16) -> Child {
         .expect("haproxy (scripts/ensure-haproxy installs it)")
 }
 
-/// A loopback port free now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+/// Loopback ports free now, all different (each picked while the others
+/// are held).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port"))
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().expect("a bound port").port())
 }
 
 /// The body of `GET path` on a loopback port, HTTP/1.0 (the stats page
