@@ -6,6 +6,7 @@
 //! (the service could not resume: a new snapshot follows).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lendex_wire::events::EventId;
@@ -145,6 +146,21 @@ impl Feed {
                 // Ended, cut, or silent: resume from the last id.
                 _ => self.disconnect(),
             }
+        }
+    }
+
+    /// The next event, or None once `stop` is set (checked every 100 ms): a
+    /// follower that runs until told to end. `next` is cancel-safe, so
+    /// nothing read is lost when the stop wins.
+    pub async fn next_unless(&mut self, stop: &AtomicBool) -> Option<Result<Event, Error>> {
+        let stopped = async {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        tokio::select! {
+            event = self.next() => Some(event),
+            () = stopped => None,
         }
     }
 

@@ -35,17 +35,7 @@ fn follow(url: String, stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<Mutex<Se
         let mut feed = lendex.feed(&lendex_client::Query::new());
         // The connection whose snapshot was counted.
         let mut snapshot_of = 0;
-        let stopped = async {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
-        tokio::pin!(stopped);
-        loop {
-            let event = tokio::select! {
-                event = feed.next() => event,
-                () = &mut stopped => break,
-            };
+        while let Some(event) = feed.next_unless(&stop).await {
             let Ok(event) = event else { break };
             let at = Instant::now();
             let mut s = state.lock().unwrap();
