@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod auth_message;
 pub mod enums;
+pub mod forks;
 pub mod history;
 pub mod limits;
 pub mod liquidation;
