@@ -16,9 +16,10 @@ use futures_util::{StreamExt, TryStreamExt};
 
 use crate::chain::settings::{ChainSource, RpcConfig};
 use crate::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
-use crate::chain_stream::{Source, StreamDeps, StreamReport, stream_forever};
+use crate::chain_stream::{SlotReport, Source, StreamDeps, StreamReport, stream_forever};
 use crate::db::queries;
 use crate::db_writer::Writers;
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ActorError, ActorResult};
 use crate::health_cache::{HealthCache, Reaches, commit};
@@ -66,15 +67,22 @@ pub struct StreamStatus {
     pub connections: u64,
     /// Why the source is down, while it is.
     pub last_error: Option<String>,
+    pub commitment: Commitment,
+    /// The slots the source has reached (docs/design.md §15).
+    pub slots: SlotReport,
 }
 
 impl SyncStatus {
     /// Fresh while disabled, while the first refresh still has time, or while the
-    /// last complete refresh is younger than three intervals plus 30 s.
+    /// last complete refresh is younger than three intervals plus 30 s; never
+    /// while the slot tree reports a problem (docs/design.md §15).
     pub fn is_fresh(&self, now: DateTime<Utc>) -> bool {
         // A follower does no background work: the leader's reaches it by NOTIFY.
         if !self.enabled || !self.leader {
             return true;
+        }
+        if self.stream.slots.problem.is_some() {
+            return false;
         }
         let allowed = chrono::Duration::from_std(self.interval * 3 + Duration::from_secs(30))
             .unwrap_or(chrono::Duration::MAX);
@@ -106,6 +114,9 @@ pub struct ChainSync {
     refresher: Refresher,
     source: Source,
     silence: Duration,
+    /// What the gRPC source reads at, and the slot tree's bound.
+    commitment: Commitment,
+    max_unconfirmed_slots: usize,
     /// The live source's task while leading.
     stream: Option<tokio::task::JoinHandle<()>>,
     /// The reconcile running now, if any (cancelled when the lease is lost).
@@ -118,8 +129,8 @@ pub struct ChainSync {
 
 impl ChainSync {
     /// The settings it reads: rpc.source, rpc.ws_url, rpc.grpc_url,
-    /// rpc.grpc_x_token, rpc.url, rpc.ws_silence_ms, rpc.timeout_ms and
-    /// sync.interval_seconds.
+    /// rpc.grpc_x_token, rpc.commitment, rpc.max_unconfirmed_slots, rpc.url,
+    /// rpc.ws_silence_ms, rpc.timeout_ms and sync.interval_seconds.
     pub fn new(deps: ChainDeps, rpc: &RpcConfig, sync: &SyncConfig) -> ChainSync {
         let interval = Duration::from_secs(sync.interval_seconds);
         let source = match rpc.source {
@@ -133,10 +144,13 @@ impl ChainSync {
         };
         let stream = StreamStatus {
             source: source.name(),
+            commitment: rpc.commitment,
             ..StreamStatus::default()
         };
         ChainSync {
             source,
+            commitment: rpc.commitment,
+            max_unconfirmed_slots: rpc.max_unconfirmed_slots,
             silence: Duration::from_millis(rpc.ws_silence_ms.max(30)),
             stream: None,
             refresh: None,
@@ -267,6 +281,8 @@ impl Handler<LeaderChanged> for ChainSync {
                 ingest,
                 source: self.source.clone(),
                 silence: self.silence,
+                commitment: self.commitment,
+                max_unconfirmed_slots: self.max_unconfirmed_slots,
             };
             self.stream = Some(actix_rt::spawn(stream_forever(
                 deps,
@@ -297,6 +313,11 @@ impl Handler<StreamReport> for ChainSync {
                 stream.last_error = Some(reason);
             }
             StreamReport::AccountUpdate { at } => stream.last_notification_at = Some(at),
+            StreamReport::Slots(slots) => stream.slots = slots,
+            StreamReport::Reconcile { why } => {
+                tracing::info!(why, "the live source asked for a reconcile");
+                self.start_refresh(ctx);
+            }
         }
     }
 }

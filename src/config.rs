@@ -10,6 +10,7 @@ use figment::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::StartError;
 
@@ -164,6 +165,16 @@ impl Config {
         }
         if self.rpc.source == ChainSource::Grpc && self.rpc.grpc_url.is_empty() {
             return Err("rpc.source = \"grpc\" needs rpc.grpc_url (GRPC_URL)".into());
+        }
+        if self.rpc.commitment == Commitment::Processed && self.rpc.source != ChainSource::Grpc {
+            return Err(
+                "rpc.commitment = \"processed\" needs rpc.source = \"grpc\" (the websocket \
+                 source carries no slot statuses or forks)"
+                    .into(),
+            );
+        }
+        if self.rpc.max_unconfirmed_slots == 0 {
+            return Err("rpc.max_unconfirmed_slots must be positive".into());
         }
         if self.auth.nonce_ttl_seconds == 0 {
             return Err("auth.nonce_ttl_seconds must be positive".into());

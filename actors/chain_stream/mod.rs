@@ -17,8 +17,11 @@
 //! dead or frozen source is noticed by its silence and reconnected
 //! (`chain::source` has the schedule).
 
+mod forks;
 mod grpc_batch;
 mod websocket_batch;
+
+pub use forks::SlotReport;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -35,6 +38,7 @@ use crate::chain_reader::{ChainReader, GetSlot};
 use crate::db::chain_writes::{AccountWrite, SlotWrites};
 use crate::db::registered::is_registered;
 use crate::db_writer::Writers;
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ActorResult;
 use crate::health_cache::{HealthCache, Reaches, commit};
@@ -92,6 +96,9 @@ pub struct StreamDeps {
     pub ingest: Ingest,
     pub source: Source,
     pub silence: Duration,
+    /// What the gRPC source reads at; at `processed`, the slot tree's bound.
+    pub commitment: Commitment,
+    pub max_unconfirmed_slots: usize,
 }
 
 /// Reports to the chain-sync actor (health, reconcile).
@@ -108,6 +115,13 @@ pub enum StreamReport {
     AccountUpdate {
         at: DateTime<Utc>,
     },
+    /// The slots reached, and what troubles the slot tree (health).
+    Slots(SlotReport),
+    /// The index may miss writes: the slot tree was contradicted or
+    /// overflowed, or released writes were not committed.
+    Reconcile {
+        why: &'static str,
+    },
 }
 
 /// Streams forever: connect, subscribe, apply, and after any failure wait and
@@ -115,6 +129,8 @@ pub enum StreamReport {
 pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
     let mut backoff = Backoff::default();
     let mut resume = Resume::default();
+    // Kept across reconnects: what is confirmed stays confirmed.
+    let mut forks = forks::Forks::new(deps.max_unconfirmed_slots);
     let source = deps.source.name();
     loop {
         let (tx, rx) = mpsc::channel(4096);
@@ -125,12 +141,25 @@ pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
                     websocket::run_connection(url, &deps.ingest.program, deps.silence, &tx).await
                 }
                 Source::Grpc(endpoint) => {
-                    let program = deps.ingest.program;
-                    grpc::run_connection(endpoint, &program, deps.silence, &mut resume, &tx).await
+                    let (program, commitment) = (deps.ingest.program, deps.commitment);
+                    grpc::run_connection(
+                        endpoint,
+                        &program,
+                        commitment,
+                        deps.silence,
+                        &mut resume,
+                        &tx,
+                    )
+                    .await
                 }
             }
         };
-        let applying = apply_updates(&deps, rx, &to);
+        let applying = async {
+            match deps.commitment {
+                Commitment::Confirmed => apply_updates(&deps, rx, &to).await,
+                Commitment::Processed => forks.apply(&deps, rx, &to).await,
+            }
+        };
         let ended = tokio::select! {
             ended = connection => ended,
             () = applying => Ended::reached("stopped applying"),
@@ -185,8 +214,8 @@ async fn apply_updates(
                 Ok(Some(StreamEvent::Account(account))) => batch.push(account),
                 Ok(Some(other)) => {
                     // A slot's status comes after its writes: the batch is whole.
-                    let closes =
-                        matches!(other, StreamEvent::Slot(s) if batch.iter().all(|a| a.slot <= s));
+                    let closes = matches!(other, StreamEvent::Slot(s)
+                        if s.status.confirms() && batch.iter().all(|a| a.slot <= s.slot));
                     state.on(deps, other, to).await;
                     if closes {
                         break;
@@ -267,7 +296,15 @@ impl Applying {
                     self.trusted_above = subscribed_at(deps).await;
                 }
             }
-            StreamEvent::Slot(slot) => {
+            StreamEvent::Slot(update) => {
+                let slot = update.slot;
+                // (At processed the slot tree reports the slots.)
+                if deps.commitment == Commitment::Confirmed
+                    && update.status.confirms()
+                    && self.source_slot.is_none_or(|s| s < slot)
+                {
+                    to.do_send(StreamReport::Slots(SlotReport::confirmed(slot)));
+                }
                 self.source_slot = Some(self.source_slot.unwrap_or(0).max(slot));
                 if self.lag_checked.is_none_or(|at| at.elapsed() >= LAG_EVERY) {
                     self.lag_checked = Some(Instant::now());

@@ -35,6 +35,7 @@ mod metrics_api;
 mod numeric_binary;
 mod positions_synced;
 mod process;
+mod processed_source;
 mod remote_cli;
 mod risk_api;
 mod schema;

@@ -1,7 +1,9 @@
 //! The Yellowstone gRPC (Geyser) source: one `Subscribe` stream carrying the
 //! program's LendingPool and UserPosition accounts (owned by the program, a
 //! memcmp on each discriminator: two named filters) and slot updates, at
-//! `confirmed`. Every account write comes with its slot and write version.
+//! `rpc.commitment`: at `confirmed`, the confirmed statuses; at `processed`,
+//! every status with its parent (docs/design.md §15), for the slot tree.
+//! Every account write comes with its slot and write version.
 //! The server's pings are answered. After a reconnect the stream resumes from
 //! the last slot it delivered when the server still holds it (replay);
 //! otherwise, or when the server refuses, the caller reconciles. This file
@@ -23,8 +25,9 @@ use yellowstone_grpc_proto::prelude::{
 };
 use yellowstone_grpc_proto::tonic::Code;
 
-use super::source::{AccountUpdate, Ended, StreamEvent};
+use super::source::{AccountUpdate, Ended, SlotUpdate, StreamEvent};
 use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
+use lendex_domain::forks::{self, Commitment};
 use lendex_domain::pubkey::Pubkey;
 
 /// The subscription's named filters.
@@ -41,9 +44,16 @@ const REFUSAL_WAIT: Duration = Duration::from_secs(1);
 /// A probe of a node that is backed off from gets this long.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The subscription: the program's pools and positions, slot updates, at
-/// `confirmed`; from `from_slot` when resuming.
-pub fn subscribe_request(program: &Pubkey, from_slot: Option<u64>) -> SubscribeRequest {
+/// The subscription: the program's pools and positions and slot updates at
+/// `commitment` (set explicitly: a server's default may differ); from
+/// `from_slot` when resuming. At `processed` every slot status arrives,
+/// between slots too, so that the slot tree sees forks and dead slots.
+pub fn subscribe_request(
+    program: &Pubkey,
+    from_slot: Option<u64>,
+    commitment: Commitment,
+) -> SubscribeRequest {
+    let every_status = commitment == Commitment::Processed;
     let accounts = |discriminator: &[u8; 8]| SubscribeRequestFilterAccounts {
         owner: vec![program.to_string()],
         filters: vec![SubscribeRequestFilterAccountsFilter {
@@ -65,11 +75,14 @@ pub fn subscribe_request(program: &Pubkey, from_slot: Option<u64>) -> SubscribeR
         slots: HashMap::from([(
             SLOTS_FILTER.to_string(),
             SubscribeRequestFilterSlots {
-                filter_by_commitment: Some(true),
-                interslot_updates: Some(false),
+                filter_by_commitment: Some(!every_status),
+                interslot_updates: Some(every_status),
             },
         )]),
-        commitment: Some(CommitmentLevel::Confirmed as i32),
+        commitment: Some(match commitment {
+            Commitment::Confirmed => CommitmentLevel::Confirmed,
+            Commitment::Processed => CommitmentLevel::Processed,
+        } as i32),
         from_slot,
         ..Default::default()
     }
@@ -88,10 +101,9 @@ pub fn ping_answer() -> SubscribeRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Update {
     Account(AccountUpdate),
-    /// A slot confirmed (or finalized).
-    Slot(u64),
+    Slot(SlotUpdate),
     Ping,
-    /// Nothing for the index (pongs, other slot statuses, kinds not asked for).
+    /// Nothing for the index (pongs, kinds not asked for).
     Other,
     /// Not a usable update: counted and skipped.
     Bad(&'static str),
@@ -116,19 +128,31 @@ pub fn decode(update: SubscribeUpdate) -> Update {
                 write_version: Some(info.write_version),
             })
         }
-        Some(UpdateOneof::Slot(slot)) => {
-            let confirmed = [SlotStatus::SlotConfirmed, SlotStatus::SlotFinalized]
-                .iter()
-                .any(|s| *s as i32 == slot.status);
-            if confirmed {
-                Update::Slot(slot.slot)
-            } else {
-                Update::Other
-            }
-        }
+        Some(UpdateOneof::Slot(slot)) => match status(slot.status) {
+            Some(status) => Update::Slot(SlotUpdate {
+                slot: slot.slot,
+                parent: slot.parent,
+                status,
+            }),
+            None => Update::Bad("unknown slot status"),
+        },
         Some(UpdateOneof::Ping(_)) => Update::Ping,
         _ => Update::Other,
     }
+}
+
+/// The proto's slot status in the slot tree's words.
+fn status(status: i32) -> Option<forks::SlotStatus> {
+    use forks::SlotStatus as S;
+    Some(match SlotStatus::try_from(status).ok()? {
+        SlotStatus::SlotProcessed => S::Processed,
+        SlotStatus::SlotConfirmed => S::Confirmed,
+        SlotStatus::SlotFinalized => S::Finalized,
+        SlotStatus::SlotFirstShredReceived => S::FirstShredReceived,
+        SlotStatus::SlotCompleted => S::Completed,
+        SlotStatus::SlotCreatedBank => S::CreatedBank,
+        SlotStatus::SlotDead => S::Dead,
+    })
 }
 
 /// Where the next subscription resumes: the highest slot of any account
@@ -155,6 +179,7 @@ pub struct Endpoint {
 pub async fn run_connection(
     endpoint: &Endpoint,
     program: &Pubkey,
+    commitment: Commitment,
     silence: Duration,
     resume: &mut Resume,
     to: &mpsc::Sender<StreamEvent>,
@@ -168,7 +193,7 @@ pub async fn run_connection(
         None => None,
     };
     let (mut sink, mut stream) = loop {
-        let request = subscribe_request(program, from);
+        let request = subscribe_request(program, from, commitment);
         let (mut sink, mut stream) = match client.subscribe_with_request(Some(request)).await {
             Ok(subscribed) => subscribed,
             Err(e) => return Ended::reached(format!("subscribe failed: {e}")),
@@ -244,8 +269,10 @@ async fn forward(
             StreamEvent::Account(account)
         }
         Update::Slot(slot) => {
-            if let Some(from) = resume.replaying_from.take() {
-                crate::metrics::stream::replayed_slots("grpc", slot.saturating_sub(from));
+            if slot.status.confirms()
+                && let Some(from) = resume.replaying_from.take()
+            {
+                crate::metrics::stream::replayed_slots("grpc", slot.slot.saturating_sub(from));
             }
             StreamEvent::Slot(slot)
         }
@@ -370,7 +397,7 @@ mod tests {
     #[test]
     fn the_request_names_two_account_filters_and_slots_at_confirmed() {
         let program = Pubkey::new_from_array([3; 32]);
-        let request = subscribe_request(&program, Some(77));
+        let request = subscribe_request(&program, Some(77), Commitment::Confirmed);
         assert_eq!(request.commitment, Some(CommitmentLevel::Confirmed as i32));
         assert_eq!(request.from_slot, Some(77));
         for (name, discriminator) in [
@@ -389,7 +416,21 @@ mod tests {
             );
         }
         assert_eq!(request.slots[SLOTS_FILTER].filter_by_commitment, Some(true));
-        assert_eq!(subscribe_request(&program, None).from_slot, None);
+        assert_eq!(request.slots[SLOTS_FILTER].interslot_updates, Some(false));
+        assert_eq!(
+            subscribe_request(&program, None, Commitment::Confirmed).from_slot,
+            None
+        );
+        // At processed: every status, between slots too, at processed.
+        let processed = subscribe_request(&program, None, Commitment::Processed);
+        assert_eq!(
+            processed.commitment,
+            Some(CommitmentLevel::Processed as i32)
+        );
+        let slots = &processed.slots[SLOTS_FILTER];
+        assert_eq!(slots.filter_by_commitment, Some(false));
+        assert_eq!(slots.interslot_updates, Some(true));
+        assert_eq!(processed.accounts.len(), 2);
         // A ping's answer changes no filter.
         let ping = ping_answer();
         assert!(ping.ping.is_some() && ping.accounts.is_empty() && ping.slots.is_empty());
@@ -431,15 +472,34 @@ mod tests {
             ))),
             Update::Bad("no account")
         );
-        let slot = |status: SlotStatus| {
+        let slot = |status: i32| {
             update(UpdateOneof::Slot(SubscribeUpdateSlot {
                 slot: 41,
-                status: status as i32,
+                parent: Some(40),
+                status,
                 ..Default::default()
             }))
         };
-        assert_eq!(decode(slot(SlotStatus::SlotConfirmed)), Update::Slot(41));
-        assert_eq!(decode(slot(SlotStatus::SlotProcessed)), Update::Other);
+        for (proto, ours) in [
+            (SlotStatus::SlotProcessed, forks::SlotStatus::Processed),
+            (SlotStatus::SlotConfirmed, forks::SlotStatus::Confirmed),
+            (SlotStatus::SlotFinalized, forks::SlotStatus::Finalized),
+            (
+                SlotStatus::SlotFirstShredReceived,
+                forks::SlotStatus::FirstShredReceived,
+            ),
+            (SlotStatus::SlotCompleted, forks::SlotStatus::Completed),
+            (SlotStatus::SlotCreatedBank, forks::SlotStatus::CreatedBank),
+            (SlotStatus::SlotDead, forks::SlotStatus::Dead),
+        ] {
+            let expected = SlotUpdate {
+                slot: 41,
+                parent: Some(40),
+                status: ours,
+            };
+            assert_eq!(decode(slot(proto as i32)), Update::Slot(expected));
+        }
+        assert_eq!(decode(slot(99)), Update::Bad("unknown slot status"));
         assert_eq!(
             decode(update(UpdateOneof::Ping(SubscribeUpdatePing {}))),
             Update::Ping

@@ -1,6 +1,7 @@
 //! The `[rpc]` settings: where the chain is read and how hard (config.toml;
 //! the service's `config` module loads them with the rest).
 
+use lendex_domain::forks::Commitment;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -17,6 +18,11 @@ pub struct RpcConfig {
     pub grpc_url: String,
     /// Sent as the `x-token` header (short env: GRPC_X_TOKEN); empty: none.
     pub grpc_x_token: String,
+    /// What the gRPC source reads at (docs/design.md §15): `confirmed`, or
+    /// `processed` with the slot tree and the second view.
+    pub commitment: Commitment,
+    /// The open slots the slot tree keeps at `processed`.
+    pub max_unconfirmed_slots: usize,
     pub timeout_ms: u64,
     pub max_rps: u32,
     pub max_concurrency: usize,

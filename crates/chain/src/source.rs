@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use lendex_domain::forks::{SlotStatus, SlotWrite};
 use lendex_domain::pubkey::Pubkey;
 
 /// An account as a source carries it.
@@ -34,6 +35,19 @@ pub struct AccountUpdate {
     pub write_version: Option<u64>,
 }
 
+/// A gRPC write in the slot tree (docs/design.md §15).
+impl SlotWrite for AccountUpdate {
+    fn slot(&self) -> u64 {
+        self.slot
+    }
+    fn write_version(&self) -> u64 {
+        self.write_version.unwrap_or(0)
+    }
+    fn account(&self) -> Pubkey {
+        self.pubkey
+    }
+}
+
 /// What a connection reports while it lives.
 #[derive(Debug)]
 pub enum StreamEvent {
@@ -43,8 +57,16 @@ pub enum StreamEvent {
         replayed: bool,
     },
     Account(AccountUpdate),
-    /// The source's view of the chain reached this slot (gRPC slot updates).
-    Slot(u64),
+    /// A slot's status (gRPC slot updates).
+    Slot(SlotUpdate),
+}
+
+/// A slot status as a source carries it, with the slot's parent when given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotUpdate {
+    pub slot: u64,
+    pub parent: Option<u64>,
+    pub status: SlotStatus,
 }
 
 /// Why a connection ended, and whether the node answered its protocol.

@@ -425,6 +425,20 @@ pub fn slot_update(slot: u64) -> SubscribeUpdate {
     }
 }
 
+/// A slot status with its parent, as a server at `processed` sends them.
+pub fn slot_status(slot: u64, parent: Option<u64>, status: SlotStatus) -> SubscribeUpdate {
+    SubscribeUpdate {
+        filters: vec!["lendex_slots".into()],
+        update_oneof: Some(subscribe_update::UpdateOneof::Slot(SubscribeUpdateSlot {
+            slot,
+            parent,
+            status: status as i32,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
 pub fn ping() -> SubscribeUpdate {
     SubscribeUpdate {
         update_oneof: Some(subscribe_update::UpdateOneof::Ping(SubscribeUpdatePing {})),

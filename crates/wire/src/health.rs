@@ -161,6 +161,18 @@ pub struct StreamCheck {
     /// Why the source is down, while it is (e.g. the server refused the token).
     #[serde(rename = "lastError")]
     pub last_error: Option<String>,
+    /// What the source reads at (`rpc.commitment`, docs/design.md §15).
+    #[schema(example = "confirmed")]
+    pub commitment: Cow<'static, str>,
+    /// The processed view's slot: the best chain's tip, or the highest
+    /// confirmed slot when the best chain is empty. Null until known (and
+    /// on a follower, which reads no source).
+    pub processed_slot: Option<u64>,
+    /// The highest confirmed slot the source reported.
+    pub confirmed_slot: Option<u64>,
+    /// Why the processed view cannot be trusted now (the slot tree overflowed
+    /// or was contradicted): health is `degraded` while this is set.
+    pub slot_tree_error: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

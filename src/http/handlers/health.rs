@@ -176,6 +176,10 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                         .map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
                     reconnects: status.stream.connections.saturating_sub(1),
                     last_error: status.stream.last_error,
+                    commitment: status.stream.commitment.name().into(),
+                    processed_slot: status.stream.slots.processed,
+                    confirmed_slot: status.stream.slots.confirmed,
+                    slot_tree_error: status.stream.slots.problem,
                 },
             }
         }
@@ -195,6 +199,10 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                 last_notification_at: None,
                 reconnects: 0,
                 last_error: None,
+                commitment: state.config.rpc.commitment.name().into(),
+                processed_slot: None,
+                confirmed_slot: None,
+                slot_tree_error: None,
             },
         },
     }

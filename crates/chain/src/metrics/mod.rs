@@ -1,8 +1,9 @@
 //! The chain's Prometheus series, named once here beside the code that
 //! records them (the service's `metrics` module installs the recorder and
 //! describes these through `describe`): RPC requests, the rate gate, and each
-//! live source's (stream.rs).
+//! live source's (stream.rs), the slot tree's at processed (forks.rs).
 
+pub mod forks;
 pub mod stream;
 
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub fn rpc_gate_wait(waited: Duration) {
 }
 
 pub fn describe() {
+    forks::describe();
     describe_counter!(
         RPC_REQUESTS,
         "JSON-RPC requests to the chain, by method and outcome (ok, error, rate_limited, queue_full)"
@@ -47,5 +49,6 @@ pub fn describe() {
 
 /// Rare counters exist from the start, at 0 (a rate() over them shows 0, not nothing).
 pub fn zero() {
+    forks::zero();
     counter!(RPC_RATE_LIMITED).absolute(0);
 }

@@ -80,8 +80,12 @@ pub trait SlotWrite {
     fn account(&self) -> Pubkey;
 }
 
-/// Which view a reader asks for (Solana RPC's words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// Which view a reader asks for, and what the gRPC source reads at (Solana
+/// RPC's words).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Commitment {
     /// Voted on by a supermajority: durable. What every route answers by default.
     #[default]

@@ -1,0 +1,275 @@
+//! The gRPC source at `processed` (docs/design.md §15) against the scripted
+//! Geyser server playing slot trees: a write reaches the confirmed index only
+//! with its slot's confirmation (explicit or implied), a dead or losing fork
+//! never; the bound and the contradictions degrade health with the reason;
+//! the refusal at start.
+
+use std::time::Duration;
+
+use lendex::domain::forks::Commitment;
+use lendex::domain::pubkey::Pubkey;
+use yellowstone_grpc_proto::prelude::{CommitmentLevel, SlotStatus};
+
+use crate::chain_support::*;
+use crate::common::*;
+use crate::fixtures::grpc::*;
+use crate::fixtures::market::Market;
+use crate::process::serve_command;
+use lendex_testkit::geyser::*;
+
+/// A market read at processed from `server`, with `tweak` on top.
+async fn processed_market(
+    server: &ScriptedGeyser,
+    tweak: impl FnOnce(&mut lendex::config::Config),
+) -> Market {
+    grpc_market(server, |c| {
+        c.rpc.commitment = Commitment::Processed;
+        tweak(c)
+    })
+    .await
+}
+
+/// One owner's USDC position, written by the stream at any slot.
+struct Account<'a> {
+    server: &'a ScriptedGeyser,
+    program: Pubkey,
+    owner: Pubkey,
+    key: Pubkey,
+    position: lendex::domain::accounts::UserPosition,
+}
+
+impl Account<'_> {
+    fn new<'a>(server: &'a ScriptedGeyser, m: &Market) -> Account<'a> {
+        let owner = Pubkey::new_unique();
+        let (key, position) = position_account(&m.t.program, &m.usdc, &owner, 1, 0);
+        Account {
+            server,
+            program: m.t.program,
+            owner,
+            key,
+            position,
+        }
+    }
+
+    fn write(&self, deposit: u64, slot: u64, version: u64) {
+        let data = position_bytes(&self.position, deposit);
+        let update = account_update(&self.key, &self.program, 1, data, slot, version);
+        self.server.send(slot, update);
+    }
+}
+
+fn status(server: &ScriptedGeyser, slot: u64, parent: Option<u64>, status: SlotStatus) {
+    server.send(slot, slot_status(slot, parent, status));
+}
+
+/// A slot played as a leader makes it: bank created on its parent, then
+/// processed and completed.
+fn play(server: &ScriptedGeyser, slot: u64, parent: u64) {
+    status(server, slot, Some(parent), SlotStatus::SlotCreatedBank);
+    status(server, slot, Some(parent), SlotStatus::SlotProcessed);
+    status(server, slot, Some(parent), SlotStatus::SlotCompleted);
+}
+
+async fn slots_become(app: &TestApp, processed: u64, confirmed: u64) -> bool {
+    eventually(Duration::from_secs(10), async || {
+        let stream = stream_check(app).await;
+        stream["processed_slot"] == processed && stream["confirmed_slot"] == confirmed
+    })
+    .await
+}
+
+#[actix_rt::test]
+async fn a_write_reaches_the_index_with_its_confirmation_and_a_dead_slot_never() {
+    let server = ScriptedGeyser::start().await;
+    let m = processed_market(&server, |_| {}).await;
+    let app = &m.t.app;
+
+    // Subscribed at processed, every status between slots too.
+    let sub = &server.subscriptions()[0];
+    assert_eq!(sub.commitment, Some(CommitmentLevel::Processed as i32));
+    let slots = &sub.slots["lendex_slots"];
+    assert_eq!(slots.filter_by_commitment, Some(false));
+    assert_eq!(slots.interslot_updates, Some(true));
+
+    let base = m.t.chain.slot().await + 1_000;
+    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let account = Account::new(&server, &m);
+    account.write(100, base + 1, 1);
+    play(&server, base + 1, base);
+    assert!(
+        slots_become(app, base + 1, base).await,
+        "{}",
+        stream_check(app).await
+    );
+    let stream = stream_check(app).await;
+    assert_eq!(stream["commitment"], "processed");
+    assert_eq!(stream["slot_tree_error"], serde_json::Value::Null);
+    // Processed, not confirmed: not in the index.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(deposit(app, &account.owner, &m.usdc).await, None);
+
+    status(&server, base + 1, Some(base), SlotStatus::SlotConfirmed);
+    assert!(deposit_becomes(app, &account.owner, &m.usdc, 100).await);
+
+    // A slot that dies after it completed: its write never arrives, even
+    // when the slot built beside it is confirmed.
+    account.write(200, base + 2, 2);
+    play(&server, base + 2, base + 1);
+    status(&server, base + 2, None, SlotStatus::SlotDead);
+    account.write(300, base + 3, 3);
+    play(&server, base + 3, base + 1);
+    status(&server, base + 3, None, SlotStatus::SlotConfirmed);
+    assert!(deposit_becomes(app, &account.owner, &m.usdc, 300).await);
+    assert!(slots_become(app, base + 3, base + 3).await);
+    // A late write of the dead slot is dropped too.
+    account.write(250, base + 2, 9);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        deposit(app, &account.owner, &m.usdc).await,
+        Some("300".into())
+    );
+    assert!(metric(app, "lendex_chain_slots_abandoned_total", "").await >= 1.0);
+    assert!(metric(app, "lendex_chain_abandoned_writes_dropped_total", "").await >= 2.0);
+    assert!(metric(app, "lendex_chain_slot_statuses_total", "status=\"dead\"").await >= 1.0);
+    assert!(metric(app, "lendex_chain_slot_confirmation_seconds_count", "").await >= 2.0);
+}
+
+#[actix_rt::test]
+async fn a_confirmation_implies_its_ancestors_and_children_may_come_first() {
+    let server = ScriptedGeyser::start().await;
+    let m = processed_market(&server, |_| {}).await;
+    let app = &m.t.app;
+    let base = m.t.chain.slot().await + 1_000;
+    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let account = Account::new(&server, &m);
+
+    // Two forks on base: 1 and 2. The child of 2 is confirmed before
+    // anything of 2 arrives, and 2's own confirmation never does: 2 is
+    // confirmed by implication, whatever its own parent.
+    account.write(111, base + 1, 1);
+    play(&server, base + 1, base);
+    status(&server, base + 3, Some(base + 2), SlotStatus::SlotConfirmed);
+    account.write(222, base + 2, 2);
+    assert!(deposit_becomes(app, &account.owner, &m.usdc, 222).await);
+    assert!(slots_become(app, base + 3, base + 3).await);
+    // 1 stays undecided until 2's link shows it is a sibling: then abandoned.
+    let abandoned = metric(app, "lendex_chain_slots_abandoned_total", "").await;
+    status(&server, base + 2, Some(base), SlotStatus::SlotCreatedBank);
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            metric(app, "lendex_chain_slots_abandoned_total", "").await > abandoned
+        })
+        .await
+    );
+    // The losing fork's write stays out.
+    assert_eq!(deposit(app, &account.owner, &m.usdc).await, Some("222".into()));
+}
+
+#[actix_rt::test]
+async fn a_server_that_never_confirms_degrades_health_within_the_bound() {
+    let server = ScriptedGeyser::start().await;
+    let m = processed_market(&server, |c| c.rpc.max_unconfirmed_slots = 8).await;
+    let app = &m.t.app;
+    let base = m.t.chain.slot().await + 1_000;
+    status(&server, base, None, SlotStatus::SlotConfirmed);
+    for slot in base + 1..=base + 20 {
+        play(&server, slot, slot - 1);
+    }
+    let degraded = eventually(Duration::from_secs(10), async || {
+        let (_, health) = app.get("/api/health").await;
+        health["status"] == "degraded"
+            && health["checks"]["sync"]["stream"]["slot_tree_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("rpc.max_unconfirmed_slots (8)"))
+    })
+    .await;
+    assert!(degraded, "{}", app.get("/api/health").await.1);
+    assert!(metric(app, "lendex_chain_unconfirmed_slots_evicted_total", "").await >= 12.0);
+    assert!(metric(app, "lendex_chain_unconfirmed_slots ", "").await <= 8.0);
+
+    // Confirmations resume: healthy again.
+    status(
+        &server,
+        base + 20,
+        Some(base + 19),
+        SlotStatus::SlotConfirmed,
+    );
+    let healthy = eventually(Duration::from_secs(10), async || {
+        let (_, health) = app.get("/api/health").await;
+        health["status"] == "ok" && health["checks"]["sync"]["stream"]["slot_tree_error"].is_null()
+    })
+    .await;
+    assert!(healthy, "{}", app.get("/api/health").await.1);
+}
+
+#[actix_rt::test]
+async fn contradictions_and_bad_links_are_counted_never_fatal() {
+    let server = ScriptedGeyser::start().await;
+    let m = processed_market(&server, |_| {}).await;
+    let app = &m.t.app;
+    let base = m.t.chain.slot().await + 1_000;
+    status(&server, base, None, SlotStatus::SlotConfirmed);
+    // A parent at or above its child, a slot far in the future: refused.
+    status(
+        &server,
+        base + 1,
+        Some(base + 1),
+        SlotStatus::SlotCreatedBank,
+    );
+    status(&server, base + 2, Some(base + 5), SlotStatus::SlotProcessed);
+    status(&server, u64::MAX, Some(base), SlotStatus::SlotProcessed);
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            metric(app, "lendex_chain_slot_problems_total", "parent_not_below").await >= 2.0
+                && metric(app, "lendex_chain_slot_problems_total", "far_future").await >= 1.0
+        })
+        .await
+    );
+    assert!(stream_check(app).await["slot_tree_error"].is_null());
+
+    // A confirmation of a dead slot: health says so, the index is
+    // reconciled, and the next confirmation makes the tree sound again.
+    play(&server, base + 1, base);
+    status(&server, base + 1, None, SlotStatus::SlotDead);
+    status(&server, base + 1, None, SlotStatus::SlotConfirmed);
+    let degraded = eventually(Duration::from_secs(10), async || {
+        let (_, health) = app.get("/api/health").await;
+        health["status"] == "degraded"
+            && health["checks"]["sync"]["stream"]["slot_tree_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("ConfirmedAbandoned"))
+    })
+    .await;
+    assert!(degraded, "{}", app.get("/api/health").await.1);
+    play(&server, base + 2, base + 1);
+    status(&server, base + 2, None, SlotStatus::SlotConfirmed);
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            stream_check(app).await["slot_tree_error"].is_null()
+        })
+        .await
+    );
+    // Still serving.
+    assert_eq!(app.get("/api/positions/unhealthy").await.0, 200);
+}
+
+#[actix_rt::test]
+async fn processed_needs_the_grpc_source_and_says_so_at_start() {
+    let db = TestDb::create().await;
+    let port = free_ports::<1>()[0];
+    for (commitment, says) in [
+        (
+            "processed",
+            "rpc.commitment = \"processed\" needs rpc.source = \"grpc\"",
+        ),
+        ("finalized", "`confirmed` or `processed`"),
+    ] {
+        let out = serve_command(&db, port, &[("LENDEX_RPC__COMMITMENT", commitment)])
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run lendex serve");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{commitment}: started");
+        assert!(stderr.contains(says), "{commitment}: {stderr}");
+    }
+}
