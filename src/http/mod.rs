@@ -3,6 +3,7 @@
 //! PostgreSQL directly through named queries.
 
 pub mod body;
+pub mod commitment;
 pub mod conditional;
 pub mod drain;
 pub mod extract;

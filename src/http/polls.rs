@@ -19,6 +19,7 @@ use actix_http::{HttpMessage, Method, Request, Response};
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 
+use super::commitment;
 use super::conditional::{self, Conditional};
 use super::observe::{Answered, Observed};
 use super::query::Query;
@@ -26,6 +27,7 @@ use super::single_flight::{self, Key};
 use super::state::AppState;
 use crate::actors::health_cache::Render;
 use crate::domain::enums::parse_u128_decimal;
+use crate::domain::forks::Commitment;
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::WAD;
@@ -67,6 +69,7 @@ pub const POLLS: [Poll; 3] = [
 
 /// The answer GET /api/positions/unhealthy asks for.
 pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
+    commitment::requested(query)?;
     let pool = query.key("pool")?;
     let limit = clamp_limit(query.get("limit").as_deref()) as usize;
     Ok(Answer::Unhealthy { pool, limit })
@@ -74,6 +77,7 @@ pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
 
 /// The answer GET /api/liquidations asks for.
 pub fn liquidations_answer(query: Query) -> ApiResult<Answer> {
+    commitment::requested(query)?;
     let min_profit_wad = match query.get("min_profit_wad") {
         None => 0,
         Some(v) => parse_u128_decimal(&v).ok_or(ApiError::Invalid)?,
@@ -92,6 +96,7 @@ const DEFAULT_BELOW: u128 = WAD + WAD / 10;
 /// The answer GET /api/positions/at-risk asks for: `below` above 1 WAD and
 /// within the engine's watch band.
 pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
+    commitment::requested(query)?;
     let below = match query.get("below") {
         None => DEFAULT_BELOW,
         Some(v) => parse_u128_decimal(&v)
@@ -146,13 +151,15 @@ pub fn answer(
         }
         None => {
             let (owner, kind, route) = owner_route(req.path())?;
+            commitment::requested(query).ok()?;
             (route, rendered.owner_body(&owner, kind)?)
         }
     };
     if cond.would_wait(&body) {
         return None;
     }
-    let response = cond.respond(&body);
+    // (One view is served: the parsers above refused any other.)
+    let response = commitment::stamp(cond.respond(&body), Commitment::Confirmed);
     observed.finish(
         Answered {
             route,
@@ -191,7 +198,7 @@ pub async fn serve(
     answer: Answer,
 ) -> ApiResult<HttpResponse> {
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(state, Changes::Polls, cond, || async move {
+    let answered = conditional::answer(state, Changes::Polls, cond, || async move {
         if let Some(body) = state.rendered.answer(&answer, now_seconds()) {
             return Ok(body);
         }
@@ -202,7 +209,8 @@ pub async fn serve(
         })
         .await
     })
-    .await
+    .await?;
+    Ok(commitment::stamp(answered, Commitment::Confirmed))
 }
 
 /// A 200 with an already rendered JSON body.
@@ -288,8 +296,8 @@ mod tests {
         assert!(rendered, "the last `limit` is the one read");
         let response = response.expect("rendered for this second");
         // The same response the handler builds.
-        let expected: Response<BoxBody> =
-            conditional::ok(&Body::new(Bytes::from_static(BODY))).into();
+        let handlers = conditional::ok(&Body::new(Bytes::from_static(BODY)));
+        let expected: Response<BoxBody> = commitment::stamp(handlers, Commitment::Confirmed).into();
         assert_eq!(response.status(), expected.status());
         let sorted = |r: &Response<BoxBody>| {
             let mut headers: Vec<(String, Vec<u8>)> = r

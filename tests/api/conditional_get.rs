@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::common::*;
 use crate::fixtures::market::{USD, market};
+use crate::fixtures::feeds::read_events;
 use crate::fixtures::replicas::second_replica;
 
 /// The six routes, for a market with `owner` under water.
@@ -241,4 +242,81 @@ async fn past_max_held_polls_a_poll_is_answered_at_once() {
     let (status, _, took) = again.await.unwrap();
     assert_eq!(status, 304);
     assert!(took >= Duration::from_millis(1_000), "{took:?}");
+}
+
+/// docs/design.md §15 on a server reading at confirmed: the five reads and the
+/// stream name their view in `Lendex-Commitment` on 200 and 304, accept
+/// `commitment=confirmed` as the default, and refuse `processed` (not served
+/// here) and any other word; quotes and events carry `commitment`.
+#[actix_rt::test]
+async fn every_view_read_names_its_view_and_refuses_another() {
+    let mut m = market(|_| {}).await;
+    let owner = m.account(500_000_000, 40_000_000_000).await; // under water
+    let http = reqwest::Client::new();
+    let a = m.t.app.base.clone();
+    let view_of = |res: &reqwest::Response| {
+        res.headers()
+            .get("lendex-commitment")
+            .map(|v| v.to_str().unwrap().to_string())
+    };
+    // The five reads (not /api/pools: one view of pools' terms).
+    for route in routes(&owner).into_iter().take(5) {
+        let sep = if route.contains('?') { '&' } else { '?' };
+        let res = http.get(format!("{a}{route}")).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{route}");
+        assert_eq!(view_of(&res).as_deref(), Some("confirmed"), "{route}");
+        let tag = res.headers()[ETAG].to_str().unwrap().to_string();
+        let body = res.text().await.unwrap();
+
+        let explicit = format!("{a}{route}{sep}commitment=confirmed");
+        let res = http.get(&explicit).send().await.unwrap();
+        assert_eq!(view_of(&res).as_deref(), Some("confirmed"), "{route}");
+        assert_eq!(res.headers()[ETAG], tag.as_str(), "{route}: the same view");
+        assert_eq!(res.text().await.unwrap(), body, "{route}");
+
+        let res = http
+            .get(&explicit)
+            .header(IF_NONE_MATCH, &tag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 304, "{route}");
+        assert_eq!(view_of(&res).as_deref(), Some("confirmed"), "{route}: 304");
+
+        for word in ["processed", "finalized", "Confirmed", "x"] {
+            let res = http
+                .get(format!("{a}{route}{sep}commitment={word}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 400, "{route} {word}");
+            assert_eq!(view_of(&res), None, "{route} {word}: no view answered");
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(body, serde_json::json!({"error": "invalid"}), "{route} {word}");
+        }
+    }
+    let (_, quotes) = m.t.app.get("/api/liquidations").await;
+    assert_eq!(quotes["liquidations"][0]["commitment"], "confirmed", "{quotes}");
+
+    // The stream.
+    let stream = format!("{a}/api/positions/unhealthy/stream");
+    let res = http
+        .get(format!("{stream}?commitment=processed"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let mut res = http
+        .get(format!("{stream}?commitment=confirmed"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(view_of(&res).as_deref(), Some("confirmed"));
+    let mut buffer = String::new();
+    let events = read_events(&mut res, &mut buffer, 1, Duration::from_secs(10)).await;
+    let (name, data) = events.first().expect("the snapshot's event");
+    assert_eq!(name, "candidate_start");
+    assert_eq!(data["commitment"], "confirmed");
+    assert_eq!(data["liquidation"]["commitment"], "confirmed", "{data}");
 }

@@ -162,7 +162,10 @@ async fn a_confirmation_implies_its_ancestors_and_children_may_come_first() {
         .await
     );
     // The losing fork's write stays out.
-    assert_eq!(deposit(app, &account.owner, &m.usdc).await, Some("222".into()));
+    assert_eq!(
+        deposit(app, &account.owner, &m.usdc).await,
+        Some("222".into())
+    );
 }
 
 #[actix_rt::test]

@@ -39,6 +39,7 @@ use filing::{Standing, standing};
 pub use state::{Held, PoolEntry, PoolState, PositionState};
 use view::{OwnerView, quote_inputs};
 
+use lendex_domain::forks::Commitment;
 use lendex_domain::history::Cause;
 use lendex_domain::history::rule::Baseline;
 use lendex_domain::liquidation::{Quote, best_quote};
@@ -111,6 +112,9 @@ pub struct Engine {
     version: u64,
     /// History's recorder, while this engine records (the leader).
     history: Option<Box<history::Recorder>>,
+    /// The view this engine holds (docs/design.md §15), named in its quotes
+    /// and events.
+    commitment: Commitment,
 }
 
 impl Engine {
@@ -133,7 +137,13 @@ impl Engine {
             was_unhealthy: None,
             version: 0,
             history: None,
+            commitment: Commitment::Confirmed,
         }
+    }
+
+    /// The view this engine holds (its quotes and events say so).
+    pub fn commitment(&self) -> Commitment {
+        self.commitment
     }
 
     /// Forgets everything (before a full reload); `end_reload` then tells the

@@ -40,6 +40,7 @@ pub fn quote_wire(
         profit_value_wad: quote.profit_value_wad.to_string(),
         oracle_stale: stale(&quote.debt_pool) || stale(&quote.collateral_pool),
         slot: view.slot(),
+        commitment: engine.commitment(),
     }
 }
 

@@ -469,6 +469,7 @@ pub fn shock_response(
                     profit_value_wad: q.profit_value_wad.to_string(),
                     oracle_stale: stale(&q.debt_pool) || stale(&q.collateral_pool),
                     slot: a.slot,
+                    commitment: engine.commitment(),
                 }),
             })
             .collect(),

@@ -10,6 +10,7 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
+use lendex_domain::forks::Commitment;
 use lendex_domain::liquidation::Quote;
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::wad::Big;
@@ -39,6 +40,7 @@ pub fn sse_frame(
     rows: &[UnhealthyRow],
     liquidation: Option<&LiquidationQuote>,
     slot: u64,
+    commitment: Commitment,
     stamp: Stamp,
 ) -> Bytes {
     let data = serde_json::to_string(&Candidate {
@@ -47,6 +49,7 @@ pub fn sse_frame(
         positions: rows,
         liquidation,
         slot,
+        commitment,
         published_at_ms: stamp.published_at_ms,
     })
     .expect("plain strings serialize");
@@ -78,7 +81,9 @@ pub fn write_event(
         ),
         FeedEvent::Stop(owner, hf) => {
             let slot = engine.peek(&owner).map_or(0, |view| view.slot());
-            out.extend_from_slice(&sse_frame(event.name(), &owner, hf, &[], None, slot, stamp));
+            let commitment = engine.commitment();
+            let frame = sse_frame(event.name(), &owner, hf, &[], None, slot, commitment, stamp);
+            out.extend_from_slice(&frame);
             true
         }
         FeedEvent::Gone(owner, slot) => {
@@ -89,6 +94,7 @@ pub fn write_event(
                 &[],
                 None,
                 slot,
+                engine.commitment(),
                 stamp,
             ));
             true
@@ -155,7 +161,7 @@ pub fn write_candidate(
                 (held(&q.debt_position), held(&q.collateral_position))
             else {
                 out.extend_from_slice(b"null");
-                write_tail(out, slot, stamp);
+                write_tail(out, slot, engine.commitment(), stamp);
                 return true;
             };
             let texts = QuoteTexts {
@@ -167,20 +173,22 @@ pub fn write_candidate(
                 collateral_position,
                 stale: stale_entry(debt_pool) || stale_entry(collateral_pool),
                 slot,
+                commitment: engine.commitment(),
             };
             write_quote(out, &view, q, &texts);
         }
         None => out.extend_from_slice(b"null"),
     }
-    write_tail(out, slot, stamp);
+    write_tail(out, slot, engine.commitment(), stamp);
     true
 }
 
 /// The provenance that ends every candidate's data, and the frame's end.
-fn write_tail(out: &mut Vec<u8>, slot: u64, stamp: Stamp) {
+fn write_tail(out: &mut Vec<u8>, slot: u64, commitment: Commitment, stamp: Stamp) {
     let _ = write!(
         out,
-        ",\"slot\":{slot},\"published_at_ms\":{}}}\n\n",
+        ",\"slot\":{slot},\"commitment\":\"{}\",\"published_at_ms\":{}}}\n\n",
+        commitment.name(),
         stamp.published_at_ms
     );
 }
@@ -195,12 +203,13 @@ struct QuoteTexts<'a> {
     collateral_position: &'a str,
     stale: bool,
     slot: u64,
+    commitment: Commitment,
 }
 
 fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteTexts<'_>) {
     let _ = write!(
         out,
-        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{},\"slot\":{}}}",
+        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{},\"slot\":{},\"commitment\":\"{}\"}}",
         t.owner,
         t.health_factor,
         view.health_factor_with_confidence(),
@@ -216,6 +225,7 @@ fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteText
         Decimal(&q.profit_value_wad),
         t.stale,
         t.slot,
+        t.commitment.name(),
     );
 }
 

@@ -88,6 +88,7 @@ pub fn candidate_frame(
         &rows,
         quote.as_ref(),
         view.slot(),
+        engine.commitment(),
         stamp,
     ))
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{DecimalText, DirectionName, PubkeyText, U64Text, WadText};
+use lendex_domain::forks::Commitment;
 use lendex_domain::risk::Direction;
 
 /// One quote: the owner's most profitable (debt pool, collateral pool) pair.
@@ -46,6 +47,10 @@ pub struct LiquidationQuote {
     /// Provenance: the largest context slot among the rows and pools the
     /// quote was computed from (the owner's, since every position counts).
     pub slot: u64,
+    /// The view the quote was computed in (docs/design.md §15): `confirmed`,
+    /// or `processed` (tentative).
+    #[schema(value_type = String, example = "confirmed")]
+    pub commitment: Commitment,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

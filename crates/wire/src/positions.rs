@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use super::formats::{PubkeyText, TxSignature, U64Text, U128Text, WadText};
 use super::liquidations::LiquidationQuote;
 use super::risk::LiquidationPriceWire;
+use lendex_domain::forks::Commitment;
 
 /// docs/design.md §16.2.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -149,6 +150,8 @@ pub struct Candidate<'a> {
     /// Provenance: the largest context slot among the owner's rows and pools
     /// (on a stop for an owner with no position left, of its last state).
     pub slot: u64,
+    /// The view of the stream it belongs to (docs/design.md §15).
+    pub commitment: Commitment,
     /// When the service published the event (Unix milliseconds).
     pub published_at_ms: i64,
 }

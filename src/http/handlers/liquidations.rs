@@ -5,6 +5,7 @@
 use actix_web::{HttpResponse, web};
 
 use crate::error::ApiResult;
+use crate::http::commitment::CommitmentParam;
 use crate::http::conditional::LongPoll;
 use crate::http::extract::Params;
 use crate::http::polls;
@@ -18,9 +19,9 @@ use crate::wire::liquidations::{AtRiskResponse, LiquidationsResponse};
            ("min_profit_wad" = Option<WadText>, Query, description = "u128 decimal: leave out quotes with a smaller profit_value_wad"),
            ("debt_pool" = Option<PubkeyText>, Query, description = "only pairs repaying debt in this pool"),
            ("collateral_pool" = Option<PubkeyText>, Query, description = "only pairs seizing collateral in this pool"),
-           LongPoll),
-    responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+           LongPoll, CommitmentParam),
+    responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
         (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad, or wait_ms out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
@@ -35,9 +36,9 @@ pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResu
 #[utoipa::path(get, path = "/api/positions/at-risk", tag = "liquidations",
     params(("below" = Option<WadText>, Query, description = "u128 decimal, greater than 1 WAD and at most 2 WAD; default 1100000000000000000"),
            ("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
-           LongPoll),
-    responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+           LongPoll, CommitmentParam),
+    responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
         (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range, or wait_ms out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn at_risk(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {

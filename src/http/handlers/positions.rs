@@ -20,6 +20,7 @@ use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
 use crate::feed::poll_answers::{Body, Changes, OwnerBody};
 use crate::http::body::{JsonBody, ParseBody};
+use crate::http::commitment::{self, CommitmentParam};
 use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
@@ -53,9 +54,9 @@ impl ParseBody for SyncPositionRequest {
 
 #[utoipa::path(get, path = "/api/positions/{user}", tag = "positions",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           LongPoll),
-    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+           LongPoll, CommitmentParam),
+    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
 pub async fn list_positions(
     req: HttpRequest,
@@ -74,8 +75,9 @@ async fn owner_answer(
     kind: OwnerBody,
 ) -> ApiResult<HttpResponse> {
     let owner = parse_pubkey(user).map_err(|_| ApiError::Invalid)?;
+    let view = commitment::requested(Query(req.query_string()))?;
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(state, Changes::Bodies, cond, || async move {
+    let answered = conditional::answer(state, Changes::Bodies, cond, || async move {
         if let Some(body) = state.rendered.owner_body(&owner, kind) {
             return Ok(body);
         }
@@ -95,7 +97,8 @@ async fn owner_answer(
         })
         .await
     })
-    .await
+    .await?;
+    Ok(commitment::stamp(answered, view))
 }
 
 fn positions_body(owner: &Pubkey, held: &OwnerPositions) -> ApiResult<Bytes> {
@@ -168,9 +171,9 @@ pub async fn sync_position(
 #[utoipa::path(get, path = "/api/positions/unhealthy", tag = "positions",
     params(("pool" = Option<PubkeyText>, Query, description = "keep only debt rows in this pool"),
            ("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
-           LongPoll),
-    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+           LongPoll, CommitmentParam),
+    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
         (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
@@ -184,9 +187,9 @@ pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           LongPoll),
-    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"))),
+           LongPoll, CommitmentParam),
+    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
         (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
 pub async fn detail(
     req: HttpRequest,
@@ -273,9 +276,11 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
 }
 
 #[utoipa::path(get, path = "/api/positions/unhealthy/stream", tag = "positions",
-    params(("Last-Event-ID" = Option<String>, Header, description = "the `id` of the last event received: a reconnect inside the replay window gets exactly the events it missed, and no snapshot")),
+    params(("Last-Event-ID" = Option<String>, Header, description = "the `id` of the last event received: a reconnect inside the replay window gets exactly the events it missed, and no snapshot"),
+           CommitmentParam),
     responses((status = 200, content_type = "text/event-stream",
-        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each has an `id: <epoch>.<sequence>`; each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null, slot, published_at_ms}. The snapshot's events carry the id of the last live event they include. A reconnect whose Last-Event-ID cannot resume (another epoch, older than `cache.replay_bytes` of events, garbage) first gets a `reset` event ({reason}) and then the snapshot. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: reconnect with its Last-Event-ID."),
+        headers(("Lendex-Commitment" = String, description = "the view streamed: confirmed or processed")),
+        description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each has an `id: <epoch>.<sequence>`; each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null, slot, commitment (the view), published_at_ms}. The snapshot's events carry the id of the last live event they include. A reconnect whose Last-Event-ID cannot resume (another epoch, older than `cache.replay_bytes` of events, garbage) first gets a `reset` event ({reason}) and then the snapshot. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: reconnect with its Last-Event-ID."),
         (status = 429, body = ErrorBody, description = "rate limited: `server.max_streams_per_ip` streams open from this address, or `server.max_streams` in all (Retry-After)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet); or draining: this replica is stopping, connect again (Retry-After; a balancer sends it to another replica)")))]
 pub async fn unhealthy_stream(
@@ -285,6 +290,7 @@ pub async fn unhealthy_stream(
     if state.drain.is_draining() {
         return Err(ApiError::Draining);
     }
+    let view = commitment::requested(Query(req.query_string()))?;
     let ticket = state
         .streams
         .admit(req.peer_addr().map(|a| a.ip()))
@@ -310,6 +316,7 @@ pub async fn unhealthy_stream(
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"))
+        .insert_header((commitment::HEADER, commitment::value(view)))
         .streaming(stream.holding(ticket)))
 }
 
