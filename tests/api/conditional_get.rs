@@ -9,8 +9,8 @@ use reqwest::header::{CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use serde_json::Value;
 
 use crate::common::*;
-use crate::fixtures::market::{USD, market};
 use crate::fixtures::feeds::read_events;
+use crate::fixtures::market::{USD, market};
 use crate::fixtures::replicas::second_replica;
 
 /// The six routes, for a market with `owner` under water.
@@ -250,7 +250,7 @@ async fn past_max_held_polls_a_poll_is_answered_at_once() {
 /// here) and any other word; quotes and events carry `commitment`.
 #[actix_rt::test]
 async fn every_view_read_names_its_view_and_refuses_another() {
-    let mut m = market(|_| {}).await;
+    let m = market(|_| {}).await;
     let owner = m.account(500_000_000, 40_000_000_000).await; // under water
     let http = reqwest::Client::new();
     let a = m.t.app.base.clone();
@@ -292,11 +292,18 @@ async fn every_view_read_names_its_view_and_refuses_another() {
             assert_eq!(res.status(), 400, "{route} {word}");
             assert_eq!(view_of(&res), None, "{route} {word}: no view answered");
             let body: Value = res.json().await.unwrap();
-            assert_eq!(body, serde_json::json!({"error": "invalid"}), "{route} {word}");
+            assert_eq!(
+                body,
+                serde_json::json!({"error": "invalid"}),
+                "{route} {word}"
+            );
         }
     }
     let (_, quotes) = m.t.app.get("/api/liquidations").await;
-    assert_eq!(quotes["liquidations"][0]["commitment"], "confirmed", "{quotes}");
+    assert_eq!(
+        quotes["liquidations"][0]["commitment"], "confirmed",
+        "{quotes}"
+    );
 
     // The stream.
     let stream = format!("{a}/api/positions/unhealthy/stream");

@@ -32,6 +32,14 @@ pub struct Stamp {
     pub published_at_ms: i64,
 }
 
+/// Where a candidate's state comes from: the §11 provenance slot, in the
+/// view of the engine that computed it.
+#[derive(Debug, Clone, Copy)]
+pub struct Provenance {
+    pub slot: u64,
+    pub commitment: Commitment,
+}
+
 /// One SSE frame: its `id:`, `event: <name>` and the candidate as JSON.
 pub fn sse_frame(
     event: &str,
@@ -39,8 +47,7 @@ pub fn sse_frame(
     hf: u128,
     rows: &[UnhealthyRow],
     liquidation: Option<&LiquidationQuote>,
-    slot: u64,
-    commitment: Commitment,
+    Provenance { slot, commitment }: Provenance,
     stamp: Stamp,
 ) -> Bytes {
     let data = serde_json::to_string(&Candidate {
@@ -81,9 +88,11 @@ pub fn write_event(
         ),
         FeedEvent::Stop(owner, hf) => {
             let slot = engine.peek(&owner).map_or(0, |view| view.slot());
-            let commitment = engine.commitment();
-            let frame = sse_frame(event.name(), &owner, hf, &[], None, slot, commitment, stamp);
-            out.extend_from_slice(&frame);
+            let from = Provenance {
+                slot,
+                commitment: engine.commitment(),
+            };
+            out.extend_from_slice(&sse_frame(event.name(), &owner, hf, &[], None, from, stamp));
             true
         }
         FeedEvent::Gone(owner, slot) => {
@@ -93,8 +102,10 @@ pub fn write_event(
                 u128::MAX,
                 &[],
                 None,
-                slot,
-                engine.commitment(),
+                Provenance {
+                    slot,
+                    commitment: engine.commitment(),
+                },
                 stamp,
             ));
             true

@@ -87,8 +87,10 @@ pub fn candidate_frame(
         view.health_factor,
         &rows,
         quote.as_ref(),
-        view.slot(),
-        engine.commitment(),
+        crate::frame::Provenance {
+            slot: view.slot(),
+            commitment: engine.commitment(),
+        },
         stamp,
     ))
 }
