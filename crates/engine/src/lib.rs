@@ -20,6 +20,7 @@ mod filing;
 pub mod history;
 pub mod parallel;
 pub mod pool_status;
+pub mod processed;
 pub mod quotes;
 mod rescore;
 pub mod risk;
@@ -609,5 +610,7 @@ fn snapshot(positions: &[Held]) -> Vec<(Pubkey, PositionAmounts)> {
 
 #[cfg(test)]
 mod history_tests;
+#[cfg(test)]
+mod processed_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -48,13 +48,13 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The model: the same facts, scored from scratch.
-pub(super) struct Model {
-    pub(super) pools: Vec<PoolState>,
-    pub(super) owners: BTreeMap<Pubkey, Vec<PositionState>>,
+pub(crate) struct Model {
+    pub(crate) pools: Vec<PoolState>,
+    pub(crate) owners: BTreeMap<Pubkey, Vec<PositionState>>,
 }
 
 impl Model {
-    pub(super) fn hf(&self, positions: &[PositionState]) -> u128 {
+    pub(crate) fn hf(&self, positions: &[PositionState]) -> u128 {
         let inputs: Vec<(&PoolPricing, &PositionAmounts)> = positions
             .iter()
             .map(|p| {

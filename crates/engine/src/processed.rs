@@ -1,0 +1,296 @@
+//! The processed view (docs/design.md §15): a second engine holding the
+//! confirmed view with the overlay of the best chain laid over it.
+//!
+//! It applies every confirmed change too, except where the overlay holds the
+//! account at the same or a newer slot (the overlay's slots are above every
+//! confirmed one; a newer confirmed read, a reconciliation say, ends the
+//! overlay of that account). It applies the overlay's writes, and a retracted
+//! account is put back as the confirmed engine holds it, whatever slot the
+//! overlay held (the only change that may lower a slot). The write-back of
+//! health factors is the confirmed engine's alone.
+
+use super::*;
+
+/// An account the overlay holds: a pool's state, a position with its owner,
+/// or a position closed at processed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OverlayWrite {
+    Pool(PoolState),
+    Position {
+        owner: Pubkey,
+        position: PositionState,
+    },
+    Closed {
+        owner: Pubkey,
+        position: Pubkey,
+        slot: u64,
+    },
+}
+
+impl OverlayWrite {
+    pub fn account(&self) -> Pubkey {
+        match self {
+            OverlayWrite::Pool(state) => state.address,
+            OverlayWrite::Position { position, .. } => position.address,
+            OverlayWrite::Closed { position, .. } => *position,
+        }
+    }
+
+    fn slot(&self) -> u64 {
+        match self {
+            OverlayWrite::Pool(state) => state.slot,
+            OverlayWrite::Position { position, .. } => position.slot,
+            OverlayWrite::Closed { slot, .. } => *slot,
+        }
+    }
+
+    fn owner(&self) -> Option<&Pubkey> {
+        match self {
+            OverlayWrite::Pool(_) => None,
+            OverlayWrite::Position { owner, .. } | OverlayWrite::Closed { owner, .. } => {
+                Some(owner)
+            }
+        }
+    }
+
+    fn change(self) -> Change {
+        match self {
+            OverlayWrite::Pool(state) => Change::Pool(state),
+            OverlayWrite::Position { owner, position } => Change::Position {
+                owner,
+                position,
+                // Never written back: the confirmed engine writes.
+                row_health_factor: u128::MAX,
+            },
+            OverlayWrite::Closed {
+                owner,
+                position,
+                slot,
+            } => Change::Removed {
+                owner,
+                position,
+                slot,
+            },
+        }
+    }
+}
+
+/// The processed view: its engine and what the overlay holds.
+pub struct Processed {
+    engine: Engine,
+    overlay: FastMap<Pubkey, OverlayWrite>,
+}
+
+impl Processed {
+    pub fn new(max_owners: usize) -> Processed {
+        let mut engine = Engine::new(max_owners);
+        engine.commitment = Commitment::Processed;
+        engine.record_events(true);
+        Processed {
+            engine,
+            overlay: FastMap::default(),
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// For loads and reads of evicted owners, which fill it as they fill the
+    /// confirmed engine (and then `relay` the overlay of what they loaded).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// Accounts the overlay holds.
+    pub fn overlay_len(&self) -> usize {
+        self.overlay.len()
+    }
+
+    /// The overlay's entry for an account.
+    pub fn overlaid(&self, account: &Pubkey) -> Option<&OverlayWrite> {
+        self.overlay.get(account)
+    }
+
+    /// A tick of confirmed changes: applied, but where the overlay holds the
+    /// account at the same or a newer slot; a newer one ends its overlay.
+    pub fn apply_confirmed(&mut self, changes: &[Change]) -> Unapplied {
+        let mut kept = Vec::with_capacity(changes.len());
+        for change in changes {
+            let account = match change {
+                Change::Pool(state) => Some((state.address, state.slot)),
+                Change::Position { position, .. } => Some((position.address, position.slot)),
+                Change::Removed { position, slot, .. } => Some((*position, *slot)),
+                Change::PoolRemoved(address) => {
+                    self.overlay.remove(address);
+                    None
+                }
+                Change::Touched { .. } | Change::PoolTouched { .. } => None,
+            };
+            if let Some((account, slot)) = account
+                && let Some(held) = self.overlay.get(&account)
+            {
+                if held.slot() >= slot {
+                    continue;
+                }
+                self.overlay.remove(&account);
+            }
+            kept.push(change.clone());
+        }
+        let unapplied = self.engine.apply(kept);
+        self.engine.take_dirty();
+        unapplied
+    }
+
+    /// The overlay moves: `retracted` accounts go back to what `confirmed`
+    /// holds, then `set` is laid over. An owner the confirmed engine cannot
+    /// answer for (evicted) comes back in `Unapplied`: read it from the
+    /// database into this engine, then `relay` it.
+    pub fn apply_overlay(
+        &mut self,
+        set: Vec<OverlayWrite>,
+        retracted: &[Pubkey],
+        confirmed: &Engine,
+    ) -> Unapplied {
+        let mut unapplied = Unapplied::default();
+        let mut restore = Vec::new();
+        for account in retracted {
+            match self.overlay.remove(account) {
+                Some(OverlayWrite::Pool(state)) => {
+                    if let Some(entry) = confirmed.pool(&state.address) {
+                        restore.push(Change::Pool(entry.state.clone()));
+                    }
+                }
+                Some(OverlayWrite::Position {
+                    owner,
+                    position:
+                        PositionState {
+                            address: position, ..
+                        },
+                })
+                | Some(OverlayWrite::Closed {
+                    owner, position, ..
+                }) => match confirmed_position(confirmed, &owner, &position) {
+                    Some(Some(held)) => restore.push(Change::Position {
+                        owner,
+                        position: held,
+                        row_health_factor: u128::MAX,
+                    }),
+                    Some(None) => restore.push(Change::Removed {
+                        owner,
+                        position,
+                        slot: 0,
+                    }),
+                    None => unapplied.owners.push(owner),
+                },
+                None => {}
+            }
+        }
+        let more = self.engine.restore(restore);
+        let mut changes = Vec::with_capacity(set.len());
+        for write in set {
+            // Older than what this view holds of the account (a newer
+            // confirmed read ended its overlay): not laid.
+            if self
+                .held_slot(&write)
+                .is_some_and(|held| held > write.slot())
+            {
+                continue;
+            }
+            self.overlay.insert(write.account(), write.clone());
+            changes.push(write.change());
+        }
+        let last = self.engine.apply(changes);
+        self.engine.take_dirty();
+        for part in [more, last] {
+            unapplied.owners.extend(part.owners);
+            unapplied.pools.extend(part.pools);
+        }
+        unapplied
+    }
+
+    /// The slot this view holds of the write's account, if it holds it.
+    fn held_slot(&self, write: &OverlayWrite) -> Option<u64> {
+        match write {
+            OverlayWrite::Pool(state) => self.engine.pool(&state.address).map(|p| p.state.slot),
+            OverlayWrite::Position { owner, .. } | OverlayWrite::Closed { owner, .. } => {
+                let account = write.account();
+                let view = self.engine.peek(owner)?;
+                (view.positions.iter())
+                    .find(|(held, _)| held.address == account)
+                    .map(|(held, _)| held.slot)
+            }
+        }
+    }
+
+    /// Lays the overlay over `owners` again, after they were read from the
+    /// database (as confirmed) into this engine.
+    pub fn relay(&mut self, owners: &[Pubkey]) {
+        let changes: Vec<Change> = (self.overlay.values())
+            .filter(|w| w.owner().is_some_and(|owner| owners.contains(owner)))
+            .map(|w| w.clone().change())
+            .collect();
+        self.engine.restore(changes);
+        self.engine.take_dirty();
+    }
+
+    /// The overlay is gone (a new leader, a contradiction): every account
+    /// back to the confirmed view.
+    pub fn clear(&mut self, confirmed: &Engine) -> Unapplied {
+        let all: Vec<Pubkey> = self.overlay.keys().copied().collect();
+        self.apply_overlay(Vec::new(), &all, confirmed)
+    }
+}
+
+/// A position as the confirmed engine holds it: None when it cannot answer
+/// for the owner, Some(None) when the owner holds no such position.
+fn confirmed_position(
+    confirmed: &Engine,
+    owner: &Pubkey,
+    position: &Pubkey,
+) -> Option<Option<PositionState>> {
+    match confirmed.peek(owner) {
+        Some(view) => Some(
+            (view.positions.iter())
+                .find(|(held, _)| held.address == *position)
+                .map(|(held, pool)| held.state(pool.state.address)),
+        ),
+        None if confirmed.knows(owner) => Some(None),
+        None => None,
+    }
+}
+
+impl Engine {
+    /// Applies `changes` whatever slots the engine holds of their accounts:
+    /// a retraction puts back an older state.
+    pub(crate) fn restore(&mut self, changes: Vec<Change>) -> Unapplied {
+        for change in &changes {
+            match change {
+                Change::Pool(state) => {
+                    if let Some(id) = self.pool_ids.get(&state.address)
+                        && let Some(entry) = self.pools.get_mut(id)
+                    {
+                        entry.state.slot = 0;
+                    }
+                }
+                Change::Position {
+                    owner, position, ..
+                } => self.forget_position_slot(owner, &position.address),
+                Change::Removed {
+                    owner, position, ..
+                } => self.forget_position_slot(owner, position),
+                _ => {}
+            }
+        }
+        self.apply(changes)
+    }
+
+    fn forget_position_slot(&mut self, owner: &Pubkey, position: &Pubkey) {
+        if let Some(&id) = self.index.get(owner)
+            && let Some(held) =
+                (self.owners[id as usize].positions.iter_mut()).find(|p| p.address == *position)
+        {
+            held.slot = 0;
+        }
+    }
+}
