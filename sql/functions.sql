@@ -271,3 +271,47 @@ DROP TRIGGER IF EXISTS pools_notify_write ON pools;
 DROP TRIGGER IF EXISTS pools_notify_update ON pools;
 DROP FUNCTION IF EXISTS lendex_notify_position();
 DROP FUNCTION IF EXISTS lendex_notify_pool();
+
+-- ---- the processed overlay (table processed_overlay, sql/0013) ---------------
+--
+-- The leader lays an account over the confirmed view, or takes it back; each
+-- move is kept in processed_overlay and logged under the transaction's tick.
+
+CREATE OR REPLACE FUNCTION lendex_overlay_set(p_cluster text, p_kind "char", p_account text,
+                                              p_image jsonb)
+RETURNS void AS $$
+BEGIN
+    INSERT INTO processed_overlay (cluster, account, kind, image)
+        VALUES (p_cluster, p_account, p_kind, p_image)
+        ON CONFLICT (cluster, account) DO UPDATE SET kind = EXCLUDED.kind, image = EXCLUDED.image;
+    PERFORM lendex_log_change(p_cluster, p_kind, p_image);
+END;
+$$ LANGUAGE plpgsql;
+
+-- A pool at processed: the stored row with the chain's fields of the
+-- processed write over it (its registration, symbol and decimals are the
+-- index's). A pool not registered is passed over.
+CREATE OR REPLACE FUNCTION lendex_overlay_pool(p_cluster text, p_account text, p_chain jsonb)
+RETURNS void AS $$
+DECLARE
+    stored jsonb;
+BEGIN
+    SELECT to_jsonb(p) INTO stored FROM pools p
+        WHERE p.cluster = p_cluster AND p.pool_address = p_account;
+    IF stored IS NOT NULL THEN
+        PERFORM lendex_overlay_set(p_cluster, 'w', p_account, stored || p_chain);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION lendex_overlay_retract(p_cluster text, p_account text,
+                                                  p_rolled_back boolean)
+RETURNS void AS $$
+BEGIN
+    DELETE FROM processed_overlay WHERE cluster = p_cluster AND account = p_account;
+    IF FOUND THEN
+        PERFORM lendex_log_change(p_cluster, 'r',
+            jsonb_build_object('account', p_account, 'rolled_back', p_rolled_back));
+    END IF;
+END;
+$$ LANGUAGE plpgsql;

@@ -87,9 +87,11 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         database_url: &config.database.url,
         cluster: config.chain.cluster.as_str(),
         rpc_url: &config.rpc.url,
+        processed: config.rpc.commitment == crate::domain::forks::Commitment::Processed,
     };
     let cache = HealthCache::new(pool.clone(), writer.clone(), origin, settings, link, leased);
     let rendered = cache.rendered();
+    let rendered_processed = cache.rendered_processed();
     let cache = cache.start();
     let deps = ChainDeps {
         db: pool.clone(),
@@ -136,6 +138,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         sync,
         cache: cache.clone(),
         rendered,
+        rendered_processed,
         limiter: PublicWriteLimiter::new(&config.limits),
         held_polls: HeldPolls::new(config.server.max_held_polls),
         streams: StreamGate::new(config.server.max_streams_per_ip, config.server.max_streams),

@@ -13,10 +13,14 @@ use actix::prelude::*;
 use chrono::Utc;
 use tokio::sync::mpsc;
 
+use super::overlay::Publisher;
 use super::{Applying, StreamDeps, StreamReport, grpc_batch};
 use crate::chain::metrics::forks as metrics;
 use crate::chain::source::{AccountUpdate, StreamEvent};
 use crate::domain::forks::{SlotTree, Step};
+
+/// An overlay the database refused is tried again after this long.
+const RETRY_PUBLISH: Duration = Duration::from_secs(1);
 
 /// How often, at most, the arrival of writes is reported to health.
 const REPORT_WRITES_EVERY: Duration = Duration::from_millis(100);
@@ -55,6 +59,8 @@ pub(super) struct Forks {
     /// Problems already logged (each kind once; all are counted).
     logged: HashSet<&'static str>,
     writes_reported: Option<Instant>,
+    /// The processed overlay, as laid in the database for every replica.
+    publisher: Publisher,
 }
 
 impl Forks {
@@ -67,6 +73,7 @@ impl Forks {
             contradiction: None,
             logged: HashSet::new(),
             writes_reported: None,
+            publisher: Publisher::new(),
         }
     }
 
@@ -78,8 +85,24 @@ impl Forks {
         to: &Recipient<StreamReport>,
     ) {
         let mut state = Applying::default();
-        while let Some(event) = rx.recv().await {
+        loop {
+            // An overlay not yet laid (the database refused it) is tried again.
+            let event = if self.publisher.dirty() {
+                match tokio::time::timeout(RETRY_PUBLISH, rx.recv()).await {
+                    Ok(event) => event,
+                    Err(_) => {
+                        self.publish(deps, &mut state).await;
+                        continue;
+                    }
+                }
+            } else {
+                rx.recv().await
+            };
+            let Some(event) = event else {
+                break;
+            };
             let heard = Instant::now();
+            let best_before = self.tree.best_chain().to_vec();
             let step = match event {
                 StreamEvent::Account(account) => {
                     crate::chain::metrics::stream::updates("grpc", 1);
@@ -108,11 +131,34 @@ impl Forks {
                         self.tree.forget_open();
                     }
                     state.on(deps, event, to).await;
+                    self.publisher.changed(true, heard);
                     self.report(to);
                     continue;
                 }
             };
+            if step.processed_changed {
+                // Slots that left the best chain unconfirmed: their writes
+                // roll back.
+                let confirmed: Vec<u64> = step.confirmed.iter().map(|(slot, _)| *slot).collect();
+                let rolled_back = (best_before.iter()).any(|slot| {
+                    !self.tree.best_chain().contains(slot) && !confirmed.contains(slot)
+                });
+                self.publisher.changed(rolled_back, heard);
+            }
             self.after(deps, &mut state, step, heard, to).await;
+            if self.publisher.due(rx.is_empty()) {
+                self.publish(deps, &mut state).await;
+            }
+        }
+    }
+
+    async fn publish(&mut self, deps: &StreamDeps, state: &mut Applying) {
+        let published = self
+            .publisher
+            .publish(deps, &mut state.registered, &self.tree)
+            .await;
+        if let Err(e) = published {
+            tracing::warn!(error = %e, "processed overlay not published; trying again");
         }
     }
 

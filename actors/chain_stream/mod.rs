@@ -19,6 +19,7 @@
 
 mod forks;
 mod grpc_batch;
+mod overlay;
 mod websocket_batch;
 
 pub use forks::SlotReport;

@@ -16,6 +16,7 @@ use super::read_queue::{ReadQueue, Waiter};
 use super::write_back::{Pace, WriteBack};
 use crate::db::listen::listen_forever;
 use crate::db_writer::Writers;
+use crate::domain::forks::Commitment;
 use crate::engine::Engine;
 use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
@@ -86,6 +87,9 @@ pub struct HealthCache {
     pub(super) history: Option<super::history_link::HistoryLink>,
     /// Whether this replica holds the ingester lease (`LeaderChanged`).
     pub(super) lease: Lease,
+    /// The processed view, on a cluster reading the chain at processed
+    /// (`processed_view.rs`).
+    pub(super) processed: Option<super::processed_view::ProcessedView>,
 }
 
 /// What the health cache reads of the settings.
@@ -98,6 +102,8 @@ pub struct Settings<'a> {
     pub cluster: &'static str,
     /// The explorer links of answers name a custom cluster by it.
     pub rpc_url: &'a str,
+    /// The cluster reads the chain at processed: serve that view too.
+    pub processed: bool,
 }
 
 impl HealthCache {
@@ -120,6 +126,7 @@ impl HealthCache {
             database_url,
             cluster,
             rpc_url,
+            processed,
         } = settings;
         let max_oracle_age = i64::try_from(health.max_oracle_age_seconds).unwrap_or(i64::MAX);
         HealthCache {
@@ -151,12 +158,25 @@ impl HealthCache {
             } else {
                 Lease::Unused
             },
+            processed: processed.then(|| {
+                let feed = FeedHub::new(
+                    cache.replay_bytes,
+                    cache.subscriber_max_lag_bytes,
+                    max_oracle_age,
+                );
+                super::processed_view::ProcessedView::new(cache.max_owners, feed)
+            }),
         }
     }
 
     /// The rendered unhealthy answers, for HTTP workers to read directly.
     pub fn rendered(&self) -> SharedRendered {
         self.rendered.clone()
+    }
+
+    /// The processed view's rendered answers, when it is served.
+    pub fn rendered_processed(&self) -> Option<SharedRendered> {
+        self.processed.as_ref().map(|p| p.rendered.clone())
     }
 
     pub(super) fn answer(
@@ -228,22 +248,29 @@ impl HealthCache {
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
-    pub(super) fn render(&self, answer: Answer) -> ActorResult<Body> {
+    pub(super) fn render(&self, answer: Answer, view: Commitment) -> ActorResult<Body> {
         if !self.ready {
             return Err(not_loaded());
         }
+        let (engine, rendered) = self.view(view)?;
         let now = now_seconds();
-        if let Some(body) = self.rendered.answer(&answer, now) {
+        if let Some(body) = rendered.answer(&answer, now) {
             return Ok(body);
         }
-        let body = Body::new(render::answer(
-            &self.engine,
-            &answer,
-            now,
-            self.max_oracle_age,
-        ));
-        self.rendered.keep_answer(answer, now, body.clone());
+        let body = Body::new(render::answer(engine, &answer, now, self.max_oracle_age));
+        rendered.keep_answer(answer, now, body.clone());
         Ok(body)
+    }
+
+    /// A view's engine and rendered answers.
+    pub(super) fn view(&self, view: Commitment) -> ActorResult<(&Engine, &SharedRendered)> {
+        match (view, &self.processed) {
+            (Commitment::Confirmed, _) => Ok((&self.engine, &self.rendered)),
+            (Commitment::Processed, Some(p)) => Ok((p.view.engine(), &p.rendered)),
+            (Commitment::Processed, None) => Err(ActorError::internal(
+                "the processed view is not served here",
+            )),
+        }
     }
 }
 

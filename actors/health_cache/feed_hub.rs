@@ -107,8 +107,15 @@ impl FeedHub {
 
     /// Tick `tick`'s feed events, numbered from the tick's first sequence in
     /// owner order (the same on every replica, whatever order the engine
-    /// found them in), sent to every subscriber and kept for resumes.
-    pub fn publish(&mut self, engine: &Engine, tick: u64, events: Vec<FeedEvent>) -> Published {
+    /// found them in), sent to every subscriber and kept for resumes;
+    /// `rolled_back` marks them all (docs/design.md §15).
+    pub fn publish(
+        &mut self,
+        engine: &Engine,
+        tick: u64,
+        events: Vec<FeedEvent>,
+        rolled_back: bool,
+    ) -> Published {
         if events.is_empty() {
             return Published::Nothing;
         }
@@ -140,6 +147,7 @@ impl FeedHub {
                 let stamp = Stamp {
                     id: EventId { epoch, seq: *seq },
                     published_at_ms,
+                    rolled_back,
                 };
                 if write_event(&mut out, engine, event, stamp, now, max_age) {
                     ends.push(out.len());
@@ -304,6 +312,7 @@ impl FeedHub {
         let stamp = Stamp {
             id: self.replay.last_id(),
             published_at_ms: now_millis(),
+            rolled_back: false,
         };
         let frames = snapshot_frames(engine, stamp, now, self.max_oracle_age);
         self.snapshot = Some((key, frames.clone()));

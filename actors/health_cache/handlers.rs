@@ -10,6 +10,7 @@ use super::messages::*;
 use super::read_queue::{Need, earliest};
 use super::write_back::Pace;
 use crate::db::listen::Notice;
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
 use crate::engine::risk::{self, RiskError, liquidation_prices};
@@ -133,8 +134,8 @@ impl Handler<FlushWrites> for HealthCache {
 impl Handler<Render> for HealthCache {
     type Result = ActorResult<Body>;
 
-    fn handle(&mut self, Render(answer): Render, _: &mut Self::Context) -> Self::Result {
-        self.render(answer)
+    fn handle(&mut self, Render(answer, view): Render, _: &mut Self::Context) -> Self::Result {
+        self.render(answer, view)
     }
 }
 
@@ -157,9 +158,13 @@ impl OwnerRow {
 }
 
 impl HealthCache {
-    fn owner_positions(&mut self, owner: &Pubkey) -> OwnerPositions {
+    fn owner_positions(&mut self, owner: &Pubkey, view: Commitment) -> OwnerPositions {
         let (borrows, borrow_generation) = self.borrows.get(owner);
-        let (health_factor, rows) = match self.engine.view(owner) {
+        let (engine, rendered) = match (view, &mut self.processed) {
+            (Commitment::Processed, Some(p)) => (p.view.engine_mut(), &p.rendered),
+            _ => (&mut self.engine, &self.rendered),
+        };
+        let (health_factor, rows) = match engine.view(owner) {
             None => (u128::MAX, Vec::new()),
             Some(view) => (
                 view.health_factor,
@@ -175,7 +180,7 @@ impl HealthCache {
             rows,
             borrows,
             borrow_generation,
-            body_generation: self.rendered.owner_generation(),
+            body_generation: rendered.owner_generation(),
         }
     }
 }
@@ -183,12 +188,16 @@ impl HealthCache {
 impl Handler<OwnerOf> for HealthCache {
     type Result = ResponseActFuture<Self, ActorResult<OwnerPositions>>;
 
-    fn handle(&mut self, OwnerOf(owner): OwnerOf, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, OwnerOf(owner, view): OwnerOf, ctx: &mut Self::Context) -> Self::Result {
         if !self.ready {
             return Box::pin(fut::ready(Err(not_loaded())));
         }
-        if self.engine.knows(&owner) {
-            return Box::pin(fut::ready(Ok(self.owner_positions(&owner))));
+        let engine = match self.view(view) {
+            Ok((engine, _)) => engine,
+            Err(e) => return Box::pin(fut::ready(Err(e))),
+        };
+        if engine.knows(&owner) {
+            return Box::pin(fut::ready(Ok(self.owner_positions(&owner, view))));
         }
         // Evicted: load the owner back through the pipeline, then answer.
         let (tx, rx) = oneshot::channel();
@@ -204,7 +213,7 @@ impl Handler<OwnerOf> for HealthCache {
                 .into_actor(self)
                 .map(move |loaded, act, _| {
                     loaded?;
-                    Ok(act.owner_positions(&owner))
+                    Ok(act.owner_positions(&owner, view))
                 }),
         )
     }
@@ -241,6 +250,9 @@ impl Handler<CloseStreams> for HealthCache {
 
     fn handle(&mut self, _: CloseStreams, _: &mut Self::Context) {
         self.feed.close_streams();
+        if let Some(p) = &mut self.processed {
+            p.feed.close_streams();
+        }
         self.unpark(false, 0);
     }
 }

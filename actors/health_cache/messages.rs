@@ -8,6 +8,7 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use crate::db::listen::Notice;
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
 use crate::engine::PositionState;
@@ -69,13 +70,13 @@ pub struct FlushWrites;
 /// this change and second: rendered here, then shared with every reader.
 #[derive(Message)]
 #[rtype(result = "ActorResult<Body>")]
-pub struct Render(pub Answer);
+pub struct Render(pub Answer, pub Commitment);
 
 /// An owner's positions with what readers need of their pools, newest sync first
 /// (GET /api/positions/{user} and /detail).
 #[derive(Message)]
 #[rtype(result = "ActorResult<OwnerPositions>")]
-pub struct OwnerOf(pub Pubkey);
+pub struct OwnerOf(pub Pubkey, pub Commitment);
 
 /// A wallet's recent borrows: (pool address, transaction), newest first per pool.
 pub type Borrows = Arc<Vec<(String, BorrowTx)>>;
@@ -132,6 +133,8 @@ pub struct Subscribe {
     pub socket: Option<std::os::fd::RawFd>,
     /// The request's `Last-Event-ID` header.
     pub last_event_id: Option<String>,
+    /// The view streamed (docs/design.md §15).
+    pub view: Commitment,
 }
 
 /// The service is stopping: every feed stream ends (their queues are dropped),

@@ -31,6 +31,7 @@ mod history_link;
 mod listening;
 mod messages;
 mod pipeline;
+mod processed_view;
 mod publish;
 mod read_queue;
 mod write_back;

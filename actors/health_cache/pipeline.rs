@@ -51,7 +51,8 @@ impl HealthCache {
         let kind = job.kind();
         match job {
             Job::Reload => {
-                let read = async move { loader::load_snapshot(&db, cluster).await };
+                let overlay = self.processed.is_some();
+                let read = async move { loader::load_snapshot(&db, cluster, overlay).await };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let result = result.map(|snapshot| act.apply_snapshot(snapshot));
                     if result.is_ok() {
@@ -77,10 +78,11 @@ impl HealthCache {
                 chain_heard,
             } => {
                 let heard = (notify_heard, chain_heard);
-                let after = self.applied;
+                let (after, overlay) = (self.applied, self.processed.is_some());
                 let started = Instant::now();
-                let read =
-                    async move { feed_log::read_after(&db, cluster, after, MAX_LOG_ROWS).await };
+                let read = async move {
+                    feed_log::read_after(&db, cluster, after, MAX_LOG_ROWS, overlay).await
+                };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let fetched = started.elapsed();
                     let result = result.map(|read| match read {
@@ -116,11 +118,18 @@ impl HealthCache {
     ) {
         let mut published = false;
         for tick in ticks {
+            self.apply_processed_changes(&tick.changes);
             self.apply_tick(tick.changes);
+            let rolled_back = self.apply_processed_overlay(tick.overlay);
             published |= self.publish_tick(tick.tick);
+            self.publish_processed(tick.tick, rolled_back);
         }
         self.applied = self.applied.max(clock.tick);
         self.feed.advance_to(self.applied);
+        if let Some(p) = &mut self.processed {
+            p.feed.advance_to(self.applied);
+            p.feed.announce_progress();
+        }
         if published {
             if let Some(heard) = notify_heard {
                 crate::metrics::feed_freshness_notify(heard.elapsed());
@@ -152,14 +161,17 @@ impl HealthCache {
     fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
         self.rendered
             .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
+        let reloaded = self.ready;
+        let clock = (snapshot.clock.epoch, snapshot.clock.tick, reloaded);
         self.engine.clear();
-        for pool in snapshot.pools {
-            self.engine.upsert_pool(pool);
+        for pool in &snapshot.pools {
+            self.engine.upsert_pool(pool.clone());
         }
+        // The processed view first, while the rows are still at hand.
+        self.load_processed(&snapshot.pools, &snapshot.owners, snapshot.overlay, clock);
         let owners = snapshot.owners.len();
         self.apply_owners(snapshot.owners);
         self.engine.end_reload();
-        let reloaded = self.ready;
         self.ready = true;
         self.restart_feed(snapshot.clock.epoch, snapshot.clock.tick, reloaded);
         self.record_history();
@@ -177,6 +189,7 @@ impl HealthCache {
     fn apply_read_back(&mut self, owners: loader::Owners) {
         self.rendered
             .forget_owner_bodies(Some(owners.keys()), &ALL_BODIES);
+        self.read_back_processed(&owners);
         self.apply_owners(owners);
     }
 

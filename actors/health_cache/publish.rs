@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use super::actor::{HealthCache, not_loaded};
 use super::feed_hub::{Published, RESUME_WAIT};
 use super::messages::Subscribe;
+use crate::domain::forks::Commitment;
 use crate::engine::FeedEvent;
 use crate::error::ActorResult;
 use crate::feed::subscriber::FeedStream;
@@ -32,7 +33,7 @@ impl HealthCache {
         events.retain(|e| {
             matches!(e, FeedEvent::Stop(..) | FeedEvent::Gone(..)) || self.engine.holds(&e.owner())
         });
-        match self.feed.publish(&self.engine, tick, events) {
+        match self.feed.publish(&self.engine, tick, events, false) {
             Published::Events => true,
             Published::Nothing => false,
             Published::TooMany => {
@@ -65,10 +66,19 @@ impl HealthCache {
             let _ = reply.send(Err(not_loaded()));
             return;
         }
-        if self
-            .feed
-            .subscribe(&self.engine, msg, self.reads.started(), reply)
-        {
+        let started = self.reads.started();
+        let parked = match (msg.view, &mut self.processed) {
+            (Commitment::Processed, Some(p)) => {
+                p.feed.subscribe(p.view.engine(), msg, started, reply)
+            }
+            (Commitment::Processed, None) => {
+                let why = "the processed view is not served here";
+                let _ = reply.send(Err(crate::error::ActorError::internal(why)));
+                false
+            }
+            (Commitment::Confirmed, _) => self.feed.subscribe(&self.engine, msg, started, reply),
+        };
+        if parked {
             self.enqueue(ctx, |p| p.read_log = true, None);
             ctx.run_later(RESUME_WAIT, |act, _| act.unpark(false, 0));
         }
@@ -79,5 +89,9 @@ impl HealthCache {
     pub(super) fn unpark(&mut self, read_log: bool, number: u64) {
         self.feed
             .unpark(&self.engine, read_log, number, self.applied);
+        if let Some(p) = &mut self.processed {
+            p.feed
+                .unpark(p.view.engine(), read_log, number, self.applied);
+        }
     }
 }

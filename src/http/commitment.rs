@@ -2,10 +2,9 @@
 //! polled reads and the unhealthy stream, and the `Lendex-Commitment` header
 //! on every 200 and 304 they answer.
 //!
-//! One view is served today, the confirmed one (durable; what every route
-//! answered before). `processed` is refused `400 invalid`, as the design says
-//! of a server that does not serve it, and so is any other word (`finalized`
-//! included).
+//! `confirmed` (durable; the default) is served everywhere; `processed` on a
+//! cluster reading the chain at processed, else it is `400 invalid`, as is
+//! any other word (`finalized` included).
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
@@ -21,10 +20,12 @@ use crate::error::{ApiError, ApiResult};
 /// Names the view of every 200 and 304 of these routes.
 pub const HEADER: HeaderName = HeaderName::from_static("lendex-commitment");
 
-/// The view `query` asks for: `confirmed` when absent.
-pub fn requested(query: Query<'_>) -> ApiResult<Commitment> {
+/// The view `query` asks for: `confirmed` when absent; `processed` only
+/// where it is served.
+pub fn requested(query: Query<'_>, serves_processed: bool) -> ApiResult<Commitment> {
     match query.get("commitment").as_deref().map(Commitment::parse) {
         None | Some(Some(Commitment::Confirmed)) => Ok(Commitment::Confirmed),
+        Some(Some(Commitment::Processed)) if serves_processed => Ok(Commitment::Processed),
         Some(_) => Err(ApiError::Invalid),
     }
 }
@@ -72,23 +73,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn confirmed_is_the_default_and_the_only_view_served() {
-        assert_eq!(requested(Query("")).ok(), Some(Commitment::Confirmed));
-        assert_eq!(
-            requested(Query("commitment=")).ok(),
-            Some(Commitment::Confirmed)
-        );
-        assert_eq!(
-            requested(Query("limit=3&commitment=confirmed")).ok(),
-            Some(Commitment::Confirmed)
-        );
-        for bad in ["processed", "finalized", "CONFIRMED", "confirmed%00", "1"] {
-            let query = format!("commitment={bad}");
-            assert!(
-                matches!(requested(Query(&query)), Err(ApiError::Invalid)),
-                "{bad}"
+    fn confirmed_is_the_default_and_processed_only_where_served() {
+        for served in [false, true] {
+            let ask = |q: &str| requested(Query(q), served);
+            assert_eq!(ask("").ok(), Some(Commitment::Confirmed));
+            assert_eq!(ask("commitment=").ok(), Some(Commitment::Confirmed));
+            assert_eq!(
+                ask("limit=3&commitment=confirmed").ok(),
+                Some(Commitment::Confirmed)
             );
+            for bad in ["finalized", "CONFIRMED", "confirmed%00", "1"] {
+                let query = format!("commitment={bad}");
+                assert!(matches!(ask(&query), Err(ApiError::Invalid)), "{bad}");
+            }
         }
+        assert!(matches!(
+            requested(Query("commitment=processed"), false),
+            Err(ApiError::Invalid)
+        ));
+        assert_eq!(
+            requested(Query("commitment=processed"), true).ok(),
+            Some(Commitment::Processed)
+        );
     }
 
     #[test]

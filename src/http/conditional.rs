@@ -22,7 +22,7 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaTy
 use super::query::Query;
 use super::state::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::poll_answers::{Body, Changes};
+use crate::feed::poll_answers::{Body, Changes, SharedRendered};
 
 /// The longest a poll may ask to be held.
 pub const MAX_WAIT_MS: u64 = 30_000;
@@ -151,7 +151,7 @@ pub fn not_modified(body: &Body) -> HttpResponse {
 /// already has it for up to its wait, until the body changes.
 pub async fn answer<F, Fut>(
     state: &AppState,
-    of: Changes,
+    (rendered, of): (&SharedRendered, Changes),
     cond: Conditional<'_>,
     current: F,
 ) -> ApiResult<HttpResponse>
@@ -163,7 +163,7 @@ where
         return Ok(cond.respond(&current().await?));
     }
     // Subscribed before the first read: a change in between is not missed.
-    let mut changes = state.rendered.changes(of);
+    let mut changes = rendered.changes(of);
     let body = current().await?;
     if !cond.would_wait(&body) {
         return Ok(cond.respond(&body));

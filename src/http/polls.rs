@@ -69,7 +69,6 @@ pub const POLLS: [Poll; 3] = [
 
 /// The answer GET /api/positions/unhealthy asks for.
 pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
-    commitment::requested(query)?;
     let pool = query.key("pool")?;
     let limit = clamp_limit(query.get("limit").as_deref()) as usize;
     Ok(Answer::Unhealthy { pool, limit })
@@ -77,7 +76,6 @@ pub fn unhealthy_answer(query: Query) -> ApiResult<Answer> {
 
 /// The answer GET /api/liquidations asks for.
 pub fn liquidations_answer(query: Query) -> ApiResult<Answer> {
-    commitment::requested(query)?;
     let min_profit_wad = match query.get("min_profit_wad") {
         None => 0,
         Some(v) => parse_u128_decimal(&v).ok_or(ApiError::Invalid)?,
@@ -96,7 +94,6 @@ const DEFAULT_BELOW: u128 = WAD + WAD / 10;
 /// The answer GET /api/positions/at-risk asks for: `below` above 1 WAD and
 /// within the engine's watch band.
 pub fn at_risk_answer(query: Query) -> ApiResult<Answer> {
-    commitment::requested(query)?;
     let below = match query.get("below") {
         None => DEFAULT_BELOW,
         Some(v) => parse_u128_decimal(&v)
@@ -130,20 +127,28 @@ pub fn is_polled(route: &str) -> bool {
     POLLED.contains(&route)
 }
 
+/// The rendered answers of each view served (docs/design.md §15).
+#[derive(Clone, Default)]
+pub struct Views {
+    pub confirmed: SharedRendered,
+    pub processed: Option<SharedRendered>,
+}
+
 /// The answer to `req` when it is one of the polls and already rendered (a
 /// 200, or a 304 for a client that holds it); None sends the request on to
 /// the App, which also holds a long poll.
-pub fn answer(
-    rendered: &SharedRendered,
-    req: &Request,
-    slow_after: Duration,
-) -> Option<Response<BoxBody>> {
+pub fn answer(views: &Views, req: &Request, slow_after: Duration) -> Option<Response<BoxBody>> {
     if req.method() != Method::GET {
         return None;
     }
     let observed = Observed::start();
     let query = Query(req.uri().query().unwrap_or_default()).check().ok()?;
     let cond = Conditional::of(req.headers(), query).ok()?;
+    let view = commitment::requested(query, views.processed.is_some()).ok()?;
+    let rendered = match (view, &views.processed) {
+        (Commitment::Processed, Some(processed)) => processed,
+        _ => &views.confirmed,
+    };
     let (route, body) = match POLLS.iter().find(|poll| poll.route == req.path()) {
         Some(poll) => {
             let answer = (poll.parse)(query).ok()?;
@@ -151,15 +156,13 @@ pub fn answer(
         }
         None => {
             let (owner, kind, route) = owner_route(req.path())?;
-            commitment::requested(query).ok()?;
             (route, rendered.owner_body(&owner, kind)?)
         }
     };
     if cond.would_wait(&body) {
         return None;
     }
-    // (One view is served: the parsers above refused any other.)
-    let response = commitment::stamp(cond.respond(&body), Commitment::Confirmed);
+    let response = commitment::stamp(cond.respond(&body), view);
     observed.finish(
         Answered {
             route,
@@ -197,20 +200,23 @@ pub async fn serve(
     req: &HttpRequest,
     answer: Answer,
 ) -> ApiResult<HttpResponse> {
-    let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    let answered = conditional::answer(state, Changes::Polls, cond, || async move {
-        if let Some(body) = state.rendered.answer(&answer, now_seconds()) {
+    let query = Query(req.query_string());
+    let view = commitment::requested(query, state.serves_processed())?;
+    let cond = Conditional::of(req.headers(), query)?;
+    let rendered = state.rendered_for(view);
+    let answered = conditional::answer(state, (rendered, Changes::Polls), cond, || async move {
+        if let Some(body) = rendered.answer(&answer, now_seconds()) {
             return Ok(body);
         }
         // Held polls woken together ask the cache once per worker.
         let cache = state.cache.clone();
-        single_flight::once(Key::Poll(answer), move || async move {
-            Ok(cache.send(Render(answer)).await??)
+        single_flight::once(Key::Poll(answer, view), move || async move {
+            Ok(cache.send(Render(answer, view)).await??)
         })
         .await
     })
     .await?;
-    Ok(commitment::stamp(answered, Commitment::Confirmed))
+    Ok(commitment::stamp(answered, view))
 }
 
 /// A 200 with an already rendered JSON body.
@@ -258,10 +264,13 @@ mod tests {
     const BODY: &[u8] = br#"{"positions":[]}"#;
     const SLOW: Duration = Duration::from_millis(100);
 
-    fn rendered_for(answer: Answer, second: i64) -> SharedRendered {
+    fn rendered_for(answer: Answer, second: i64) -> Views {
         let rendered = SharedRendered::default();
         rendered.keep_answer(answer, second, Body::new(Bytes::from_static(BODY)));
-        rendered
+        Views {
+            confirmed: rendered,
+            processed: None,
+        }
     }
 
     /// Runs `check` with the current second, again if the clock moved on to the

@@ -78,10 +78,12 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
                         // The polled answers the cache has rendered skip the App.
                         {
                             let state = state.clone();
+                            let views = polls::Views {
+                                confirmed: state.rendered.clone(),
+                                processed: state.rendered_processed.clone(),
+                            };
                             move |req: Request, app: &_| match polls::answer(
-                                &state.rendered,
-                                &req,
-                                slow_after,
+                                &views, &req, slow_after,
                             ) {
                                 Some(response) => Either::Left(ready(Ok(response))),
                                 None => Either::Right(app.call(req).map_ok(Response::from)),

@@ -11,6 +11,7 @@ use std::future::Future;
 use futures_util::FutureExt;
 use futures_util::future::{LocalBoxFuture, Shared};
 
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ApiResult;
 use crate::feed::poll_answers::{Body, OwnerBody};
@@ -19,8 +20,8 @@ use crate::feed::render::Answer;
 /// Which answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Key {
-    Poll(Answer),
-    Owner(Pubkey, OwnerBody),
+    Poll(Answer, Commitment),
+    Owner(Pubkey, OwnerBody, Commitment),
     Pools,
 }
 
@@ -91,7 +92,11 @@ mod tests {
             once(Key::Pools, slow),
             once(Key::Pools, counted(&runs, "second")),
             once(
-                Key::Owner(Pubkey::new_from_array([0; 32]), OwnerBody::Detail),
+                Key::Owner(
+                    Pubkey::new_from_array([0; 32]),
+                    OwnerBody::Detail,
+                    Commitment::Confirmed,
+                ),
                 counted(&runs, "other")
             ),
             async {

@@ -36,6 +36,7 @@ mod numeric_binary;
 mod positions_synced;
 mod process;
 mod processed_source;
+mod processed_views;
 mod remote_cli;
 mod risk_api;
 mod schema;

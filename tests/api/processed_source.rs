@@ -6,69 +6,13 @@
 
 use std::time::Duration;
 
-use lendex::domain::forks::Commitment;
-use lendex::domain::pubkey::Pubkey;
 use yellowstone_grpc_proto::prelude::{CommitmentLevel, SlotStatus};
 
-use crate::chain_support::*;
 use crate::common::*;
 use crate::fixtures::grpc::*;
-use crate::fixtures::market::Market;
+use crate::fixtures::processed::*;
 use crate::process::serve_command;
 use lendex_testkit::geyser::*;
-
-/// A market read at processed from `server`, with `tweak` on top.
-async fn processed_market(
-    server: &ScriptedGeyser,
-    tweak: impl FnOnce(&mut lendex::config::Config),
-) -> Market {
-    grpc_market(server, |c| {
-        c.rpc.commitment = Commitment::Processed;
-        tweak(c)
-    })
-    .await
-}
-
-/// One owner's USDC position, written by the stream at any slot.
-struct Account<'a> {
-    server: &'a ScriptedGeyser,
-    program: Pubkey,
-    owner: Pubkey,
-    key: Pubkey,
-    position: lendex::domain::accounts::UserPosition,
-}
-
-impl Account<'_> {
-    fn new<'a>(server: &'a ScriptedGeyser, m: &Market) -> Account<'a> {
-        let owner = Pubkey::new_unique();
-        let (key, position) = position_account(&m.t.program, &m.usdc, &owner, 1, 0);
-        Account {
-            server,
-            program: m.t.program,
-            owner,
-            key,
-            position,
-        }
-    }
-
-    fn write(&self, deposit: u64, slot: u64, version: u64) {
-        let data = position_bytes(&self.position, deposit);
-        let update = account_update(&self.key, &self.program, 1, data, slot, version);
-        self.server.send(slot, update);
-    }
-}
-
-fn status(server: &ScriptedGeyser, slot: u64, parent: Option<u64>, status: SlotStatus) {
-    server.send(slot, slot_status(slot, parent, status));
-}
-
-/// A slot played as a leader makes it: bank created on its parent, then
-/// processed and completed.
-fn play(server: &ScriptedGeyser, slot: u64, parent: u64) {
-    status(server, slot, Some(parent), SlotStatus::SlotCreatedBank);
-    status(server, slot, Some(parent), SlotStatus::SlotProcessed);
-    status(server, slot, Some(parent), SlotStatus::SlotCompleted);
-}
 
 async fn slots_become(app: &TestApp, processed: u64, confirmed: u64) -> bool {
     eventually(Duration::from_secs(10), async || {

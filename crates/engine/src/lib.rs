@@ -169,9 +169,10 @@ impl Engine {
                 self.park_baseline(key, b);
             }
         }
-        let history = self.history.take();
+        let (history, commitment) = (self.history.take(), self.commitment);
         *self = Engine::new(self.max_owners);
         self.history = history;
+        self.commitment = commitment;
         self.history_loading(true);
         self.record_events = record;
         self.events = events;

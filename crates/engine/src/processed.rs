@@ -102,6 +102,11 @@ impl Processed {
         &mut self.engine
     }
 
+    /// Forgets the overlay (its engine was just loaded afresh, without it).
+    pub fn reset_overlay(&mut self) {
+        self.overlay.clear();
+    }
+
     /// Accounts the overlay holds.
     pub fn overlay_len(&self) -> usize {
         self.overlay.len()

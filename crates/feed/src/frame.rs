@@ -30,6 +30,9 @@ pub use lendex_wire::events::EventId;
 pub struct Stamp {
     pub id: EventId,
     pub published_at_ms: i64,
+    /// The event brings a processed stream back from writes that left the
+    /// best chain (docs/design.md §15).
+    pub rolled_back: bool,
 }
 
 /// Where a candidate's state comes from: the §11 provenance slot, in the
@@ -58,6 +61,7 @@ pub fn sse_frame(
         slot,
         commitment,
         published_at_ms: stamp.published_at_ms,
+        rolled_back: stamp.rolled_back,
     })
     .expect("plain strings serialize");
     Bytes::from(format!(
@@ -198,10 +202,14 @@ pub fn write_candidate(
 fn write_tail(out: &mut Vec<u8>, slot: u64, commitment: Commitment, stamp: Stamp) {
     let _ = write!(
         out,
-        ",\"slot\":{slot},\"commitment\":\"{}\",\"published_at_ms\":{}}}\n\n",
+        ",\"slot\":{slot},\"commitment\":\"{}\",\"published_at_ms\":{}",
         commitment.name(),
         stamp.published_at_ms
     );
+    if stamp.rolled_back {
+        out.extend_from_slice(b",\"rolled_back\":true");
+    }
+    out.extend_from_slice(b"}\n\n");
 }
 
 /// The base58 texts a quote repeats from the frame's rows.
@@ -298,12 +306,13 @@ mod tests {
     #[test]
     fn frames_equal_the_serde_wire_types() {
         let (engine, owners) = lendex_engine::sample::sample_market(250);
-        let stamp = Stamp {
-            id: EventId { epoch: 99, seq: 7 },
-            published_at_ms: 1_700_000_000_123,
-        };
         let (mut checked, mut quoted, mut stale) = (0, 0, 0);
-        for owner in &owners {
+        for (owner, rolled_back) in owners.iter().flat_map(|o| [(o, false), (o, true)]) {
+            let stamp = Stamp {
+                id: EventId { epoch: 99, seq: 7 },
+                published_at_ms: 1_700_000_000_123,
+                rolled_back,
+            };
             for (now, age) in [(1_700_000_000, 120), (i64::MAX / 2, 120)] {
                 let Some(expected) =
                     candidate_frame(&engine, "candidate_update", owner, stamp, now, age)

@@ -28,12 +28,18 @@ pub struct IndexSnapshot {
     pub owners: Owners,
     /// The feed's clock in the same snapshot.
     pub clock: crate::feed_clock::Clock,
+    /// What the processed overlay holds, in the same snapshot (when asked).
+    pub overlay: Vec<lendex_engine::processed::OverlayWrite>,
 }
 
 /// Pools, then every position streamed (a million rows never sit in memory
 /// twice), with the feed's clock, all in one snapshot: the state is exactly
 /// that of the clock's tick, and the change log takes over after it.
-pub async fn load_snapshot(db: &Pool, cluster: &'static str) -> DbResult<IndexSnapshot> {
+pub async fn load_snapshot(
+    db: &Pool,
+    cluster: &'static str,
+    overlay: bool,
+) -> DbResult<IndexSnapshot> {
     let mut client = db.get().await?;
     let tx = client
         .build_transaction()
@@ -60,11 +66,16 @@ pub async fn load_snapshot(db: &Pool, cluster: &'static str) -> DbResult<IndexSn
             group(&mut owners, &mut pools_seen, &row?);
         }
     }
+    let overlay = match overlay {
+        true => crate::overlay::load(&*tx, cluster).await?,
+        false => Vec::new(),
+    };
     tx.commit().await?;
     Ok(IndexSnapshot {
         pools,
         owners,
         clock,
+        overlay,
     })
 }
 

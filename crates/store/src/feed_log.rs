@@ -6,8 +6,9 @@
 use deadpool_postgres::Pool;
 
 use crate::engine_rows::{PoolKeys, pool_state, position_state};
-use crate::error::DbResult;
+use crate::error::{DbError, DbResult};
 use crate::feed_clock::{Clock, clock, unsigned};
+use crate::overlay::OverlayChange;
 use crate::queries;
 use lendex_domain::pubkey::Pubkey;
 use lendex_engine::Change;
@@ -17,6 +18,8 @@ use lendex_engine::Change;
 pub struct Tick {
     pub tick: u64,
     pub changes: Vec<Change>,
+    /// The processed overlay's moves (docs/design.md §15), in their order.
+    pub overlay: Vec<OverlayChange>,
 }
 
 /// What a read of the log after some tick found.
@@ -30,7 +33,8 @@ pub enum Read {
 }
 
 /// The changes of cluster `cluster` committed after tick `after`, at most
-/// `max_rows` position changes. Two round trips: the clock, then its ticks'
+/// `max_rows` position changes; with `overlay`, the processed overlay's
+/// moves too (a server reading at processed). Two round trips: the clock, then its ticks'
 /// pool and position changes and the clock again, pipelined. The second
 /// clock runs after the change reads: if no prune had reached `after` by
 /// then, they saw every change of their range.
@@ -39,6 +43,7 @@ pub async fn read_after(
     cluster: &'static str,
     after: u64,
     max_rows: usize,
+    overlay: bool,
 ) -> DbResult<Read> {
     let client = db.get().await?;
     let clock = clock(&client).await?;
@@ -53,30 +58,39 @@ pub async fn read_after(
     }
     let (from, to) = (signed(after), signed(clock.tick));
     let limit = i64::try_from(max_rows).unwrap_or(i64::MAX - 1) + 1;
-    let (pools, positions, touches, again) = futures_util::try_join!(
+    let (pools, positions, touches, moves, again) = futures_util::try_join!(
         async {
             let statement = client.prepare_cached(queries::FEED_POOL_CHANGES).await?;
-            client.query(&statement, &[&from, &to, &cluster]).await
+            Ok::<_, DbError>(client.query(&statement, &[&from, &to, &cluster]).await?)
         },
         async {
             let statement = client
                 .prepare_cached(queries::FEED_POSITION_CHANGES)
                 .await?;
-            client
+            Ok(client
                 .query(&statement, &[&from, &to, &cluster, &limit])
-                .await
+                .await?)
         },
         async {
             let statement = client.prepare_cached(queries::FEED_TOUCHES).await?;
-            client
+            Ok(client
                 .query(&statement, &[&from, &to, &cluster, &limit])
-                .await
+                .await?)
+        },
+        async {
+            if !overlay {
+                return Ok(Some(Vec::new()));
+            }
+            crate::overlay::read_changes(&**client, cluster, (from, to), limit).await
         },
         async {
             let statement = client.prepare_cached(queries::FEED_CLOCK).await?;
-            client.query_one(&statement, &[]).await
+            Ok(client.query_one(&statement, &[]).await?)
         },
     )?;
+    let Some(moves) = moves else {
+        return Ok(Read::Reload);
+    };
     if positions.len() > max_rows
         || touches.len() > max_rows
         || unsigned(again.get("pruned_through")) > after
@@ -89,6 +103,7 @@ pub async fn read_after(
         _ => ticks.push(Tick {
             tick,
             changes: vec![change],
+            overlay: Vec::new(),
         }),
     };
     // Merged by tick, a tick's pools first: the engine applies a tick's
@@ -140,7 +155,7 @@ pub async fn read_after(
     });
     Ok(Read::Ticks {
         clock,
-        ticks: with_touches(ticks, touches),
+        ticks: with_moves(with_touches(ticks, touches), moves),
     })
 }
 
@@ -193,8 +208,27 @@ fn push_change(ticks: &mut Vec<Tick>, tick: u64, change: Change) {
         _ => ticks.push(Tick {
             tick,
             changes: vec![change],
+            overlay: Vec::new(),
         }),
     }
+}
+
+/// `ticks` with the overlay's moves in their ticks, or in ticks of their own.
+fn with_moves(ticks: Vec<Tick>, moves: Vec<(u64, OverlayChange)>) -> Vec<Tick> {
+    if moves.is_empty() {
+        return ticks;
+    }
+    let mut by_tick: std::collections::BTreeMap<u64, Tick> =
+        ticks.into_iter().map(|t| (t.tick, t)).collect();
+    for (tick, change) in moves {
+        (by_tick.entry(tick).or_insert_with(|| Tick {
+            tick,
+            ..Tick::default()
+        }))
+        .overlay
+        .push(change);
+    }
+    by_tick.into_values().collect()
 }
 
 /// The extra columns of FEED_POSITION_CHANGES, after the position's own.
@@ -248,15 +282,39 @@ mod tests {
     }
 
     #[test]
+    fn overlay_moves_join_their_tick_or_make_their_own_in_order() {
+        let retract = |n: u8| OverlayChange::Retract {
+            account: Pubkey::new_from_array([n; 32]),
+            rolled_back: false,
+        };
+        let ticks = vec![Tick {
+            tick: 4,
+            changes: vec![removed(4)],
+            ..Tick::default()
+        }];
+        let merged = with_moves(
+            ticks,
+            vec![(2, retract(2)), (4, retract(4)), (4, retract(5))],
+        );
+        let shape: Vec<(u64, usize, usize)> = (merged.iter())
+            .map(|t| (t.tick, t.changes.len(), t.overlay.len()))
+            .collect();
+        assert_eq!(shape, vec![(2, 0, 1), (4, 1, 2)]);
+        assert_eq!(merged[1].overlay, vec![retract(4), retract(5)]);
+    }
+
+    #[test]
     fn touches_go_last_in_their_tick_or_in_a_tick_of_their_own() {
         let ticks = vec![
             Tick {
                 tick: 3,
                 changes: vec![removed(3)],
+                ..Tick::default()
             },
             Tick {
                 tick: 6,
                 changes: vec![removed(6)],
+                ..Tick::default()
             },
         ];
         let touches = [

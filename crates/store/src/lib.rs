@@ -13,6 +13,7 @@ pub mod listen;
 pub mod migrate;
 pub mod nonces;
 pub mod numeric;
+pub mod overlay;
 pub mod queries;
 pub mod registered;
 pub mod rows;

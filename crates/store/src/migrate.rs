@@ -56,6 +56,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0012_touch_log",
         include_str!("../../../sql/0012_touch_log.sql"),
     ),
+    (
+        "0013_processed_overlay",
+        include_str!("../../../sql/0013_processed_overlay.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

@@ -154,4 +154,8 @@ pub struct Candidate<'a> {
     pub commitment: Commitment,
     /// When the service published the event (Unix milliseconds).
     pub published_at_ms: i64,
+    /// Present (true) on the events of a processed stream that bring a
+    /// subscriber back from writes that left the best chain.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rolled_back: bool,
 }

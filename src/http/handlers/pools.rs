@@ -124,7 +124,7 @@ const MAX_SIGNATURE_CHARS: usize = 128;
         (status = 400, body = ErrorBody, description = "invalid (wait_ms out of range)")))]
 pub async fn list_pools(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(&state, Changes::Bodies, cond, || async {
+    conditional::answer(&state, (&state.rendered, Changes::Bodies), cond, || async {
         match state.rendered.pools(now_seconds()) {
             Some(body) => Ok(body),
             // Held polls woken together read it once per worker.

@@ -14,6 +14,7 @@ use crate::actors::health_cache::{
     KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Reaches, Subscribe, commit,
 };
 use crate::db::queries;
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::risk::liquidation_price_wire;
@@ -75,15 +76,16 @@ async fn owner_answer(
     kind: OwnerBody,
 ) -> ApiResult<HttpResponse> {
     let owner = parse_pubkey(user).map_err(|_| ApiError::Invalid)?;
-    let view = commitment::requested(Query(req.query_string()))?;
+    let view = commitment::requested(Query(req.query_string()), state.serves_processed())?;
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    let answered = conditional::answer(state, Changes::Bodies, cond, || async move {
-        if let Some(body) = state.rendered.owner_body(&owner, kind) {
+    let rendered = state.rendered_for(view);
+    let answered = conditional::answer(state, (rendered, Changes::Bodies), cond, || async move {
+        if let Some(body) = rendered.owner_body(&owner, kind) {
             return Ok(body);
         }
         let state = state.clone();
-        single_flight::once(Key::Owner(owner, kind), move || async move {
-            let held = owner_positions(&state, owner).await?;
+        single_flight::once(Key::Owner(owner, kind, view), move || async move {
+            let held = owner_positions(&state, owner, view).await?;
             let generation = held.body_generation;
             let bytes = match kind {
                 OwnerBody::Positions => positions_body(&owner, &held)?,
@@ -91,7 +93,7 @@ async fn owner_answer(
             };
             let body = Body::new(bytes);
             state
-                .rendered
+                .rendered_for(view)
                 .keep_owner_body(owner, kind, generation, body.clone());
             Ok(body)
         })
@@ -134,8 +136,12 @@ fn render(value: &impl Serialize) -> ApiResult<Bytes> {
 
 /// An owner's positions as the health cache holds them (the same health factor
 /// that the feed ranks and that `positions.health_factor_wad` stores).
-async fn owner_positions(state: &AppState, owner: Pubkey) -> ApiResult<OwnerPositions> {
-    Ok(state.cache.send(OwnerOf(owner)).await??)
+async fn owner_positions(
+    state: &AppState,
+    owner: Pubkey,
+    view: Commitment,
+) -> ApiResult<OwnerPositions> {
+    Ok(state.cache.send(OwnerOf(owner, view)).await??)
 }
 
 #[utoipa::path(post, path = "/api/positions/sync", tag = "positions", request_body = SyncPositionRequest,
@@ -290,7 +296,7 @@ pub async fn unhealthy_stream(
     if state.drain.is_draining() {
         return Err(ApiError::Draining);
     }
-    let view = commitment::requested(Query(req.query_string()))?;
+    let view = commitment::requested(Query(req.query_string()), state.serves_processed())?;
     let ticket = state
         .streams
         .admit(req.peer_addr().map(|a| a.ip()))
@@ -310,6 +316,7 @@ pub async fn unhealthy_stream(
         .send(Subscribe {
             socket,
             last_event_id,
+            view,
         })
         .await??;
     Ok(HttpResponse::Ok()
