@@ -23,10 +23,23 @@ pub async fn subscribe(api: &str) -> UnboundedReceiver<Event> {
     rx
 }
 
+/// `subscribe`, to one view's stream (docs/design.md §15).
+pub async fn subscribe_view(api: &str, view: &str) -> UnboundedReceiver<Event> {
+    let mut rx = open(api, &format!("?commitment={view}"), None).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    while rx.try_recv().is_ok() {}
+    rx
+}
+
 /// Opens the feed (resuming after `last_event_id`, when given) and sends every
 /// event as its bytes arrive; the stream is closed when the receiver is dropped.
 pub async fn connect(api: &str, last_event_id: Option<&str>) -> UnboundedReceiver<Event> {
-    let mut req = reqwest::Client::new().get(format!("{api}/api/positions/unhealthy/stream"));
+    open(api, "", last_event_id).await
+}
+
+async fn open(api: &str, query: &str, last_event_id: Option<&str>) -> UnboundedReceiver<Event> {
+    let url = format!("{api}/api/positions/unhealthy/stream{query}");
+    let mut req = reqwest::Client::new().get(url);
     if let Some(id) = last_event_id {
         req = req.header("Last-Event-ID", id);
     }

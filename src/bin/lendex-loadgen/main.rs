@@ -8,14 +8,14 @@
 //! - `held-polls`, `resume`: long polls and feed resumes at scale (`wire`);
 //! - `failover`: subscribers behind a balancer while a replica is killed;
 //! - `history-seed`, `history-reads`, `history-store`: history at scale (`history`);
-//! - `grpc-bridge`, `cut-catch-up`: the two live chain sources (`sources`).
+//! - `grpc-bridge`, `cut-catch-up`: the two live chain sources (`sources`);
+//! - `forks-demo`, `processed-latency`: slot trees played over gRPC (`forks`).
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use futures_util::SinkExt;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use lendex::domain::pubkey::Pubkey;
@@ -24,6 +24,7 @@ mod baselines;
 mod chain;
 mod failover;
 mod feed;
+mod forks;
 mod history;
 mod market;
 mod sources;
@@ -142,6 +143,31 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         rounds: usize,
         /// Pool 0's price in the low rounds, in percent (30: every owner sinks).
+        #[arg(long, default_value_t = 30)]
+        low_percent: i64,
+    },
+    /// Play slot trees over the first registered pool on a Yellowstone
+    /// endpoint, with mainnet's rhythm (a service reading it at processed).
+    ForksDemo {
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        api: String,
+        #[command(flatten)]
+        chain: ChainArgs,
+        #[arg(long, default_value = "127.0.0.1:18097")]
+        listen: String,
+    },
+    /// Time a processed write to the processed stream, its confirmation to
+    /// the confirmed stream, and a dead slot to its correction.
+    ProcessedLatency {
+        #[arg(long, default_value = "http://127.0.0.1:18090")]
+        api: String,
+        #[command(flatten)]
+        chain: ChainArgs,
+        #[arg(long, default_value = "127.0.0.1:18097")]
+        listen: String,
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// The pool's price in the low rounds, in percent.
         #[arg(long, default_value_t = 30)]
         low_percent: i64,
     },
@@ -313,6 +339,21 @@ async fn main() {
             ws,
             listen,
         } => sources::bridge(&at.rpc, &ws, at.program(), &listen).await,
+        Command::ForksDemo {
+            api,
+            chain: at,
+            listen,
+        } => forks::demo(&api, &at.rpc, at.program(), &listen).await,
+        Command::ProcessedLatency {
+            api,
+            chain: at,
+            listen,
+            rounds,
+            low_percent,
+        } => {
+            let program = at.program();
+            forks::latency(&api, &at.rpc, program, &listen, rounds, low_percent).await
+        }
         Command::CutCatchUp {
             api,
             chain: at,
