@@ -236,6 +236,12 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.locator("#feed-state", { hasText: "paused" }).waitFor();
     await page.click("#feed-pause");
     await page.locator("#feed-state", { hasText: "live" }).waitFor();
+    // This service reads at confirmed: the processed view is offered, not
+    // selectable, and the rows are not marked tentative.
+    const processed = page.locator('#feed-controls select[name="view"] option[value="processed"]');
+    await page.waitForFunction(() => document.querySelector('#feed-controls select[name="view"] option[value="processed"]').title !== "");
+    if (!(await processed.evaluate((o) => o.disabled))) throw new Error("processed selectable on a confirmed service");
+    if (await row.locator(".view-mark").count()) throw new Error("a confirmed row marked");
   }, `#feed tr[data-owner="${owner}"]`);
 
   // The page loses its connection while the owner sinks further: the browser

@@ -5,13 +5,18 @@
 // changed flash. Paused, events are kept and applied on resume. The browser
 // reconnects with the last event's id and the service replays what was
 // missed; only a `reset` (it could not) clears the rows before its snapshot.
+// On a service reading the chain at processed, the view switch shows the
+// processed feed: rows newer than the highest confirmed slot are marked
+// tentative, and a row a dead or losing fork took back says so briefly.
 "use strict";
 
 /** owner → the event's data (what the rows are drawn from). */
 const feedData = new Map();
 /** owner → its row. */
 const feedRows = new Map();
-const feed = { updated: null, paused: false, held: [], open: false, source: null };
+const feed = { updated: null, paused: false, held: [], open: false, source: null, view: "confirmed" };
+/** How long a row rolled back says so (a stop's row stays that long). */
+const ROLLED_BACK_MS = 4000;
 
 const profitOf = (d) => (d.liquidation ? BigInt(d.liquidation.profit_value_wad) : 0n);
 const repayOf = (d) => (d.liquidation ? BigInt(d.liquidation.repay_value_wad) : 0n);
@@ -46,6 +51,7 @@ function feedRow(data) {
     feedRows.set(data.owner, tr);
   }
   setCell(tr.cells[1], wad(data.account_health_factor_wad));
+  markView(tr, data);
   const q = data.liquidation;
   setCell(tr.cells[2], q ? `${tokens(q.repay_amount, q.debt_pool)} · ${usd(q.repay_value_wad)}` : "no pair qualifies",
     q ? `repay in the ${symbolOf(q.debt_pool)} pool ${q.debt_pool}` : "");
@@ -62,6 +68,30 @@ function feedRow(data) {
     tr.cells[5].replaceChildren(badge);
   }
   return tr;
+}
+
+/** The processed view's marks: tentative (newer than the highest confirmed
+ *  slot) and rolled back (a fork took its last change back). */
+function markView(tr, data) {
+  const confirmed = link.health?.checks?.sync?.stream?.confirmed_slot;
+  const tentative = feed.view === "processed" && confirmed != null && data.slot > confirmed;
+  tr.classList.toggle("tentative", tentative);
+  let mark = tr.cells[1].querySelector(".view-mark");
+  // A roll-back is said once, for a moment; tentative is judged again each second.
+  const rolledBack = data.rolled_back === true && !data.rolledBackShown;
+  if (rolledBack) data.rolledBackShown = true;
+  const text = rolledBack ? "rolled back" : tentative ? "tentative" : "";
+  if (!text) { mark?.remove(); return; }
+  if (!mark) {
+    mark = document.createElement("span");
+    tr.cells[1].append(" ", mark);
+  }
+  mark.className = `badge view-mark ${rolledBack ? "stale" : ""}`;
+  mark.textContent = text;
+  mark.title = rolledBack
+    ? "the slot of its last change was abandoned (dead, or a fork that lost): back to the chain's best state"
+    : `from a slot above the highest confirmed one (${confirmed}): it may still be rolled back`;
+  if (rolledBack) setTimeout(() => { if (mark.textContent === "rolled back") mark.remove(); }, ROLLED_BACK_MS);
 }
 
 function feedSettings() {
@@ -93,7 +123,10 @@ function renderFeed() {
   const rows = shown.map((d) => feedRow(d));
   // Moved only where the order changed: rows in place keep their state.
   rows.forEach((tr, i) => { if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] ?? null); });
-  while (body.children.length > rows.length) body.lastElementChild.remove();
+  // What no longer shows goes; a row a fork took back lingers a moment.
+  for (const tr of [...body.children].slice(rows.length)) {
+    if (!tr.classList.contains("rolled-back")) tr.remove();
+  }
   const total = (f) => shown.reduce((acc, d) => acc + f(d), 0n).toString();
   $("#feed-totals").textContent = `${count(shown.length)} shown of ${count(feedData.size)} under water · ` +
     `repay ${usd(total(repayOf))} · profit ${usd(total(profitOf))}`;
@@ -125,10 +158,17 @@ function feedEvent(name, data) {
     return;
   }
   if (name === "reset") {
-    feedData.clear();
-    for (const tr of feedRows.values()) tr.remove();
-    feedRows.clear();
-    feed.held = [];
+    clearFeed();
+  } else if (name === "candidate_stop" && data.rolled_back) {
+    // Taken back by a fork: say so for a moment, then go.
+    const tr = feedRows.get(data.owner);
+    feedData.delete(data.owner);
+    feedRows.delete(data.owner);
+    if (tr) {
+      markView(tr, data);
+      tr.classList.add("rolled-back");
+      setTimeout(() => tr.remove(), ROLLED_BACK_MS);
+    }
   } else if (name === "candidate_stop") {
     feedData.delete(data.owner);
     feedRows.get(data.owner)?.remove();
@@ -139,8 +179,16 @@ function feedEvent(name, data) {
   scheduleFeed();
 }
 
+/** Every row goes (another view, or a reset). */
+function clearFeed() {
+  feedData.clear();
+  for (const tr of feedRows.values()) tr.remove();
+  feedRows.clear();
+  feed.held = [];
+}
+
 function openFeed() {
-  const source = new EventSource("/api/positions/unhealthy/stream");
+  const source = new EventSource(`/api/positions/unhealthy/stream?commitment=${feed.view}`);
   feed.source = source;
   const seen = (event) => {
     // Stamped by the service when it published the event.
@@ -162,8 +210,17 @@ function openFeed() {
     tickFeed();
     // Refused (429 past the stream caps, 503 while loading): the browser gives
     // this source up, so start over (a snapshot) a little later.
-    if (source.readyState === EventSource.CLOSED) setTimeout(openFeed, 2000);
+    if (source.readyState === EventSource.CLOSED && feed.source === source) setTimeout(openFeed, 2000);
   };
+}
+
+/** The processed view is offered where the service reads at processed. */
+function offerViews() {
+  const option = $('#feed-controls select[name="view"] option[value="processed"]');
+  const commitment = link.health?.checks?.sync?.stream?.commitment;
+  if (!option || commitment === undefined) return;
+  option.disabled = commitment !== "processed";
+  option.title = option.disabled ? "this service reads the chain at confirmed" : "the best chain now: tentative, a second or two ahead";
 }
 
 /** The feed's badge: live while the stream is open and the service answers;
@@ -171,6 +228,13 @@ function openFeed() {
 function tickFeed() {
   const badge = $("#feed-state");
   if (!badge) return;
+  offerViews();
+  if (feed.view === "processed") {
+    for (const [owner, data] of feedData) {
+      const tr = feedRows.get(owner);
+      if (tr && !tr.querySelector(".view-mark.stale")) markView(tr, data);
+    }
+  }
   const s = source("feed", 1000);
   const quietFor = feed.updated ? ` · last event ${ago((Date.now() - feed.updated) / 1000)}` : "";
   if (feed.open && !link.down) {
@@ -199,7 +263,16 @@ $("#feed-pause").addEventListener("click", () => {
   }
   tickFeed();
 });
-$("#feed-controls").addEventListener("input", scheduleFeed);
+$("#feed-controls").addEventListener("input", (event) => {
+  if (event.target.name === "view" && event.target.value !== feed.view) {
+    feed.view = event.target.value;
+    feed.source?.close();
+    feed.open = false;
+    clearFeed();
+    openFeed();
+  }
+  scheduleFeed();
+});
 $("#feed-controls").addEventListener("submit", (event) => event.preventDefault());
 
 views.set("feed", () => scheduleFeed());
