@@ -15,6 +15,7 @@ use yellowstone_grpc_proto::prelude::SlotStatus;
 use crate::chain_support::*;
 use crate::common::*;
 use crate::fixtures::feeds::{Feed, read_events};
+use crate::fixtures::grpc::metric;
 use crate::fixtures::market::Market;
 use crate::fixtures::processed::*;
 use crate::fixtures::replicas::second_replica_with;
@@ -124,6 +125,7 @@ async fn an_account_goes_under_at_processed_first_and_a_dead_slot_rolls_it_back(
     assert_eq!(data["commitment"], "processed");
     assert_eq!(data["liquidation"]["commitment"], "processed");
     assert!(data.get("rolled_back").is_none(), "{data}");
+    assert!(metric(app, "lendex_processed_view_accounts", "").await >= 1.0);
 
     // The views differ, and so do their tags and headers.
     let http = reqwest::Client::new();

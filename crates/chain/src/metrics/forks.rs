@@ -78,9 +78,11 @@ pub fn describe() {
     );
 }
 
-/// Rare counters exist from the start, at 0.
+/// Rare counters exist from the start, at 0, and the gauges (0 at confirmed).
 pub fn zero() {
     counter!(ABANDONED).absolute(0);
     counter!(DROPPED_WRITES).absolute(0);
     counter!(EVICTED).absolute(0);
+    gauge!(OPEN_SLOTS).set(0.0);
+    gauge!(PROCESSED_ACCOUNTS).set(0.0);
 }
