@@ -133,6 +133,9 @@ impl Forks {
                     state.on(deps, event, to).await;
                     self.publisher.changed(true, heard);
                     self.report(to);
+                    if self.publisher.due(rx.is_empty()) {
+                        self.publish(deps, &mut state).await;
+                    }
                     continue;
                 }
             };

@@ -220,3 +220,78 @@ async fn processed_needs_the_grpc_source_and_says_so_at_start() {
         assert!(stderr.contains(says), "{commitment}: {stderr}");
     }
 }
+
+/// Waits until the source reconnected after `before` reconnects.
+async fn reconnected(app: &TestApp, before: u64) -> bool {
+    eventually(Duration::from_secs(15), async || {
+        let stream = stream_check(app).await;
+        stream["connected"] == true && stream["reconnects"].as_u64() > Some(before)
+    })
+    .await
+}
+
+#[actix_rt::test]
+async fn a_cut_mid_fork_resumes_and_the_losing_fork_never_reaches_the_index() {
+    let server = ScriptedGeyser::start().await;
+    server.set_first_available(Some(0));
+    let m = processed_market(&server, |_| {}).await;
+    let app = &m.t.app;
+    let base = m.t.chain.slot().await + 1_000;
+    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let account = Account::new(&server, &m);
+    let at = (&account.owner, &m.usdc);
+    // Two forks on base; the higher one is the best chain.
+    account.write(100, base + 1, 1);
+    play(&server, base + 1, base);
+    account.write(200, base + 2, 2);
+    play(&server, base + 2, base);
+    assert!(deposit_at_becomes(app, "processed", at, Some(200)).await);
+
+    // Cut mid-fork: the stream resumes from the last slot it had.
+    let before = stream_check(app).await["reconnects"].as_u64().unwrap();
+    server.drop_clients();
+    assert!(
+        reconnected(app, before).await,
+        "{}",
+        stream_check(app).await
+    );
+    let resumed = server.subscriptions().last().unwrap().from_slot;
+    assert_eq!(resumed, Some(base + 2));
+
+    // The other fork wins: both views follow it, and the confirmed one never
+    // held the loser's write.
+    status(&server, base + 1, None, SlotStatus::SlotConfirmed);
+    assert!(deposit_at_becomes(app, "confirmed", at, Some(100)).await);
+    assert!(deposit_at_becomes(app, "processed", at, Some(100)).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        deposit_at(app, "confirmed", at.0, at.1).await,
+        Some("100".into())
+    );
+}
+
+#[actix_rt::test]
+async fn a_reconnect_without_replay_falls_back_to_the_confirmed_view() {
+    let server = ScriptedGeyser::start().await;
+    let m = processed_market(&server, |_| {}).await;
+    let app = &m.t.app;
+    let base = m.t.chain.slot().await + 1_000;
+    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let account = Account::new(&server, &m);
+    let at = (&account.owner, &m.usdc);
+    account.write(100, base + 1, 1);
+    play(&server, base + 1, base);
+    assert!(deposit_at_becomes(app, "processed", at, Some(100)).await);
+
+    // No replay kept: what was open is forgotten, the processed view is the
+    // confirmed one until new slots arrive.
+    let before = stream_check(app).await["reconnects"].as_u64().unwrap();
+    server.drop_clients();
+    assert!(reconnected(app, before).await);
+    assert_eq!(server.subscriptions().last().unwrap().from_slot, None);
+    assert!(deposit_at_becomes(app, "processed", at, None).await);
+    assert_eq!(deposit_at(app, "confirmed", at.0, at.1).await, None);
+    account.write(300, base + 3, 3);
+    play(&server, base + 3, base);
+    assert!(deposit_at_becomes(app, "processed", at, Some(300)).await);
+}
