@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use lendex::domain::accounts::encode_position;
+use lendex::domain::forks::Commitment;
 use lendex::domain::pubkey::Pubkey;
+use lendex_client::Query;
 use reqwest::header::ETAG;
 use serde_json::Value;
 use yellowstone_grpc_proto::prelude::SlotStatus;
@@ -255,4 +257,32 @@ async fn a_second_replica_serves_the_same_processed_view() {
     let (_, body) = app.get(path).await;
     let rows: &Vec<Value> = body["positions"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["owner"] == owner.to_string()));
+    // The typed client reads either view of either replica.
+    let client = lendex_client::Client::new(&replica.base);
+    let processed = Query::new().view(Commitment::Processed);
+    let answer = client.unhealthy(&processed).await.unwrap();
+    assert!(
+        answer
+            .positions
+            .iter()
+            .any(|r| r.owner == owner.to_string())
+    );
+    let held = client
+        .positions_in(&owner, Commitment::Processed)
+        .await
+        .unwrap();
+    let sol_row = held
+        .positions
+        .iter()
+        .find(|p| p.pool_address == m.sol.to_string());
+    assert_eq!(sol_row.unwrap().borrow_principal, "25000000000");
+    let confirmed = client
+        .positions_in(&owner, Commitment::Confirmed)
+        .await
+        .unwrap();
+    let sol_row = confirmed
+        .positions
+        .iter()
+        .find(|p| p.pool_address == m.sol.to_string());
+    assert_eq!(sol_row.unwrap().borrow_principal, "15000000000");
 }

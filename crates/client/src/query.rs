@@ -2,6 +2,8 @@
 
 use std::fmt::Display;
 
+use lendex_domain::forks::Commitment;
+
 /// `k=v` pairs in the order given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Query(Vec<(&'static str, String)>);
@@ -23,6 +25,13 @@ impl Query {
             Some(value) => self.with(name, value),
             None => self,
         }
+    }
+
+    /// The view read (docs/design.md §15): `commitment=confirmed|processed`,
+    /// for the polled reads and the feed. Answers say theirs in the
+    /// `Lendex-Commitment` header and in each quote and event.
+    pub fn view(self, view: Commitment) -> Query {
+        self.with("commitment", view.name())
     }
 
     /// `?k=v&...` (RFC 3986 unreserved characters kept), or nothing.
@@ -62,5 +71,7 @@ mod tests {
             .with_some("limit", None::<u32>);
         assert_eq!(q.encode(), "?actor=Ab1&action=add_admin%3Ax%20y%26z");
         assert_eq!(Query::new().encode(), "");
+        let view = Query::new().with("limit", 5).view(Commitment::Processed);
+        assert_eq!(view.encode(), "?limit=5&commitment=processed");
     }
 }

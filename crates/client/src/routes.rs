@@ -2,6 +2,7 @@
 //! (docs/api.md). Queries take the route's own parameters (`Query`); a
 //! refusal is `Error::Api` with the spec's `error`.
 
+use lendex_domain::forks::Commitment;
 use lendex_domain::pubkey::Pubkey;
 use lendex_wire::{
     admin::{AllowlistResponse, MeResponse},
@@ -76,6 +77,28 @@ impl Client {
     /// GET /api/positions/{user}/detail: the account's health and its parts.
     pub async fn detail(&self, owner: &Pubkey) -> Result<DetailResponse, Error> {
         self.get(&format!("/api/positions/{owner}/detail")).await
+    }
+
+    /// GET /api/positions/{user} in one view (docs/design.md §15: `processed`
+    /// on a cluster reading the chain at processed).
+    pub async fn positions_in(
+        &self,
+        owner: &Pubkey,
+        view: Commitment,
+    ) -> Result<PositionsResponse, Error> {
+        let query = Query::new().view(view).encode();
+        self.get(&format!("/api/positions/{owner}{query}")).await
+    }
+
+    /// GET /api/positions/{user}/detail in one view.
+    pub async fn detail_in(
+        &self,
+        owner: &Pubkey,
+        view: Commitment,
+    ) -> Result<DetailResponse, Error> {
+        let query = Query::new().view(view).encode();
+        self.get(&format!("/api/positions/{owner}/detail{query}"))
+            .await
     }
 
     /// GET /api/positions/{user}/history: `from`, `to`, `resolution`, `limit`, `cursor`.
