@@ -33,16 +33,9 @@ pub(super) async fn apply(
             Streamed::Closed { account: key, slot } => {
                 match held_position(&deps.db, deps.ingest.cluster, &key).await? {
                     Some((owner, pool)) => {
-                        let removal = SyncPosition {
-                            cluster: deps.ingest.cluster,
-                            pool_address: pool.to_string(),
-                            pool: None,
-                            position_address: key.to_string(),
-                            owner,
-                            position: None,
-                            slot,
-                            write_version: account.write_version,
-                        };
+                        let (cluster, keys) = (deps.ingest.cluster, (pool, key, owner));
+                        let removal =
+                            SyncPosition::removal(cluster, keys, slot, account.write_version);
                         writes.push(AccountWrite::Position(removal));
                     }
                     None if account.owner != deps.ingest.program => {

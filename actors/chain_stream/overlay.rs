@@ -141,16 +141,14 @@ async fn index_write(
         Streamed::Closed { account: key, slot } => {
             let held = held_position(&deps.db, deps.ingest.cluster, &key).await?;
             Ok(held.map(|(owner, pool)| {
-                AccountWrite::Position(SyncPosition {
-                    cluster: deps.ingest.cluster,
-                    pool_address: pool.to_string(),
-                    pool: None,
-                    position_address: key.to_string(),
-                    owner,
-                    position: None,
+                let cluster = deps.ingest.cluster;
+                let keys = (pool, key, owner);
+                AccountWrite::Position(SyncPosition::removal(
+                    cluster,
+                    keys,
                     slot,
-                    write_version: account.write_version,
-                })
+                    account.write_version,
+                ))
             }))
         }
         Streamed::Skipped(_) => Ok(None),

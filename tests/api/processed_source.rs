@@ -35,8 +35,7 @@ async fn a_write_reaches_the_index_with_its_confirmation_and_a_dead_slot_never()
     assert_eq!(slots.filter_by_commitment, Some(false));
     assert_eq!(slots.interslot_updates, Some(true));
 
-    let base = m.t.chain.slot().await + 1_000;
-    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let base = confirmed_base(&server, &m).await;
     let account = Account::new(&server, &m);
     account.write(100, base + 1, 1);
     play(&server, base + 1, base);
@@ -83,8 +82,7 @@ async fn a_confirmation_implies_its_ancestors_and_children_may_come_first() {
     let server = ScriptedGeyser::start().await;
     let m = processed_market(&server, |_| {}).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
-    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let base = confirmed_base(&server, &m).await;
     let account = Account::new(&server, &m);
 
     // Two forks on base: 1 and 2. The child of 2 is confirmed before
@@ -117,20 +115,15 @@ async fn a_server_that_never_confirms_degrades_health_within_the_bound() {
     let server = ScriptedGeyser::start().await;
     let m = processed_market(&server, |c| c.rpc.max_unconfirmed_slots = 8).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
-    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let base = confirmed_base(&server, &m).await;
     for slot in base + 1..=base + 20 {
         play(&server, slot, slot - 1);
     }
-    let degraded = eventually(Duration::from_secs(10), async || {
-        let (_, health) = app.get("/api/health").await;
-        health["status"] == "degraded"
-            && health["checks"]["sync"]["stream"]["slot_tree_error"]
-                .as_str()
-                .is_some_and(|e| e.contains("rpc.max_unconfirmed_slots (8)"))
-    })
-    .await;
-    assert!(degraded, "{}", app.get("/api/health").await.1);
+    assert!(
+        degraded_with(app, "rpc.max_unconfirmed_slots (8)").await,
+        "{}",
+        app.get("/api/health").await.1
+    );
     assert!(metric(app, "lendex_chain_unconfirmed_slots_evicted_total", "").await >= 12.0);
     assert!(metric(app, "lendex_chain_unconfirmed_slots ", "").await <= 8.0);
 
@@ -154,8 +147,7 @@ async fn contradictions_and_bad_links_are_counted_never_fatal() {
     let server = ScriptedGeyser::start().await;
     let m = processed_market(&server, |_| {}).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
-    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let base = confirmed_base(&server, &m).await;
     // A parent at or above its child, a slot far in the future: refused.
     status(
         &server,
@@ -179,15 +171,11 @@ async fn contradictions_and_bad_links_are_counted_never_fatal() {
     play(&server, base + 1, base);
     status(&server, base + 1, None, SlotStatus::SlotDead);
     status(&server, base + 1, None, SlotStatus::SlotConfirmed);
-    let degraded = eventually(Duration::from_secs(10), async || {
-        let (_, health) = app.get("/api/health").await;
-        health["status"] == "degraded"
-            && health["checks"]["sync"]["stream"]["slot_tree_error"]
-                .as_str()
-                .is_some_and(|e| e.contains("ConfirmedAbandoned"))
-    })
-    .await;
-    assert!(degraded, "{}", app.get("/api/health").await.1);
+    assert!(
+        degraded_with(app, "ConfirmedAbandoned").await,
+        "{}",
+        app.get("/api/health").await.1
+    );
     play(&server, base + 2, base + 1);
     status(&server, base + 2, None, SlotStatus::SlotConfirmed);
     assert!(
@@ -221,6 +209,16 @@ async fn processed_needs_the_grpc_source_and_says_so_at_start() {
     }
 }
 
+/// Waits until health is degraded with a slot tree error saying `why`.
+async fn degraded_with(app: &TestApp, why: &str) -> bool {
+    eventually(Duration::from_secs(10), async || {
+        let (_, health) = app.get("/api/health").await;
+        let error = &health["checks"]["sync"]["stream"]["slot_tree_error"];
+        health["status"] == "degraded" && error.as_str().is_some_and(|e| e.contains(why))
+    })
+    .await
+}
+
 /// Waits until the source reconnected after `before` reconnects.
 async fn reconnected(app: &TestApp, before: u64) -> bool {
     eventually(Duration::from_secs(15), async || {
@@ -236,8 +234,7 @@ async fn a_cut_mid_fork_resumes_and_the_losing_fork_never_reaches_the_index() {
     server.set_first_available(Some(0));
     let m = processed_market(&server, |_| {}).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
-    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let base = confirmed_base(&server, &m).await;
     let account = Account::new(&server, &m);
     let at = (&account.owner, &m.usdc);
     // Two forks on base; the higher one is the best chain.
@@ -275,8 +272,7 @@ async fn a_reconnect_without_replay_falls_back_to_the_confirmed_view() {
     let server = ScriptedGeyser::start().await;
     let m = processed_market(&server, |_| {}).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
-    status(&server, base, None, SlotStatus::SlotConfirmed);
+    let base = confirmed_base(&server, &m).await;
     let account = Account::new(&server, &m);
     let at = (&account.owner, &m.usdc);
     account.write(100, base + 1, 1);

@@ -16,7 +16,7 @@ use yellowstone_grpc_proto::prelude::SlotStatus;
 
 use crate::chain_support::*;
 use crate::common::*;
-use crate::fixtures::feeds::{Feed, read_events};
+use crate::fixtures::feeds::Feed;
 use crate::fixtures::grpc::metric;
 use crate::fixtures::market::Market;
 use crate::fixtures::processed::*;
@@ -75,27 +75,13 @@ async fn under_becomes(app: &TestApp, view: &str, owner: &Pubkey, under: bool) -
     .await
 }
 
-async fn stream(base: &str, view: &str, last_event_id: Option<&str>) -> reqwest::Response {
-    let mut req = reqwest::Client::new().get(format!(
-        "{base}/api/positions/unhealthy/stream?commitment={view}"
-    ));
-    if let Some(id) = last_event_id {
-        req = req.header("Last-Event-ID", id);
-    }
-    let res = req.send().await.unwrap();
-    assert_eq!(res.status(), 200);
-    assert_eq!(res.headers()["lendex-commitment"], view);
-    res
-}
-
 #[actix_rt::test]
 async fn an_account_goes_under_at_processed_first_and_a_dead_slot_rolls_it_back() {
     let server = ScriptedGeyser::start().await;
     let m = processed_market(&server, |_| {}).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
+    let base = confirmed_base(&server, &m).await;
     let (owner, sol_at, sol) = borrower(&server, &m, base);
-    status(&server, base, None, SlotStatus::SlotConfirmed);
     assert!(
         eventually(Duration::from_secs(10), async || {
             app.get(&format!("/api/positions/{owner}")).await.1["positions"]
@@ -104,8 +90,8 @@ async fn an_account_goes_under_at_processed_first_and_a_dead_slot_rolls_it_back(
         })
         .await
     );
-    let mut processed = stream(&app.base, "processed", None).await;
-    let mut confirmed = stream(&app.base, "confirmed", None).await;
+    let mut processed = Feed::open_view(&app.base, "processed", None).await;
+    let mut confirmed = Feed::open_view(&app.base, "confirmed", None).await;
 
     // 25 SOL borrowed in a processed slot: $500 against $400, under water at
     // processed only.
@@ -117,9 +103,8 @@ async fn an_account_goes_under_at_processed_first_and_a_dead_slot_rolls_it_back(
             .await
             .contains(&owner.to_string())
     );
-    let (mut buffer, mut confirmed_buffer) = (String::new(), String::new());
-    let events = read_events(&mut processed, &mut buffer, 1, Duration::from_secs(10)).await;
-    let (name, data) = &events[0];
+    let events = processed.read(1, Duration::from_secs(10)).await;
+    let (name, data) = (&events[0].event, &events[0].data);
     assert_eq!(
         (name.as_str(), data["owner"].as_str()),
         ("candidate_start", Some(&*owner.to_string()))
@@ -148,19 +133,13 @@ async fn an_account_goes_under_at_processed_first_and_a_dead_slot_rolls_it_back(
 
     // The slot dies: the processed view rolls back, and says so.
     status(&server, base + 1, None, SlotStatus::SlotDead);
-    let events = read_events(&mut processed, &mut buffer, 1, Duration::from_secs(10)).await;
-    let (name, data) = &events[0];
+    let events = processed.read(1, Duration::from_secs(10)).await;
+    let (name, data) = (&events[0].event, &events[0].data);
     assert_eq!(name, "candidate_stop", "{data}");
     assert_eq!(data["rolled_back"], true, "{data}");
     assert!(under_becomes(app, "processed", &owner, false).await);
     // The confirmed stream never heard of it.
-    let heard = read_events(
-        &mut confirmed,
-        &mut confirmed_buffer,
-        1,
-        Duration::from_millis(800),
-    )
-    .await;
+    let heard = confirmed.read(1, Duration::from_millis(800)).await;
     assert!(heard.is_empty(), "{heard:?}");
 
     // Again in a slot that lives: seen at processed, then confirmed in both.
@@ -169,19 +148,13 @@ async fn an_account_goes_under_at_processed_first_and_a_dead_slot_rolls_it_back(
     assert!(under_becomes(app, "processed", &owner, true).await);
     status(&server, base + 2, None, SlotStatus::SlotConfirmed);
     assert!(under_becomes(app, "confirmed", &owner, true).await);
-    let events = read_events(
-        &mut confirmed,
-        &mut confirmed_buffer,
-        1,
-        Duration::from_secs(10),
-    )
-    .await;
-    assert_eq!(events[0].0, "candidate_start");
-    assert_eq!(events[0].1["commitment"], "confirmed");
+    let events = confirmed.read(1, Duration::from_secs(10)).await;
+    assert_eq!(events[0].event, "candidate_start");
+    assert_eq!(events[0].data["commitment"], "confirmed");
     // Leaving the overlay for the confirmed view is no roll-back, and no event.
-    let more = read_events(&mut processed, &mut buffer, 1, Duration::from_millis(800)).await;
+    let more = processed.read(1, Duration::from_millis(800)).await;
     assert!(
-        more.iter().all(|(_, d)| d.get("rolled_back").is_none()),
+        more.iter().all(|f| f.data.get("rolled_back").is_none()),
         "{more:?}"
     );
     assert_eq!(
@@ -195,9 +168,8 @@ async fn each_view_resumes_its_own_stream_and_refuses_the_others_id() {
     let server = ScriptedGeyser::start().await;
     let m = processed_market(&server, |_| {}).await;
     let app = &m.t.app;
-    let base = m.t.chain.slot().await + 1_000;
+    let base = confirmed_base(&server, &m).await;
     let (owner, sol_at, sol) = borrower(&server, &m, base);
-    status(&server, base, None, SlotStatus::SlotConfirmed);
     borrow(&server, &m, (&sol_at, &sol), 25, base + 1);
     play(&server, base + 1, base);
     assert!(under_becomes(app, "processed", &owner, true).await);
@@ -231,9 +203,8 @@ async fn a_second_replica_serves_the_same_processed_view() {
         ("LENDEX_CHAIN__PROGRAM_ID", &*m.t.program.to_string()),
     ];
     let replica = second_replica_with(&m, &env).await;
-    let base = m.t.chain.slot().await + 1_000;
+    let base = confirmed_base(&server, &m).await;
     let (owner, sol_at, sol) = borrower(&server, &m, base);
-    status(&server, base, None, SlotStatus::SlotConfirmed);
     borrow(&server, &m, (&sol_at, &sol), 25, base + 1);
     play(&server, base + 1, base);
     assert!(under_becomes(app, "processed", &owner, true).await);

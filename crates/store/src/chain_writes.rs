@@ -368,6 +368,28 @@ pub struct SyncPosition {
     pub write_version: Option<u64>,
 }
 
+impl SyncPosition {
+    /// The removal of a position the index holds (`owner`'s, in `pool`),
+    /// read closed at `slot`.
+    pub fn removal(
+        cluster: &'static str,
+        (pool, position, owner): (Pubkey, Pubkey, Pubkey),
+        slot: u64,
+        write_version: Option<u64>,
+    ) -> SyncPosition {
+        SyncPosition {
+            cluster,
+            pool_address: pool.to_string(),
+            pool: None,
+            position_address: position.to_string(),
+            owner,
+            position: None,
+            slot,
+            write_version,
+        }
+    }
+}
+
 impl WriteCommand for SyncPosition {
     type Output = Vec<Change>;
     const LANE: Lane = Lane::Index;
