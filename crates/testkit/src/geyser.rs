@@ -115,9 +115,16 @@ impl ScriptedGeyser {
         let port = addr.port();
         let (stop, stopped) = oneshot::channel();
         let service = GeyserServer::new(script.clone());
+        // An accept that fails (a client gone before it was taken, no file
+        // descriptor for a moment) is passed over: handed to the server, it
+        // would end it, and with it every connection.
         let incoming = futures_util::stream::unfold(listener, |listener| async move {
-            let accepted = listener.accept().await.map(|(socket, _)| socket);
-            Some((accepted, listener))
+            loop {
+                match listener.accept().await {
+                    Ok((socket, _)) => return Some((Ok::<_, std::io::Error>(socket), listener)),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
         });
         tokio::spawn(async move {
             tonic::transport::Server::builder()

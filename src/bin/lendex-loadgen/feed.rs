@@ -50,7 +50,15 @@ async fn open(api: &str, query: &str, last_event_id: Option<&str>) -> UnboundedR
         // Frames end with a blank line; parse each chunk once (a 25k-event batch
         // arrives as hundreds of 64 KiB chunks, so no per-frame copying).
         let mut pending: Vec<u8> = Vec::new();
-        while let Some(Ok(chunk)) = body.next().await {
+        loop {
+            let chunk = match body.next().await {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(e)) => {
+                    eprintln!("feed: the stream failed: {e}");
+                    return;
+                }
+                None => return,
+            };
             let at = Instant::now();
             pending.extend_from_slice(&chunk);
             let mut start = 0;

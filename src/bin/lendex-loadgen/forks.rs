@@ -7,10 +7,12 @@
 //!   price; its confirmation 1.2 s later; now and then a slot that dies after
 //!   it completed, or a fork that loses. Prints what it plays, and every few
 //!   seconds the accounts under water in each view.
-//! - `processed-latency`: the figures. Rounds of a price write at processed
-//!   timed to the last event of the processed stream, its confirmation timed
-//!   to the last event of the confirmed stream, and a write whose slot then
-//!   dies timed from the dead status to the last correction.
+//! - `processed-latency`: the figures, on the market `seed` wrote in
+//!   PostgreSQL (pool 0 played as `market::pool_account` builds it). Rounds
+//!   of a price write at processed timed to the last event of the processed
+//!   stream, its confirmation timed to the last event of the confirmed
+//!   stream, and a write whose slot then dies timed from the dead status to
+//!   the last correction.
 
 use std::time::{Duration, Instant};
 
@@ -33,18 +35,24 @@ struct Player {
     version: u64,
 }
 
+/// A Yellowstone server of our own on `listen`, pinging as real ones do.
+async fn serve(listen: &str) -> ScriptedGeyser {
+    let server = ScriptedGeyser::start_with(Options {
+        listen: listen.to_string(),
+        keep_sent: false,
+        capacity: 1 << 16,
+        ping_every: Some(Duration::from_secs(10)),
+    })
+    .await;
+    println!("Yellowstone server playing slot trees on {}", server.url);
+    server
+}
+
 impl Player {
     /// Serves on `listen` and reads the first pool the service at `api`
     /// registered from the chain at `rpc`.
     async fn start(api: &str, rpc: &str, program: Pubkey, listen: &str) -> Player {
-        let server = ScriptedGeyser::start_with(Options {
-            listen: listen.to_string(),
-            keep_sent: false,
-            capacity: 1 << 16,
-            ping_every: Some(Duration::from_secs(10)),
-        })
-        .await;
-        println!("Yellowstone server playing slot trees on {}", server.url);
+        let server = serve(listen).await;
         let client = lendex_client::Client::new(api);
         let pool_key = loop {
             match client.pools().await {
@@ -189,17 +197,19 @@ async fn under_water(api: &str, view: &str) -> usize {
     body["positions"].as_array().map_or(0, Vec::len)
 }
 
-pub async fn latency(
-    api: &str,
-    rpc: &str,
-    program: Pubkey,
-    listen: &str,
-    rounds: usize,
-    low_percent: i64,
-) {
-    let mut player = Player::start(api, rpc, program, listen).await;
+pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, low_percent: i64) {
+    let base_price = crate::market::pool_price(0);
+    let mut player = Player {
+        server: serve(listen).await,
+        program,
+        pool_key: crate::key("load pool 0").parse().expect("a key"),
+        pool: crate::market::pool_account(0, base_price),
+        base_price,
+        version: 1,
+    };
     connected(api).await;
-    let mut confirmed_tip = first_slot(rpc).await;
+    // Far above the seed's slot (1).
+    let mut confirmed_tip = 10_000_000;
     player.status(confirmed_tip, None, SlotStatus::SlotConfirmed);
     let mut processed = feed::subscribe_view(api, "processed").await;
     let mut confirmed = feed::subscribe_view(api, "confirmed").await;

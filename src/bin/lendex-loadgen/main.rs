@@ -157,7 +157,8 @@ enum Command {
         listen: String,
     },
     /// Time a processed write to the processed stream, its confirmation to
-    /// the confirmed stream, and a dead slot to its correction.
+    /// the confirmed stream, and a dead slot to its correction (on the market
+    /// `seed` wrote).
     ProcessedLatency {
         #[arg(long, default_value = "http://127.0.0.1:18090")]
         api: String,
@@ -350,10 +351,7 @@ async fn main() {
             listen,
             rounds,
             low_percent,
-        } => {
-            let program = at.program();
-            forks::latency(&api, &at.rpc, program, &listen, rounds, low_percent).await
-        }
+        } => forks::latency(&api, at.program(), &listen, rounds, low_percent).await,
         Command::CutCatchUp {
             api,
             chain: at,

@@ -106,3 +106,41 @@ pub async fn insert_pool(
     .await
     .unwrap();
 }
+
+/// Pool `i`'s account as `insert_pool` registers it (at `price`): what a
+/// played slot writes over gRPC for a market seeded in PostgreSQL.
+pub fn pool_account(i: usize, price: i64) -> lendex::domain::accounts::LendingPool {
+    use lendex::domain::wad::WAD;
+    let key = |name: &str| crate::key(name).parse().expect("a key");
+    lendex::domain::accounts::LendingPool {
+        authority: key("load authority"),
+        token_mint: key(&format!("load mint {i}")),
+        vault: key(&format!("load vault {i}")),
+        pool_bump: 255,
+        authority_bump: 254,
+        vault_bump: 253,
+        paused: false,
+        total_deposits: 1_000_000_000_000,
+        total_borrows: 500_000_000_000,
+        accumulated_fees: 0,
+        total_deposit_shares: 1_000_000_000_000,
+        deposit_index_wad: WAD,
+        borrow_index_wad: WAD,
+        last_update_ts: chrono::Utc::now().timestamp(),
+        ltv_wad: 75 * WAD / 100,
+        liquidation_threshold_wad: 80 * WAD / 100,
+        liquidation_bonus_wad: 5 * WAD / 100,
+        protocol_liq_fee_wad: WAD / 100,
+        reserve_factor_wad: WAD / 10,
+        close_factor_wad: WAD / 2,
+        base_rate_wad: 2 * WAD / 100,
+        optimal_util_wad: 80 * WAD / 100,
+        slope1_wad: 4 * WAD / 100,
+        slope2_wad: 75 * WAD / 100,
+        flash_fee_bps: 9,
+        pyth_price_feed: None,
+        oracle_price: Some(price),
+        oracle_conf: Some(1000),
+        oracle_expo: Some(-8),
+    }
+}
