@@ -22,7 +22,7 @@ use crate::wire::liquidations::{AtRiskResponse, LiquidationsResponse};
            LongPoll, CommitmentParam),
     responses((status = 200, body = LiquidationsResponse, description = "One quote per owner whose account health factor is below 1 WAD: its most profitable (debt pool, collateral pool) pair, by profit_value_wad descending, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad, or wait_ms out of range)"),
+        (status = 400, body = ErrorBody, description = "invalid (a malformed pool or min_profit_wad, or wait_ms out of range, or a commitment not served)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     polls::serve(
@@ -39,7 +39,7 @@ pub async fn liquidations(state: web::Data<AppState>, params: Params) -> ApiResu
            LongPoll, CommitmentParam),
     responses((status = 200, body = AtRiskResponse, description = "Owners with 1 WAD <= account health factor < below, lowest first, then owner.", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range, or wait_ms out of range)"),
+        (status = 400, body = ErrorBody, description = "invalid (below malformed or out of range, or wait_ms out of range, or a commitment not served)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn at_risk(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     polls::serve(

@@ -58,7 +58,7 @@ impl ParseBody for SyncPositionRequest {
            LongPoll, CommitmentParam),
     responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range, or a commitment not served)")))]
 pub async fn list_positions(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -180,7 +180,7 @@ pub async fn sync_position(
            LongPoll, CommitmentParam),
     responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range)"),
+        (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range, or a commitment not served)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     polls::serve(
@@ -196,7 +196,7 @@ pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<
            LongPoll, CommitmentParam),
     responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range)")))]
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range, or a commitment not served)")))]
 pub async fn detail(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -287,6 +287,7 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
     responses((status = 200, content_type = "text/event-stream",
         headers(("Lendex-Commitment" = String, description = "the view streamed: confirmed or processed")),
         description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each has an `id: <epoch>.<sequence>`; each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null, slot, commitment (the view), published_at_ms}. The snapshot's events carry the id of the last live event they include. A reconnect whose Last-Event-ID cannot resume (another epoch, older than `cache.replay_bytes` of events, garbage) first gets a `reset` event ({reason}) and then the snapshot. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: reconnect with its Last-Event-ID."),
+        (status = 400, body = ErrorBody, description = "invalid: `commitment` other than confirmed, or processed on a server reading the chain at confirmed"),
         (status = 429, body = ErrorBody, description = "rate limited: `server.max_streams_per_ip` streams open from this address, or `server.max_streams` in all (Retry-After)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet); or draining: this replica is stopping, connect again (Retry-After; a balancer sends it to another replica)")))]
 pub async fn unhealthy_stream(
