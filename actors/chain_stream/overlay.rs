@@ -72,7 +72,7 @@ impl Publisher {
         registered: &mut Registered,
         tree: &SlotTree<AccountUpdate>,
     ) -> ActorResult<()> {
-        let laid = match self.laid.take() {
+        let mut laid = match self.laid.take() {
             Some(laid) => laid,
             None => {
                 let client = deps
@@ -105,7 +105,6 @@ impl Publisher {
         };
         let reaches = Reaches::Queued { heard: self.heard };
         let result = commit(&deps.writer, &deps.cache, publish, reaches).await;
-        let mut laid = laid;
         if result.is_ok() {
             for account in &retract {
                 laid.remove(account);

@@ -31,7 +31,7 @@ fn pool_keys(program: &Pubkey, i: usize) -> (Pubkey, Pubkey) {
 
 fn pool_account(program: &Pubkey, i: usize, authority: Pubkey) -> LendingPool {
     let (mint, address) = pool_keys(program, i);
-    let w = |percent: u128| percent * WAD / 100;
+    // The seed's terms, with the chain's own addresses and bumps.
     LendingPool {
         authority,
         token_mint: mint,
@@ -39,29 +39,8 @@ fn pool_account(program: &Pubkey, i: usize, authority: Pubkey) -> LendingPool {
         pool_bump: pool_address(program, &mint).1,
         authority_bump: authority_address(program, &address).1,
         vault_bump: vault_address(program, &address).1,
-        paused: false,
-        total_deposits: 1_000_000_000_000,
-        total_borrows: 500_000_000_000,
-        accumulated_fees: 0,
-        total_deposit_shares: 1_000_000_000_000,
-        deposit_index_wad: WAD,
-        borrow_index_wad: WAD,
-        last_update_ts: chrono::Utc::now().timestamp(),
-        ltv_wad: w(75),
-        liquidation_threshold_wad: w(80),
-        liquidation_bonus_wad: w(5),
-        protocol_liq_fee_wad: w(1),
-        reserve_factor_wad: w(10),
-        close_factor_wad: w(50),
-        base_rate_wad: w(2),
-        optimal_util_wad: w(80),
-        slope1_wad: w(4),
-        slope2_wad: w(75),
-        flash_fee_bps: 9,
         pyth_price_feed: Some(key_of(&format!("load feed {i}"))),
-        oracle_price: Some(market::pool_price(i)),
-        oracle_conf: Some(1000),
-        oracle_expo: Some(-8),
+        ..market::pool_account(i, market::pool_price(i))
     }
 }
 

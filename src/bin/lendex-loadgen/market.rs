@@ -108,7 +108,8 @@ pub async fn insert_pool(
 }
 
 /// Pool `i`'s account as `insert_pool` registers it (at `price`): what a
-/// played slot writes over gRPC for a market seeded in PostgreSQL.
+/// played slot writes over gRPC for a market seeded in PostgreSQL, and the
+/// terms the chain seed writes.
 pub fn pool_account(i: usize, price: i64) -> lendex::domain::accounts::LendingPool {
     use lendex::domain::wad::WAD;
     let key = |name: &str| crate::key(name).parse().expect("a key");
