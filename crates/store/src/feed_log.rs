@@ -81,7 +81,7 @@ pub async fn read_after(
             if !overlay {
                 return Ok(Some(Vec::new()));
             }
-            crate::overlay::read_changes(&**client, cluster, (from, to), limit).await
+            crate::overlay::read_changes(&client, cluster, (from, to), limit).await
         },
         async {
             let statement = client.prepare_cached(queries::FEED_CLOCK).await?;

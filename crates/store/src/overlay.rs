@@ -175,16 +175,22 @@ pub async fn load(client: &impl GenericClient, cluster: &str) -> DbResult<Vec<Ov
 /// The overlay's moves of ticks in (`from`, `to`], each with its tick, in
 /// the log's order; None when there are more than `limit` (a reload then).
 pub async fn read_changes(
-    client: &impl GenericClient,
+    client: &deadpool_postgres::Client,
     cluster: &str,
     (from, to): (i64, i64),
     limit: i64,
 ) -> DbResult<Option<Vec<(u64, OverlayChange)>>> {
     let range: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&from, &to, &cluster, &limit];
+    let query = async |sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]| {
+        // Prepared once per connection: every log read of a processed
+        // server asks these.
+        let statement = client.prepare_cached(sql).await?;
+        client.query(&statement, params).await
+    };
     let (pools, positions, marks) = futures_util::try_join!(
-        client.query(queries::FEED_OVERLAY_POOLS, &range[..3]),
-        client.query(queries::FEED_OVERLAY_POSITIONS, &range),
-        client.query(queries::FEED_OVERLAY_MARKS, &range),
+        query(queries::FEED_OVERLAY_POOLS, &range[..3]),
+        query(queries::FEED_OVERLAY_POSITIONS, &range),
+        query(queries::FEED_OVERLAY_MARKS, &range),
     )?;
     if positions.len() as i64 >= limit || marks.len() as i64 >= limit {
         return Ok(None);
