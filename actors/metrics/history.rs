@@ -18,6 +18,7 @@ pub const FLUSH_FAILED: &str = "lendex_history_flush_failures_total";
 pub const DROPPED: &str = "lendex_history_dropped_total";
 pub const FENCED: &str = "lendex_history_fenced_total";
 pub const QUEUE: &str = "lendex_history_queue_rows";
+pub const QUEUE_MAX: &str = "lendex_history_queue_max_rows";
 pub const PARTITIONS: &str = "lendex_history_partitions";
 pub const RECORDING: &str = "lendex_history_recording";
 
@@ -57,6 +58,10 @@ pub fn describe() {
         "History rows of a former leadership not stored because another leader took over"
     );
     describe_gauge!(QUEUE, "History rows waiting to be stored");
+    describe_gauge!(
+        QUEUE_MAX,
+        "The queue's cap (history.max_pending): past it the oldest rows are dropped"
+    );
     describe_gauge!(PARTITIONS, "History day partitions (every table's)");
     describe_gauge!(
         RECORDING,
@@ -123,8 +128,9 @@ pub fn fenced(rows: usize) {
 }
 
 /// Scrape-time state of the writer.
-pub fn state(queued: usize, partitions: i64, recording: bool) {
+pub fn state(queued: usize, max: usize, partitions: i64, recording: bool) {
     gauge!(QUEUE).set(queued as f64);
+    gauge!(QUEUE_MAX).set(max as f64);
     gauge!(PARTITIONS).set(partitions as f64);
     gauge!(RECORDING).set(f64::from(u8::from(recording)));
 }

@@ -25,6 +25,8 @@ pub use lendex_chain::metrics::stream;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use metrics::{Unit, counter, describe_counter, describe_gauge, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
@@ -49,6 +51,14 @@ pub const SSE_OPEN: &str = "lendex_sse_streams_open";
 pub const SSE_REFUSED: &str = "lendex_sse_refused_total";
 pub const LONG_POLLS_HELD: &str = "lendex_long_polls_held";
 pub const LONG_POLLS_REFUSED: &str = "lendex_long_polls_refused_total";
+pub const SYNC_FRESH: &str = "lendex_sync_fresh";
+pub const SYNC_RECONCILED_AT: &str = "lendex_sync_last_reconcile_timestamp_seconds";
+pub const SYNC_NOTIFIED_AT: &str = "lendex_sync_last_notification_timestamp_seconds";
+pub const CHAIN_SLOT: &str = "lendex_chain_slot";
+pub const SLOT_TREE_PROBLEM: &str = "lendex_chain_slot_tree_problem";
+pub const SSE_MAX: &str = "lendex_sse_streams_max";
+pub const LONG_POLLS_MAX: &str = "lendex_long_polls_max";
+pub const DRAINING: &str = "lendex_draining";
 
 /// Latency buckets, in seconds: 100 µs to 10 s.
 const SECONDS_BUCKETS: &[f64] = &[
@@ -171,7 +181,38 @@ fn describe() {
         SYNC_RECONNECTS,
         "Websocket connections made after the first"
     );
+    describe_gauge!(
+        SYNC_FRESH,
+        "1 while the chain sync is fresh as /api/health judges it (always 1 on a follower)"
+    );
+    describe_gauge!(
+        SYNC_RECONCILED_AT,
+        Unit::Seconds,
+        "Unix time the last complete reconciliation finished (the leader)"
+    );
+    describe_gauge!(
+        SYNC_NOTIFIED_AT,
+        Unit::Seconds,
+        "Unix time of the live source's last notification (the leader)"
+    );
+    describe_gauge!(
+        CHAIN_SLOT,
+        "The slot each view has reached, by view (processed, confirmed; the leader)"
+    );
+    describe_gauge!(
+        SLOT_TREE_PROBLEM,
+        "1 while the slot tree reports a contradiction and the processed view is the confirmed one"
+    );
     describe_gauge!(SSE_OPEN, "Open SSE streams (the caps count these)");
+    describe_gauge!(SSE_MAX, "The cap on open SSE streams (server.max_streams)");
+    describe_gauge!(
+        LONG_POLLS_MAX,
+        "The cap on held long polls (server.max_held_polls)"
+    );
+    describe_gauge!(
+        DRAINING,
+        "1 while this replica drains before a stop (health answers 503)"
+    );
     describe_counter!(
         SSE_REFUSED,
         "SSE streams refused with 429, by cap (per_address, total)"
@@ -231,22 +272,46 @@ pub fn engine(g: &EngineGauges) {
 }
 
 /// Scrape-time state of the chain sync.
-pub fn sync(
-    leader: bool,
-    last_reconcile: Option<Duration>,
-    lag_slots: Option<u64>,
-    connected: bool,
-    reconnects: u64,
-) {
-    gauge!(SYNC_LEADER).set(f64::from(u8::from(leader)));
-    if let Some(took) = last_reconcile {
+pub struct SyncGauges {
+    pub leader: bool,
+    pub fresh: bool,
+    /// When the last complete reconciliation finished, and how long it took.
+    pub last_reconcile: Option<(DateTime<Utc>, Duration)>,
+    pub lag_slots: Option<u64>,
+    pub connected: bool,
+    pub reconnects: u64,
+    pub last_notification: Option<DateTime<Utc>>,
+    pub processed_slot: Option<u64>,
+    pub confirmed_slot: Option<u64>,
+    pub slot_tree_problem: bool,
+}
+
+pub fn sync(g: &SyncGauges) {
+    let flag = |b: bool| f64::from(u8::from(b));
+    let unix = |at: DateTime<Utc>| at.timestamp_millis() as f64 / 1000.0;
+    gauge!(SYNC_LEADER).set(flag(g.leader));
+    gauge!(SYNC_FRESH).set(flag(g.fresh));
+    if let Some((at, took)) = g.last_reconcile {
         gauge!(SYNC_RECONCILE_SECONDS).set(took.as_secs_f64());
+        gauge!(SYNC_RECONCILED_AT).set(unix(at));
     }
-    if let Some(lag) = lag_slots {
+    if let Some(lag) = g.lag_slots {
         gauge!(SYNC_LAG_SLOTS).set(lag as f64);
     }
-    gauge!(SYNC_STREAM_CONNECTED).set(f64::from(u8::from(connected)));
-    counter!(SYNC_RECONNECTS).absolute(reconnects);
+    gauge!(SYNC_STREAM_CONNECTED).set(flag(g.connected));
+    counter!(SYNC_RECONNECTS).absolute(g.reconnects);
+    if let Some(at) = g.last_notification {
+        gauge!(SYNC_NOTIFIED_AT).set(unix(at));
+    }
+    for (view, slot) in [
+        ("processed", g.processed_slot),
+        ("confirmed", g.confirmed_slot),
+    ] {
+        if let Some(slot) = slot {
+            gauge!(CHAIN_SLOT, "view" => view).set(slot as f64);
+        }
+    }
+    gauge!(SLOT_TREE_PROBLEM).set(flag(g.slot_tree_problem));
 }
 
 pub fn stream_refused(cap: &'static str) {
@@ -257,10 +322,22 @@ pub fn long_poll_refused() {
     counter!(LONG_POLLS_REFUSED).increment(1);
 }
 
-/// Scrape-time state of the HTTP side's held connections.
-pub fn held(streams_open: usize, long_polls_held: usize) {
-    gauge!(SSE_OPEN).set(streams_open as f64);
-    gauge!(LONG_POLLS_HELD).set(long_polls_held as f64);
+/// Scrape-time state of the HTTP side's held connections, their caps, and
+/// whether the replica drains.
+pub struct HeldGauges {
+    pub streams_open: usize,
+    pub streams_max: usize,
+    pub long_polls_held: usize,
+    pub long_polls_max: usize,
+    pub draining: bool,
+}
+
+pub fn held(g: &HeldGauges) {
+    gauge!(SSE_OPEN).set(g.streams_open as f64);
+    gauge!(SSE_MAX).set(g.streams_max as f64);
+    gauge!(LONG_POLLS_HELD).set(g.long_polls_held as f64);
+    gauge!(LONG_POLLS_MAX).set(g.long_polls_max as f64);
+    gauge!(DRAINING).set(f64::from(u8::from(g.draining)));
 }
 
 /// Log lines that could not be written (`crate::logging`).

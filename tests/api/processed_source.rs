@@ -75,6 +75,14 @@ async fn a_write_reaches_the_index_with_its_confirmation_and_a_dead_slot_never()
     assert!(metric(app, "lendex_chain_abandoned_writes_dropped_total", "").await >= 2.0);
     assert!(metric(app, "lendex_chain_slot_statuses_total", "status=\"dead\"").await >= 1.0);
     assert!(metric(app, "lendex_chain_slot_confirmation_seconds_count", "").await >= 2.0);
+    // The views' slots, as the confirmation-stalled alert reads them.
+    let slot = |view: &'static str| metric(app, "lendex_chain_slot{", view);
+    assert_eq!(slot("view=\"confirmed\"").await, (base + 3) as f64);
+    assert_eq!(slot("view=\"processed\"").await, (base + 3) as f64);
+    assert_eq!(
+        metric(app, "lendex_chain_slot_tree_problem ", "").await,
+        0.0
+    );
 }
 
 #[actix_rt::test]

@@ -3,6 +3,7 @@
 //! actors hold is read here, at scrape time, with the health check's deadline.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
 
 use super::health::CHECK_DEADLINE;
 use crate::actors::chain_sync::GetSyncStatus;
@@ -10,7 +11,7 @@ use crate::actors::health_cache::Stats as CacheStatsRequest;
 use crate::actors::history::GetHistoryStats;
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
-use crate::metrics::{self, EngineGauges};
+use crate::metrics::{self, EngineGauges, HeldGauges, SyncGauges};
 
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let loopback = req.peer_addr().is_some_and(|a| a.ip().is_loopback());
@@ -34,13 +35,18 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
     );
     let _one_at_a_time = metrics::SCRAPE.lock().await;
     if let Ok(Ok(s)) = sync {
-        metrics::sync(
-            s.leader,
-            s.last_complete.as_ref().map(|(_, r)| r.took),
-            s.lag_slots,
-            s.stream.connected,
-            s.stream.connections.saturating_sub(1),
-        );
+        metrics::sync(&SyncGauges {
+            leader: s.leader,
+            fresh: s.is_fresh(Utc::now()),
+            last_reconcile: s.last_complete.as_ref().map(|(at, r)| (*at, r.took)),
+            lag_slots: s.lag_slots,
+            connected: s.stream.connected,
+            reconnects: s.stream.connections.saturating_sub(1),
+            last_notification: s.stream.last_notification_at,
+            processed_slot: s.stream.slots.processed,
+            confirmed_slot: s.stream.slots.confirmed,
+            slot_tree_problem: s.stream.slots.problem.is_some(),
+        });
     }
     if let Ok(Ok(c)) = cache {
         metrics::engine(&EngineGauges {
@@ -54,9 +60,20 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
             dropped_subscribers: c.dropped_subscribers,
         });
     }
-    metrics::held(state.streams.open(), state.held_polls.held());
+    metrics::held(&HeldGauges {
+        streams_open: state.streams.open(),
+        streams_max: state.config.server.max_streams,
+        long_polls_held: state.held_polls.held(),
+        long_polls_max: state.config.server.max_held_polls,
+        draining: state.drain.is_draining(),
+    });
     if let Some(h) = history {
-        metrics::history::state(h.queued, h.partitions, h.leading);
+        metrics::history::state(
+            h.queued,
+            state.config.history.max_pending,
+            h.partitions,
+            h.leading,
+        );
     }
     for lane in lanes.unwrap_or_default() {
         metrics::writer_lane(
