@@ -59,6 +59,14 @@ async fn scrape(app: &TestApp) -> HashMap<String, f64> {
     series
 }
 
+/// Series only a gRPC source records (slot statuses; the slot tree at
+/// processed); processed_source reads each of them back.
+const FROM_GRPC: &[&str] = &[
+    "lendex_chain_slot",
+    "lendex_chain_slot_confirmation_seconds_bucket",
+    "lendex_chain_slot_problems_total",
+];
+
 fn value(series: &HashMap<String, f64>, key: &str) -> f64 {
     series.get(key).copied().unwrap_or(0.0)
 }
@@ -187,38 +195,47 @@ async fn chain_reads_and_the_stream_are_scraped() {
     assert!(value(&after, r#"lendex_sync_reconciles_total{outcome="ok"}"#) >= 1.0);
 }
 
-/// Every series the shipped Grafana dashboard (ops/grafana/lendex.json)
-/// queries exists in /metrics once the service has done its ordinary work:
-/// served requests, written, read the chain, streamed, heard a NOTIFY.
+/// The `lendex_` and `process_` series a text names (a dashboard's queries, a
+/// rule file): every word that starts so. Alert names are CamelCase, so only
+/// series match.
+fn series_named(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("lendex_") || w.starts_with("process_"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every series the shipped Grafana dashboard (ops/grafana/lendex.json) queries
+/// and every series the alert rules (ops/prometheus/alerts.yml) read exists in
+/// /metrics once the service has done its ordinary work: served requests,
+/// written, read the chain, streamed, heard a NOTIFY.
 #[actix_rt::test]
-async fn the_dashboard_queries_only_series_that_exist() {
+async fn the_dashboard_and_alerts_name_only_series_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let dashboard: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/grafana/lendex.json"),
-        )
-        .unwrap(),
+        &std::fs::read_to_string(root.join("ops/grafana/lendex.json")).unwrap(),
     )
     .unwrap();
     let mut queried = std::collections::BTreeSet::new();
     for panel in dashboard["panels"].as_array().unwrap() {
         for target in panel["targets"].as_array().into_iter().flatten() {
-            let expr = target["expr"].as_str().unwrap();
-            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-                if word.starts_with("lendex_") || word.starts_with("process_") {
-                    queried.insert(word.to_string());
-                }
-            }
+            queried.extend(series_named(target["expr"].as_str().unwrap()));
         }
     }
+    let rules = std::fs::read_to_string(root.join("ops/prometheus/alerts.yml")).unwrap();
+    // Comments name no series; the rules' expressions and texts do.
+    let rules: String = rules
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let alerted = series_named(&rules);
+    assert!(alerted.len() > 25, "{alerted:?}");
+    queried.extend(alerted);
     assert!(queried.len() > 25, "{queried:?}");
-    // Recorded by a gRPC source at processed only: the slot tree's tests
-    // (processed_source, processed_views) read each of them back.
-    let at_processed = [
-        "lendex_chain_slot_confirmation_seconds_bucket",
-        "lendex_chain_slot_problems_total",
-    ];
-    for name in at_processed {
-        assert!(queried.remove(name), "{name} is no longer on the dashboard");
+    // Recorded by a gRPC source only; the leader here follows a websocket.
+    for name in FROM_GRPC {
+        assert!(queried.remove(*name), "{name} is no longer queried");
     }
 
     // The ordinary work: a leader with its websocket, a stream subscriber, a
@@ -273,7 +290,7 @@ async fn the_dashboard_queries_only_series_that_exist() {
     let missing: Vec<&String> = queried.iter().filter(|n| !exists(&text, n)).collect();
     assert!(
         all_there,
-        "queried by the dashboard, not in /metrics: {missing:?}"
+        "queried by the dashboard or the alerts, not in /metrics: {missing:?}"
     );
     drop(feed);
 }
