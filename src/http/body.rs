@@ -61,14 +61,23 @@ impl JsonBody {
     pub fn u8(&self, key: &str) -> ApiResult<Option<u8>> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_u64()
+            Some(Value::Number(n)) => whole(n)
                 .and_then(|v| u8::try_from(v).ok())
                 .map(Some)
                 .ok_or(ApiError::Invalid),
             Some(_) => Err(ApiError::Invalid),
         }
     }
+}
+
+/// A JSON number that is a whole, non-negative one: `22` or `22.0` (JSON has
+/// one number type, and the document's "integer" admits both), never `22.5`.
+fn whole(n: &serde_json::Number) -> Option<u64> {
+    n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(f))
+            .map(|f| f as u64)
+    })
 }
 
 impl FromRequest for JsonBody {
@@ -141,6 +150,14 @@ mod tests {
         assert_eq!(body.u8("i"), Ok(Some(5)));
         assert_eq!(body.u8("big"), Err(ApiError::Invalid));
         assert_eq!(body.u8("a"), Err(ApiError::Invalid));
+        // One number type in JSON: a whole float is that integer.
+        let floats =
+            JsonBody::parse(br#"{"w":22.0,"f":22.5,"neg":-1.0,"big":256.0,"e":2e2}"#).unwrap();
+        assert_eq!(floats.u8("w"), Ok(Some(22)));
+        assert_eq!(floats.u8("e"), Ok(Some(200)));
+        for bad in ["f", "neg", "big"] {
+            assert_eq!(floats.u8(bad), Err(ApiError::Invalid), "{bad}");
+        }
         assert_eq!(body.pubkey("a"), Err(ApiError::Invalid));
         let nul = JsonBody::parse(br#"{"s":"a\u0000b"}"#).unwrap();
         assert_eq!(nul.str("s"), Err(ApiError::Invalid));
