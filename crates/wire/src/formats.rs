@@ -15,6 +15,16 @@ use lendex_domain::enums::{ROLES, TX_ACTIONS, TX_STATUSES};
 /// Base58 of 32 bytes: 32 to 44 characters of the bitcoin alphabet.
 pub const PUBKEY_PATTERN: &str = "^[1-9A-HJ-NP-Za-km-z]{32,44}$";
 
+/// The custom formats of the document: a pattern bounds the characters and
+/// the length, the format says the text must decode to exactly 32 (64)
+/// bytes, which no regular expression of useful size can.
+pub const PUBKEY_FORMAT: &str = "solana-pubkey";
+pub const SIGNATURE_FORMAT: &str = "solana-signature";
+
+fn custom(format: &str) -> Option<utoipa::openapi::SchemaFormat> {
+    Some(utoipa::openapi::SchemaFormat::Custom(format.to_string()))
+}
+
 fn text(description: &str) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::String)
@@ -43,7 +53,9 @@ macro_rules! text_schema {
 text_schema!(
     PubkeyText,
     "Pubkey",
-    text("Base58 public key (32 bytes).").pattern(Some(PUBKEY_PATTERN))
+    text("Base58 public key: 32 to 44 characters that decode to exactly 32 bytes.")
+        .pattern(Some(PUBKEY_PATTERN))
+        .format(custom(PUBKEY_FORMAT))
 );
 text_schema!(
     U64Text,
@@ -75,8 +87,9 @@ text_schema!(
 text_schema!(
     WalletSignature,
     "WalletSignature",
-    text("Base58 ed25519 signature (64 bytes) of the nonce's message.")
+    text("Base58 ed25519 signature of the nonce's message: 64 to 88 characters that decode to exactly 64 bytes.")
         .pattern(Some("^[1-9A-HJ-NP-Za-km-z]{64,88}$"))
+        .format(custom(SIGNATURE_FORMAT))
 );
 text_schema!(
     TxSignature,
@@ -130,8 +143,14 @@ text_schema!(
     "TimeParam",
     text("A time: RFC 3339 (e.g. 2026-11-25T14:03:07Z) or whole Unix milliseconds.")
         .pattern(Some(
-            "^([0-9]{1,15}|[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))$"
+            "^([0-9]{1,15}|[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))$"
         ))
+);
+text_schema!(
+    CursorText,
+    "Cursor",
+    text("Opaque: the next_cursor of the previous page of the same listing.")
+        .pattern(Some("^[A-Za-z0-9_-]{26}$"))
 );
 text_schema!(
     HistoryCauseName,

@@ -91,15 +91,18 @@ pub struct InitPoolRequest {
     pub pool_address: String,
     #[schema(value_type = PubkeyText)]
     pub token_mint: String,
-    #[schema(max_length = 32)]
+    #[schema(max_length = 32, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     pub symbol: Option<String>,
     /// Equals the actor and the on-chain authority.
     #[schema(value_type = PubkeyText)]
     pub authority: String,
     #[schema(value_type = PubkeyText)]
     pub vault: String,
+    #[schema(maximum = 255)]
     pub pool_bump: u8,
+    #[schema(maximum = 255)]
     pub authority_bump: u8,
+    #[schema(maximum = 255)]
     pub vault_bump: u8,
     /// Signature of the on-chain initialisation transaction.
     #[schema(value_type = TxSignature)]
@@ -131,8 +134,11 @@ pub struct PoolOnChain {
     pub authority: String,
     #[schema(value_type = PubkeyText)]
     pub vault: String,
+    #[schema(maximum = 255)]
     pub pool_bump: u8,
+    #[schema(maximum = 255)]
     pub authority_bump: u8,
+    #[schema(maximum = 255)]
     pub vault_bump: u8,
     /// Already in the index of this cluster.
     pub registered: bool,
@@ -172,8 +178,8 @@ pub struct UnregisteredPoolsResponse {
 pub struct SyncPoolRequest {
     #[schema(value_type = PubkeyText)]
     pub pool_address: String,
-    /// Fills the symbol only while the stored one is null.
-    #[schema(max_length = 32)]
+    /// Fills the symbol only while the stored one is null. No control characters.
+    #[schema(max_length = 32, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     pub symbol: Option<String>,
 }
 

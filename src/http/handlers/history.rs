@@ -19,6 +19,7 @@ use crate::http::extract::Params;
 use crate::http::history_params::{Listing, Window, window};
 use crate::http::state::AppState;
 use crate::wire::error::ErrorBody;
+use crate::wire::formats::CursorText;
 use crate::wire::formats::{
     HistoryEventKindName, PubkeyText, ResolutionName, TimeParam, time_text,
 };
@@ -63,8 +64,8 @@ fn span(w: &Window) -> (String, String) {
            ("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
            ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
            ("resolution" = Option<ResolutionName>, Query, description = "raw (default) or buckets: 1m, 5m, 1h, 1d"),
-           ("limit" = Option<i64>, Query, description = "points or buckets per page"),
-           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+           ("limit" = Option<i64>, Query, minimum = 1, description = "points or buckets per page (at most 5000; more is clamped)"),
+           ("cursor" = Option<CursorText>, Query, description = "next_cursor of the previous page"),
            ("If-None-Match" = Option<String>, Header, description = "ETags held: a match is 304")),
     responses((status = 200, body = OwnerHistoryResponse, description = "The wallet's recorded health points (or buckets of them), oldest first, and the last point before `from`. A wallet with no history has none.", headers(("ETag" = String, description = "strong tag of the exact body"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag"),
@@ -138,8 +139,8 @@ pub async fn owner_history(
            ("pool" = Option<PubkeyText>, Query, description = "only events of this pool: a liquidation's debt or collateral pool, or for the other kinds any pool the owner held"),
            ("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
            ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
-           ("limit" = Option<i64>, Query, description = "events per page"),
-           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+           ("limit" = Option<i64>, Query, minimum = 1, description = "events per page (at most 5000; more is clamped)"),
+           ("cursor" = Option<CursorText>, Query, description = "next_cursor of the previous page"),
            ("If-None-Match" = Option<String>, Header, description = "ETags held: a match is 304")),
     responses((status = 200, body = HistoryEventsResponse, description = "Accounts that went under water, recovered, were liquidated (inferred) or left bad debt, newest first.", headers(("ETag" = String, description = "strong tag of the exact body"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag"),
@@ -224,8 +225,8 @@ fn event_wire(e: EventRow) -> HistoryEventWire {
     params(("pool" = PubkeyText, Path, description = "a pool in the index"),
            ("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
            ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
-           ("limit" = Option<i64>, Query, description = "rows per page"),
-           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+           ("limit" = Option<i64>, Query, minimum = 1, description = "rows per page (at most 5000; more is clamped)"),
+           ("cursor" = Option<CursorText>, Query, description = "next_cursor of the previous page"),
            ("If-None-Match" = Option<String>, Header, description = "ETags held: a match is 304")),
     responses((status = 200, body = PricesResponse, description = "Each change of the pool's oracle price, confidence or exponent, oldest first; its registration is the first.", headers(("ETag" = String, description = "strong tag of the exact body"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag"),
@@ -280,8 +281,8 @@ fn price_wire(p: &PriceRow) -> PriceWire {
     params(("from" = Option<TimeParam>, Query, description = "start of the range (inclusive)"),
            ("to" = Option<TimeParam>, Query, description = "end of the range (exclusive)"),
            ("resolution" = Option<ResolutionName>, Query, description = "raw samples (default) or buckets: 1m, 5m, 1h, 1d"),
-           ("limit" = Option<i64>, Query, description = "samples or buckets per page"),
-           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+           ("limit" = Option<i64>, Query, minimum = 1, description = "samples or buckets per page (at most 5000; more is clamped)"),
+           ("cursor" = Option<CursorText>, Query, description = "next_cursor of the previous page"),
            ("If-None-Match" = Option<String>, Header, description = "ETags held: a match is 304")),
     responses((status = 200, body = MarketHistoryResponse, description = "The market sampled every history.market_interval_seconds: owners, under water, at risk, debt under water and bad debt, oldest first.", headers(("ETag" = String, description = "strong tag of the exact body"))),
         (status = 304, description = "not modified: If-None-Match lists the current ETag"),

@@ -22,7 +22,7 @@ pub const MAX_SHOCKED_POOLS: usize = 16;
 pub const MAX_CURVE_STEPS: u32 = 200;
 
 #[utoipa::path(get, path = "/api/risk/shock", tag = "risk",
-    params(("shock" = String, Query, description = "POOL:BPS[,POOL:BPS...]: up to 16 pools, each once, each moved by BPS basis points (-10000 to 100000); the shocked price is floor(price x (10000 + BPS) / 10000), and 0 or less leaves the pool unpriced"),
+    params(("shock" = String, Query, pattern = r"^[1-9A-HJ-NP-Za-km-z]{32,44}:-?[0-9]{1,6}(,[1-9A-HJ-NP-Za-km-z]{32,44}:-?[0-9]{1,6}){0,15}$", description = "POOL:BPS[,POOL:BPS...]: up to 16 pools, each once, each moved by BPS basis points (-10000 to 100000); the shocked price is floor(price x (10000 + BPS) / 10000), and 0 or less leaves the pool unpriced"),
            ("limit" = Option<i64>, Query, description = "accounts listed: default 50, clamped to 200")),
     responses((status = 200, body = ShockResponse, description = "Every owner's health factor recomputed exactly at the shocked prices: the counts, the debt that becomes liquidatable, the bad debt, the profit on offer, and the newly liquidatable accounts with their quotes at those prices."),
         (status = 400, body = ErrorBody, description = "invalid (a malformed shock, a pool twice, more than 16 pools, a change out of range, or a pool with no oracle price)"),
@@ -36,9 +36,9 @@ pub async fn shock(state: web::Data<AppState>, params: Params) -> ApiResult<Http
 
 #[utoipa::path(get, path = "/api/risk/curve", tag = "risk",
     params(("pool" = PubkeyText, Query, description = "the pool whose price moves"),
-           ("from_bps" = Option<i64>, Query, description = "the first change, -10000 to 100000 (default -5000)"),
-           ("to_bps" = Option<i64>, Query, description = "the last change, above from_bps, at most 100000 (default 0)"),
-           ("steps" = Option<i64>, Query, description = "intervals between them, 1 to 200 (default 50): steps + 1 points")),
+           ("from_bps" = Option<i64>, Query, minimum = -10000, maximum = 100000, description = "the first change, -10000 to 100000 (default -5000)"),
+           ("to_bps" = Option<i64>, Query, minimum = -9999, maximum = 100000, description = "the last change, above from_bps, at most 100000 (default 0)"),
+           ("steps" = Option<i64>, Query, minimum = 1, maximum = 200, description = "intervals between them, 1 to 200 (default 50): steps + 1 points")),
     responses((status = 200, body = CurveResponse, description = "The pool's liquidation curve: at each price point, how many of its owners are below 1 WAD, their debt and the bad debt."),
         (status = 400, body = ErrorBody, description = "invalid (pool missing or malformed, a bound or steps out of range, or a pool with no oracle price)"),
         (status = 404, body = ErrorBody, description = "not found (a pool not in the index)"),

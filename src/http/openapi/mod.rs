@@ -11,7 +11,7 @@ use super::handlers::{
     admin, auth, health, history, liquidations, pools, positions, risk, transactions,
 };
 use crate::wire::error::ErrorBody;
-use crate::wire::formats::TimeParam;
+use crate::wire::formats::{CursorText, TimeParam};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -50,7 +50,7 @@ use crate::wire::formats::TimeParam;
         history::market,
     ),
     // Formats used by parameters alone are not collected from the paths.
-    components(schemas(ErrorBody, TimeParam))
+    components(schemas(ErrorBody, TimeParam, CursorText))
 )]
 pub struct ApiDoc;
 
