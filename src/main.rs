@@ -33,6 +33,9 @@ enum Command {
         #[arg(long, default_value_os_t = lendex_client::keypair::default_path())]
         outfile: PathBuf,
     },
+    /// Print the OpenAPI document GET /api/openapi.json serves (the clients
+    /// in clients/ are generated from it).
+    Openapi,
     /// Signed admin calls to a running service: the whole nonce handshake over HTTP.
     Remote {
         /// The service's base URL (default: the configured bind address).
@@ -196,6 +199,14 @@ fn main() -> std::process::ExitCode {
         // Needs no settings: works anywhere, before any config exists.
         Command::Keygen { outfile } => {
             exit(lendex::remote::keygen(Some(&outfile)).map_err(Into::into))
+        }
+        Command::Openapi => {
+            let text = lendex::http::openapi::document_json();
+            let mut out = std::io::stdout().lock();
+            match writeln!(out, "{text}") {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(_) => std::process::ExitCode::FAILURE,
+            }
         }
         Command::Local(local) => match load(&cli.config) {
             Ok(config) => exit(actix_rt::System::new().block_on(run(local, config))),

@@ -112,9 +112,30 @@ pub async fn openapi_json() -> HttpResponse {
     HttpResponse::Ok().json(document())
 }
 
+/// The document as `lendex openapi` prints it and clients/openapi.json holds
+/// it: pretty JSON, keys in the order utoipa writes them, so a diff of two
+/// versions reads.
+pub fn document_json() -> String {
+    serde_json::to_string_pretty(&document()).expect("the document is JSON")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The clients are generated from clients/openapi.json: it must be the
+    /// document the service serves (regenerate with `lendex openapi`).
+    #[test]
+    fn the_clients_document_is_the_served_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/openapi.json");
+        let committed = std::fs::read_to_string(path).expect("clients/openapi.json");
+        assert!(
+            committed == format!("{}\n", document_json()),
+            "clients/openapi.json is not the served document: run \
+             `cargo run -- openapi > clients/openapi.json` and \
+             `npm run generate` in clients/typescript"
+        );
+    }
 
     /// What openapi-spec-validator and the schemathesis run (scripts/api-fuzz)
     /// rely on, checked without Python: every response is described, every
