@@ -1,0 +1,238 @@
+// The client: one method per public route of the service, typed by the
+// OpenAPI document (src/schema.d.ts), errors as the spec's bodies.
+import bs58 from "bs58";
+
+import { RefusedError, TransportError, errorOf } from "./errors.js";
+import { pollOnce, watch } from "./polls.js";
+import { actions, canonicalMessage, verifies } from "./signing.js";
+import { Feed } from "./stream.js";
+
+/** Routes that read a view (docs: design §15): the client's `commitment`
+ *  applies to them unless a call names its own. */
+const VIEWED = new Set(["unhealthy", "liquidations", "atRisk", "positions", "detail", "stream"]);
+
+export class LendexClient {
+  #fetch;
+  #headers;
+
+  /**
+   * @param baseUrl the service, e.g. "http://127.0.0.1:8080"
+   * @param options.fetch another fetch (a test's, a proxy's)
+   * @param options.commitment "confirmed" (the service's default) or "processed"
+   * @param options.headers sent with every request
+   */
+  constructor(baseUrl, { fetch, commitment = null, headers = {} } = {}) {
+    this.baseUrl = String(baseUrl).replace(/\/+$/, "");
+    this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
+    this.commitment = commitment;
+    this.#headers = headers;
+  }
+
+  /** `path` under the base, with the defined values of `query`. */
+  url(path, query = {}) {
+    const url = new URL(this.baseUrl + path);
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
+    }
+    return url.toString();
+  }
+
+  /** fetch with the client's headers. */
+  fetch(url, init = {}) {
+    return this.#fetch(url, { ...init, headers: { ...this.#headers, ...init.headers } });
+  }
+
+  /** The query with the client's view, for a route that reads one. */
+  withView(route, query) {
+    if (VIEWED.has(route) && query.commitment === undefined && this.commitment) {
+      return { ...query, commitment: this.commitment };
+    }
+    return query;
+  }
+
+  /** One request; the parsed JSON answer, or a LendexError or TransportError. */
+  async request(method, path, { query = {}, body, headers = {}, signal } = {}) {
+    const init = { method, headers: { accept: "application/json", ...headers }, signal };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers["content-type"] = "application/json";
+    }
+    let response;
+    try {
+      response = await this.fetch(this.url(path, query), init);
+    } catch (cause) {
+      if (signal?.aborted) throw cause;
+      throw new TransportError(cause?.cause?.code ?? cause?.message ?? String(cause), cause);
+    }
+    if (!response.ok) throw await errorOf(response);
+    try {
+      return await response.json();
+    } catch (cause) {
+      throw new TransportError("an answer cut short", cause);
+    }
+  }
+
+  #get(path, query, options) {
+    return this.request("GET", path, { ...options, query });
+  }
+
+  #viewed(route, path, query = {}, options = {}) {
+    return this.#get(path, this.withView(route, query), options);
+  }
+
+  // --- health and pools
+  health(options) {
+    return this.#get("/api/health", {}, options);
+  }
+  pools(options) {
+    return this.#get("/api/pools", {}, options);
+  }
+  poolStatus(options) {
+    return this.#get("/api/pools/status", {}, options);
+  }
+  unregisteredPools(options) {
+    return this.#get("/api/pools/unregistered", {}, options);
+  }
+  poolOnChain(address, options) {
+    return this.#get(`/api/pools/${encodeURIComponent(address)}/chain`, {}, options);
+  }
+  poolPrices(pool, query = {}, options) {
+    return this.#get(`/api/pools/${encodeURIComponent(pool)}/prices`, query, options);
+  }
+  syncPool(poolAddress, { symbol } = {}, options) {
+    return this.request("POST", "/api/pools/sync", { ...options, body: { pool_address: poolAddress, symbol } });
+  }
+
+  // --- positions and liquidations
+  positions(user, query = {}, options) {
+    return this.#viewed("positions", `/api/positions/${encodeURIComponent(user)}`, query, options);
+  }
+  detail(user, query = {}, options) {
+    return this.#viewed("detail", `/api/positions/${encodeURIComponent(user)}/detail`, query, options);
+  }
+  ownerHistory(user, query = {}, options) {
+    return this.#get(`/api/positions/${encodeURIComponent(user)}/history`, query, options);
+  }
+  syncPosition(poolAddress, user, options) {
+    return this.request("POST", "/api/positions/sync", { ...options, body: { pool_address: poolAddress, user } });
+  }
+  unhealthy(query = {}, options) {
+    return this.#viewed("unhealthy", "/api/positions/unhealthy", query, options);
+  }
+  liquidations(query = {}, options) {
+    return this.#viewed("liquidations", "/api/liquidations", query, options);
+  }
+  atRisk(query = {}, options) {
+    return this.#viewed("atRisk", "/api/positions/at-risk", query, options);
+  }
+
+  // --- history, risk, transactions
+  historyEvents(query = {}, options) {
+    return this.#get("/api/history/events", query, options);
+  }
+  historyMarket(query = {}, options) {
+    return this.#get("/api/history/market", query, options);
+  }
+  riskShock(shocks, query = {}, options) {
+    const shock = Array.isArray(shocks) ? shocks.map(([pool, bps]) => `${pool}:${bps}`).join(",") : shocks;
+    return this.#get("/api/risk/shock", { ...query, shock }, options);
+  }
+  riskCurve(pool, query = {}, options) {
+    return this.#get("/api/risk/curve", { ...query, pool }, options);
+  }
+  transactions(query = {}, options) {
+    return this.#get("/api/transactions", query, options);
+  }
+  recordTransaction(transaction, options) {
+    return this.request("POST", "/api/transactions", { ...options, body: transaction });
+  }
+
+  // --- long polls and the stream
+  /** One conditional GET of a long-polling route (pools, unhealthy,
+   *  liquidations, atRisk, positions, detail; `user` in params for the last two). */
+  pollOnce(route, params, options) {
+    return pollOnce(this, route, params, options);
+  }
+  /** Every new answer of such a route, by long polls: an async iterator. */
+  watch(route, params, options) {
+    return watch(this, route, params, options);
+  }
+  /** The liquidation feed: an async iterator of {id, event, data} that
+   *  resumes by itself; `lastEventId` resumes where another left. */
+  unhealthyStream({ commitment, ...options } = {}) {
+    const query = this.withView("stream", commitment === undefined ? {} : { commitment });
+    const path = new URL(this.url("/api/positions/unhealthy/stream", query));
+    return new Feed(this, path.pathname + path.search, options);
+  }
+
+  // --- admins and the signed handshake
+  me(pubkey, options) {
+    return this.#get("/api/admin/me", { pubkey }, options);
+  }
+  allowlist(options) {
+    return this.#get("/api/admin/allowlist", {}, options);
+  }
+  /** The audit log; on mainnet a signer signs `read_audit` into the headers. */
+  async audit(query = {}, { signer, ...options } = {}) {
+    if (!signer) return this.#get("/api/admin/audit", query, options);
+    const signed = await this.sign(signer, actions.readAudit());
+    const headers = { "x-actor": signed.actor, "x-nonce": signed.nonce, "x-signature": signed.signature };
+    return this.#get("/api/admin/audit", query, { ...options, headers });
+  }
+  nonce(pubkey, action, options) {
+    return this.request("POST", "/api/auth/nonce", { ...options, body: { pubkey, action } });
+  }
+
+  /** Steps 1 and 2 of the handshake: a nonce for `action`, and the signature
+   *  of the canonical message (only if the server's message is exactly it). */
+  async sign(signer, action) {
+    const actor = signer.publicKey;
+    const issued = await this.nonce(actor, action);
+    const message = canonicalMessage(action, issued.nonce);
+    if (issued.message !== message) {
+      throw new RefusedError(`the server's message is not the canonical one for ${action}`);
+    }
+    const bytes = new TextEncoder().encode(message);
+    const signature = await signer.signMessage(bytes);
+    if (!verifies(actor, bytes, signature)) {
+      throw new RefusedError("the signer's signature does not verify with its public key");
+    }
+    return { actor, nonce: issued.nonce, signature: bs58.encode(signature) };
+  }
+
+  /** POST /api/admin/allowlist: `pubkey` becomes an admin of `role`. */
+  async addAdmin(signer, pubkey, role, { label } = {}) {
+    const signed = await this.sign(signer, actions.addAdmin(pubkey, role));
+    return this.request("POST", "/api/admin/allowlist", { body: { ...signed, pubkey, role, label } });
+  }
+
+  /** DELETE /api/admin/allowlist: a soft revoke. */
+  async revokeAdmin(signer, pubkey) {
+    const signed = await this.sign(signer, actions.revokeAdmin(pubkey));
+    return this.request("DELETE", "/api/admin/allowlist", { body: { ...signed, pubkey } });
+  }
+
+  /** Registers a pool the signer is the on-chain authority of: its fields as
+   *  the service reads them from chain, then POST /api/pools/init. */
+  async registerPool(signer, poolAddress, { initSignature, symbol } = {}) {
+    const pool = await this.poolOnChain(poolAddress);
+    const init_signature = initSignature ?? pool.init_signature;
+    if (!init_signature) {
+      throw new RefusedError("the chain does not tell the init signature: pass initSignature");
+    }
+    const signed = await this.sign(signer, actions.initPool(pool.token_mint));
+    const body = {
+      ...signed,
+      pool_address: pool.pool_address,
+      token_mint: pool.token_mint,
+      authority: pool.authority,
+      vault: pool.vault,
+      pool_bump: pool.pool_bump,
+      authority_bump: pool.authority_bump,
+      vault_bump: pool.vault_bump,
+      init_signature,
+      symbol,
+    };
+    return this.request("POST", "/api/pools/init", { body });
+  }
+}

@@ -1,0 +1,26 @@
+// Node only: a signer from a Solana CLI keypair file (a JSON array of 64 bytes).
+import { readFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+import { RefusedError } from "./errors.js";
+import { keypairSigner } from "./signing.js";
+
+/** Where the Solana CLI keeps its default keypair. */
+export function defaultKeypairPath() {
+  return join(homedir(), ".config", "solana", "id.json");
+}
+
+/** A signer over the keypair file at `path`. */
+export async function keypairFile(path = defaultKeypairPath()) {
+  let bytes;
+  try {
+    bytes = JSON.parse(await readFile(path, "utf8"));
+  } catch (cause) {
+    throw new RefusedError(`${path} is not a keypair file (${cause.message})`);
+  }
+  if (!Array.isArray(bytes) || bytes.length !== 64 || !bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256)) {
+    throw new RefusedError(`${path} is not a keypair file (a JSON array of 64 bytes)`);
+  }
+  return keypairSigner(Uint8Array.from(bytes));
+}
