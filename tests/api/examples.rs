@@ -31,7 +31,7 @@ fn runners(kind: &str) -> Vec<(PathBuf, PathBuf)> {
     );
     assert!(
         root()
-            .join("examples/typescript/node_modules/tweetnacl")
+            .join("examples/typescript/node_modules/@lendex/client")
             .exists()
             && python.0.exists(),
         "run scripts/ensure-examples first (scripts/test does)"
