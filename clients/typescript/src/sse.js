@@ -10,21 +10,37 @@ export class SseParser {
 
   /** The frames completed by this chunk (a Uint8Array or a string). */
   push(chunk) {
-    this.#buffer += typeof chunk === "string" ? chunk : this.#decoder.decode(chunk, { stream: true });
+    const text = this.#buffer + (typeof chunk === "string" ? chunk : this.#decoder.decode(chunk, { stream: true }));
     const frames = [];
+    // One pass with a cursor: the usual LF-only text takes indexOf alone.
+    const crlf = text.includes("\r");
+    let pos = 0;
     for (;;) {
-      const end = /\r\n|\n|\r/.exec(this.#buffer);
-      // A CR last may be the first half of a CRLF: wait for the next chunk.
-      if (!end || (end[0] === "\r" && end.index === this.#buffer.length - 1)) return frames;
-      const line = this.#buffer.slice(0, end.index);
-      this.#buffer = this.#buffer.slice(end.index + end[0].length);
-      if (line === "") {
+      let end;
+      let next;
+      if (crlf) {
+        const found = /\r\n|\n|\r/g;
+        found.lastIndex = pos;
+        const m = found.exec(text);
+        // A CR last may be the first half of a CRLF: wait for the next chunk.
+        if (!m || (m[0] === "\r" && m.index === text.length - 1)) break;
+        end = m.index;
+        next = end + m[0].length;
+      } else {
+        end = text.indexOf("\n", pos);
+        if (end < 0) break;
+        next = end + 1;
+      }
+      if (end === pos) {
         if (this.#frame.fields > 0) frames.push(finish(this.#frame));
         this.#frame = blank();
       } else {
-        field(this.#frame, line);
+        field(this.#frame, text.slice(pos, end));
       }
+      pos = next;
     }
+    this.#buffer = text.slice(pos);
+    return frames;
   }
 }
 

@@ -60,11 +60,40 @@ export class Feed {
         }
         failures = 0;
         this.connects += 1;
-        yield* this.#read(response, connection);
+        // Its events, until it ends, is cut or falls silent: then resume from
+        // the last id. (Inline, not a nested generator: one hop per event.)
+        const reader = response.body.getReader();
+        const parser = new SseParser();
+        for (;;) {
+          const chunk = await this.#readWithin(reader);
+          if (chunk === null) break;
+          for (const frame of parser.push(chunk)) {
+            if (frame.id !== null) this.#lastEventId = frame.id;
+            if (frame.event === null) continue; // the feed's place alone
+            yield { id: frame.id, event: frame.event, data: parseData(frame) };
+          }
+        }
       } finally {
         this.#signal?.removeEventListener("abort", stop);
         connection.abort();
       }
+    }
+  }
+
+  /** The next chunk, or null when the connection ended, was cut or stayed
+   *  silent past `silenceMs`. */
+  async #readWithin(reader) {
+    let timer;
+    const silent = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(null), this.#silenceMs);
+    });
+    try {
+      const read = await Promise.race([reader.read(), silent]);
+      return read === null || read.done ? null : read.value;
+    } catch {
+      return null;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -83,43 +112,13 @@ export class Feed {
     if (isTransient(error)) return null;
     throw error;
   }
+}
 
-  /** The events of one connection, until it ends, is cut or falls silent. */
-  async *#read(response, connection) {
-    const reader = response.body.getReader();
-    const parser = new SseParser();
-    try {
-      for (;;) {
-        let timer;
-        const silent = new Promise((resolve) => {
-          timer = setTimeout(() => resolve({ silent: true }), this.#silenceMs);
-        });
-        let chunk;
-        try {
-          chunk = await Promise.race([reader.read(), silent]);
-        } catch {
-          return; // cut: resume from the last id
-        } finally {
-          clearTimeout(timer);
-        }
-        if (chunk.silent || chunk.done) return;
-        for (const frame of parser.push(chunk.value)) {
-          if (frame.id !== null) this.#lastEventId = frame.id;
-          if (frame.event === null) continue; // the feed's place alone
-          let data = null;
-          if (frame.data !== null) {
-            try {
-              data = JSON.parse(frame.data);
-            } catch {
-              throw new TransportError(`a ${frame.event} event that is not JSON`);
-            }
-          }
-          yield { id: frame.id, event: frame.event, data };
-        }
-      }
-    } finally {
-      connection.abort();
-      reader.releaseLock?.();
-    }
+function parseData(frame) {
+  if (frame.data === null) return null;
+  try {
+    return JSON.parse(frame.data);
+  } catch {
+    throw new TransportError(`a ${frame.event} event that is not JSON`);
   }
 }
