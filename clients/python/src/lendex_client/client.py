@@ -1,0 +1,216 @@
+"""The synchronous client (httpx). `aio.AsyncClient` is the same over asyncio."""
+
+import json
+import time
+from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional
+
+import httpx
+
+from . import _routes as routes
+from .errors import LendexError, RefusedError, TransportError, error_of, is_transient
+from .signing import (
+    READ_AUDIT_ACTION,
+    Signer,
+    add_admin_action,
+    b58encode,
+    canonical_message,
+    init_pool_action,
+    revoke_admin_action,
+    verifies,
+)
+from .sse import SseParser
+
+
+class Event(NamedTuple):
+    """One event of the feed: `candidate_start`, `candidate_update`,
+    `candidate_stop` (data: the owner, its health factor, positions, best
+    quote), `reset` (the service could not resume: a snapshot follows) or
+    `resync` (this client read too slowly; the feed resumes by itself)."""
+
+    id: Optional[str]
+    event: str
+    data: Any
+
+
+class Polled(NamedTuple):
+    changed: bool
+    etag: Optional[str]
+    body: Any = None
+
+
+def signed_message(client_nonce: Dict[str, str], action: str, signer: Signer) -> Dict[str, str]:
+    """Step 2 of the handshake, shared by both clients: sign the canonical
+    message, only if the server's is exactly it, and check the signature."""
+    message = canonical_message(action, client_nonce["nonce"])
+    if client_nonce["message"] != message:
+        raise RefusedError(f"the server's message is not the canonical one for {action}")
+    data = message.encode()
+    signature = bytes(signer.sign_message(data))
+    if not verifies(signer.public_key, data, signature):
+        raise RefusedError("the signer's signature does not verify with its public key")
+    return {"actor": signer.public_key, "nonce": client_nonce["nonce"], "signature": b58encode(signature)}
+
+
+class Feed:
+    """The liquidation feed, followed: iterate it for Events. It reconnects by
+    itself with the last frame's id (Last-Event-ID), backs off with jitter
+    while the service is away or busy, takes a connection silent for 5 s as
+    dead, and hands over `reset` rather than hiding it."""
+
+    def __init__(self, client: "Client", commitment, last_event_id, silence, on_reconnect):
+        self._client = client
+        self._commitment = commitment
+        self.last_event_id: Optional[str] = last_event_id
+        self._silence = silence
+        self._on_reconnect = on_reconnect
+        self.connects = 0
+        self.refused = 0
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Ends the iteration at its next event or reconnect."""
+        self._stopped = True
+
+    def __iter__(self) -> Iterator[Event]:
+        failures = 0
+        attempts = 0
+        while not self._stopped:
+            if attempts and self._on_reconnect:
+                self._on_reconnect(self.last_event_id, failures)
+            attempts += 1
+            if failures:
+                time.sleep(routes.backoff_seconds(failures))
+            request = routes.stream_request(self._client, self._commitment, self.last_event_id)
+            timeout = httpx.Timeout(5.0, read=self._silence)
+            connected = False
+            try:
+                with self._client._http.stream(
+                    "GET", request.path, params=routes.clean(request.query), headers=request.headers, timeout=timeout
+                ) as response:
+                    if response.status_code != 200:
+                        error = error_of(response.status_code, response.read().decode(errors="replace"), response.headers)
+                        if not is_transient(error):
+                            raise error
+                        failures += 1
+                        self.refused += 1
+                        continue
+                    failures, connected = 0, True
+                    self.connects += 1
+                    parser = SseParser()
+                    for chunk in response.iter_bytes():
+                        for frame in parser.push(chunk):
+                            if frame.id is not None:
+                                self.last_event_id = frame.id
+                            if frame.event is None:
+                                continue  # the feed's place alone
+                            data = json.loads(frame.data) if frame.data is not None else None
+                            yield Event(frame.id, frame.event, data)
+                            if self._stopped:
+                                return
+            except httpx.HTTPError:
+                # Cut or silent: resume from the last id at once; unreachable:
+                # back off first.
+                if not connected:
+                    failures += 1
+                    self.refused += 1
+
+
+class Client(routes.Routes):
+    """Lendex over HTTP, synchronously. Every public route is a method; answers
+    are the service's JSON (dicts shaped as lendex_client.models says)."""
+
+    def __init__(self, base_url: str, *, commitment: Optional[str] = None, timeout: float = 10.0,
+                 transport: Optional[httpx.BaseTransport] = None, headers: Optional[Dict[str, str]] = None):
+        self.commitment = commitment
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport,
+                                  headers=headers or {})
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _send(self, request: routes.Request) -> httpx.Response:
+        try:
+            return self._http.request(request.method, request.path, params=routes.clean(request.query),
+                                      json=request.body, headers=request.headers)
+        except httpx.HTTPError as e:
+            raise TransportError(str(e) or type(e).__name__) from e
+
+    def _call(self, request: routes.Request) -> Any:
+        response = self._send(request)
+        if not response.is_success:
+            raise error_of(response.status_code, response.text, response.headers)
+        return response.json()
+
+    def request(self, method: str, path: str, *, query: Optional[Dict[str, Any]] = None, body: Any = None,
+                headers: Optional[Dict[str, str]] = None) -> Any:
+        """Any request: the parsed answer, or a LendexError or TransportError."""
+        return self._call(routes.Request(method, path, query or {}, body, headers))
+
+    # --- long polls and the stream
+    def poll_once(self, route: str, params: Optional[Dict[str, Any]] = None, *, etag: Optional[str] = None,
+                  wait_ms: int = 0) -> Polled:
+        """One conditional GET of a long-polling route (pools, unhealthy,
+        liquidations, at_risk, positions, detail; `user` in params for the last two)."""
+        response = self._send(routes.poll_request(self, route, params or {}, etag, wait_ms))
+        if response.status_code == 304:
+            return Polled(False, response.headers.get("etag", etag))
+        if not response.is_success:
+            raise error_of(response.status_code, response.text, response.headers)
+        return Polled(True, response.headers.get("etag"), response.json())
+
+    def watch(self, route: str, params: Optional[Dict[str, Any]] = None, *, wait_ms: int = 25000) -> Iterator[Polled]:
+        """Every new answer of such a route: the current one, then each change,
+        by long polls. Backs off with jitter while the service is away or busy."""
+        etag, failures = None, 0
+        while True:
+            try:
+                answer = self.poll_once(route, params, etag=etag, wait_ms=wait_ms if etag else 0)
+            except (LendexError, TransportError) as e:
+                if not is_transient(e):
+                    raise
+                failures += 1
+                time.sleep(routes.backoff_seconds(failures))
+                continue
+            failures, etag = 0, answer.etag
+            if answer.changed:
+                yield answer
+
+    def unhealthy_stream(self, *, commitment: Optional[str] = None, last_event_id: Optional[str] = None,
+                         silence: float = routes.SILENCE_SECONDS,
+                         on_reconnect: Optional[Callable[[Optional[str], int], None]] = None) -> Feed:
+        return Feed(self, commitment, last_event_id, silence, on_reconnect)
+
+    # --- the signed handshake
+    def sign(self, signer: Signer, action: str) -> Dict[str, str]:
+        return signed_message(self.nonce(signer.public_key, action), action, signer)
+
+    def add_admin(self, signer: Signer, pubkey: str, role: str, label: Optional[str] = None):
+        signed = self.sign(signer, add_admin_action(pubkey, role))
+        return self.request("POST", "/api/admin/allowlist", body=routes.admin_body(signed, pubkey=pubkey, role=role, label=label))
+
+    def revoke_admin(self, signer: Signer, pubkey: str):
+        signed = self.sign(signer, revoke_admin_action(pubkey))
+        return self.request("DELETE", "/api/admin/allowlist", body=routes.admin_body(signed, pubkey=pubkey))
+
+    def register_pool(self, signer: Signer, pool_address: str, *, init_signature: Optional[str] = None,
+                      symbol: Optional[str] = None):
+        pool = self.pool_on_chain(pool_address)
+        init_signature = init_signature or pool.get("init_signature")
+        if not init_signature:
+            raise RefusedError("the chain does not tell the init signature: pass init_signature")
+        signed = self.sign(signer, init_pool_action(pool["token_mint"]))
+        return self.request("POST", "/api/pools/init", body=routes.init_pool_body(signed, pool, init_signature, symbol))
+
+    def audit(self, *, signer: Optional[Signer] = None, **query):
+        """The audit log; on mainnet a signer signs `read_audit` into the headers."""
+        headers = None
+        if signer is not None:
+            signed = self.sign(signer, READ_AUDIT_ACTION)
+            headers = {"x-actor": signed["actor"], "x-nonce": signed["nonce"], "x-signature": signed["signature"]}
+        return self._call(routes.Request("GET", "/api/admin/audit", query, None, headers))
