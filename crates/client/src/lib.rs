@@ -117,13 +117,16 @@ pub(crate) async fn api_error(response: reqwest::Response) -> Error {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
     let text = response.text().await.unwrap_or_default();
-    match serde_json::from_str::<lendex_wire::error::ErrorBody>(&text) {
-        Ok(body) => Error::Api {
-            status,
-            error: body.error,
-            retry_after,
-        },
-        Err(_) => Error::Unexpected(format!("{status} without an error body: {text}")),
+    // Not the spec's body (a proxy's page in front of a restarting service):
+    // its text is the reason, and its status still says whether to retry.
+    let error = match serde_json::from_str::<lendex_wire::error::ErrorBody>(&text) {
+        Ok(body) => body.error,
+        Err(_) => text,
+    };
+    Error::Api {
+        status,
+        error,
+        retry_after,
     }
 }
 
