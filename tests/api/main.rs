@@ -11,6 +11,7 @@ mod chain_faults;
 mod chain_refresh;
 mod chain_stream;
 mod chain_support;
+mod client_scenarios;
 mod clients;
 mod cluster_feed;
 mod common;
