@@ -199,8 +199,10 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     // The local chain has no transaction for it: the signature is asked for.
     await page.locator("#ask-signature").waitFor({ state: "visible" });
     await page.fill('#ask-signature input[name="signature"]', "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UaKdiSkoQ");
+    // Its symbol is asked with it, so the pool is not listed as "—".
+    await page.fill('#ask-signature input[name="symbol"]', "NEWT");
     await page.click('#ask-signature button[type="submit"]');
-    await page.locator(`#pools tr[data-pool="${pool}"]`).waitFor();
+    await page.locator(`#pools tr[data-pool="${pool}"]`, { hasText: "NEWT" }).waitFor();
     await page.locator("#status.ok").waitFor();
     await row.waitFor({ state: "detached" });
     for (const error of ["#register-pool-error", "#add-admin-error"]) {
@@ -404,6 +406,38 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
   }, "#status.error");
 
   await step("23-keyboard", page, async () => {
+    // On a page just opened, the first Tab stop skips to the content and
+    // keeps the section shown; focus rings and field edges stand out from
+    // white (WCAG 1.4.11: 3:1): the next Tab stop's ring, a text field's edge.
+    const fresh = await context.newPage();
+    try {
+      await fresh.goto(`${api}/console#/pools`);
+      await fresh.locator("#view-pools").waitFor({ state: "visible" });
+      await fresh.keyboard.press("Tab");
+      if ((await fresh.evaluate(() => document.activeElement?.className)) !== "skip-link") {
+        throw new Error("the first Tab stop is not the skip link");
+      }
+      await fresh.keyboard.press("Enter");
+      if ((await fresh.evaluate(() => document.activeElement?.id)) !== "main") throw new Error("the skip link did not reach the content");
+      if (!fresh.url().endsWith("#/pools") || !(await fresh.locator("#view-pools").isVisible())) {
+        throw new Error(`the skip link changed the section: ${fresh.url()}`);
+      }
+      await fresh.keyboard.press("Tab");
+      const contrast = await fresh.evaluate(() => {
+        const rgb = (css) => css.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number);
+        const lum = (c) => c.map((v) => (v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+          .reduce((acc, v, i) => acc + v * [0.2126, 0.7152, 0.0722][i], 0);
+        const ratio = (css) => 1.05 / (lum(rgb(css)) + 0.05);
+        const focused = getComputedStyle(document.activeElement);
+        const field = getComputedStyle(document.querySelector('#wallet-form input[name="owner"]'));
+        return { on: document.activeElement.tagName, ring: ratio(focused.outlineColor), style: focused.outlineStyle, edge: ratio(field.borderTopColor) };
+      });
+      if (!(contrast.ring >= 3 && contrast.style !== "none" && contrast.edge >= 3)) {
+        throw new Error(`contrast against white: ${JSON.stringify(contrast)}`);
+      }
+    } finally {
+      await fresh.close();
+    }
     // From the top of the page, Tab reaches Sign out; Enter signs out.
     await page.evaluate(() => document.activeElement?.blur());
     await page.locator("h1").click();

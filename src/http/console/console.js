@@ -236,6 +236,12 @@ function setParams(params) {
   history.replaceState(null, "", `#/${name}${query ? `?${query}` : ""}`);
 }
 window.addEventListener("hashchange", showView);
+// The skip link moves focus past the header and tabs; the hash is the route,
+// so it must not change.
+document.querySelector(".skip-link").addEventListener("click", (event) => {
+  event.preventDefault();
+  document.getElementById("main").focus();
+});
 
 // ---- one wallet prompt at a time -------------------------------------------------
 /** While a wallet prompt is open every action button is disabled. */

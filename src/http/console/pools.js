@@ -116,19 +116,26 @@ function renderUnregistered() {
       button.type = "button";
       button.textContent = "Register";
       button.setAttribute("aria-label", `Register ${p.pool_address}`);
-      button.onclick = () => register(p.pool_address, "", null);
+      // Its symbol (and the init signature, when the chain cannot tell it) asked first.
+      button.onclick = () => register(p.pool_address, "", undefined);
       td.append(button);
     },
   ]));
   fillRows(table, rows, "Every pool on chain is registered.");
 }
 
-/** Asks for the init transaction's signature when the chain cannot tell it. */
-function askSignature(pool) {
+/** Asks for what registering `pool` needs that the chain does not say: its
+ *  symbol (optional) and, when `needSignature`, the init transaction's
+ *  signature. Resolves {signature, symbol}, or null when cancelled. */
+function askDetails(pool, needSignature) {
   const dialog = $("#ask-signature");
   const form = $("#ask-signature-form");
-  $("#ask-signature-text").textContent = `The chain does not say which transaction created ${pool}. Its signature:`;
+  $("#ask-signature-text").textContent = needSignature
+    ? `The chain does not say which transaction created ${pool}. Its signature:`
+    : `Register ${pool}.`;
   form.signature.value = "";
+  form.symbol.value = "";
+  form.signature.hidden = !needSignature;
   fieldError(form, null);
   return new Promise((resolve) => {
     const done = (value) => {
@@ -138,13 +145,20 @@ function askSignature(pool) {
     };
     form.onsubmit = (event) => {
       event.preventDefault();
-      const value = form.signature.value.trim();
-      if (!/^[\x21-\x7e]{1,128}$/.test(value)) return fieldError(form, "Enter the transaction's signature.", form.signature);
-      done(value);
+      const signature = form.signature.value.trim();
+      if (needSignature && !/^[\x21-\x7e]{1,128}$/.test(signature)) {
+        return fieldError(form, "Enter the transaction's signature.", form.signature);
+      }
+      const symbol = form.symbol.value.trim();
+      if ([...symbol].length > 32 || /[\u0000-\u001f\u007f-\u009f]/.test(symbol)) {
+        return fieldError(form, "A symbol is at most 32 characters, none of them control characters.", form.symbol);
+      }
+      done({ signature, symbol: symbol || null });
     };
     $("#ask-signature-cancel").onclick = () => done(null);
     dialog.oncancel = () => done(null);
     dialog.showModal();
+    (needSignature ? form.signature : form.symbol).focus();
   });
 }
 
@@ -157,7 +171,14 @@ async function register(pool, initSignature, symbol, form = $("#register-pool"))
   if (onChain.authority !== state.account.address) {
     return fieldError(form, `Its on-chain authority is ${onChain.authority}, not this wallet.`, form.pool_address);
   }
-  const signature = initSignature || onChain.init_signature || (await askSignature(pool));
+  let signature = initSignature || onChain.init_signature;
+  // From the unregistered list (symbol not asked yet), or a signature the chain lacks.
+  if (symbol === undefined || !signature) {
+    const details = await askDetails(pool, !signature);
+    if (details === null) return;
+    signature ||= details.signature;
+    symbol = symbol ?? details.symbol;
+  }
   if (!signature) return;
   const done = await act(`Register ${symbol ?? short(pool)}`, async () => {
     const auth = await signed(`init_pool:${onChain.token_mint}`);
