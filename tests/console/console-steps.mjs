@@ -319,6 +319,21 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await shocked.getByRole("button", { name: `Copy ${env("SHOCKED")}` }).waitFor();
     const align = await shocked.locator("td.num").first().evaluate((td) => getComputedStyle(td).textAlign);
     if (align !== "right") throw new Error(`numbers aligned ${align}`);
+    // Pools whose oracle is older than the service allows (here every one:
+    // the market's oracles are from 2023) are offered marked, and the lens
+    // warns of each chosen one, once.
+    for (const select of ["#curve-form select", "#shock-form select"]) await page.selectOption(select, sol);
+    const solName = await page.evaluate((pool) => riskPools.get(pool).symbol, sol);
+    await page.locator("#risk-stale", { hasText: `${solName}'s oracle price is` }).waitFor();
+    await page.selectOption("#shock-form select", env("UNREGISTERED"));
+    await page.locator("#risk-stale", { hasText: "NEWT's oracle price is" }).waitFor();
+    const warned = await page.locator("#risk-stale").textContent();
+    if (warned.split("oracle price is").length !== 3) throw new Error(`each chosen stale pool once: "${warned}"`);
+    const label = await page.locator(`#shock-form option[value="${env("UNREGISTERED")}"]`).textContent();
+    if (label !== "NEWT (oracle stale)") throw new Error(`the stale pool is offered as "${label}"`);
+    await page.selectOption("#shock-form select", sol);
+    await page.locator("#risk-stale", { hasText: "NEWT" }).waitFor({ state: "detached" }).catch(() => {});
+    if ((await page.locator("#risk-stale").textContent()).includes("NEWT")) throw new Error("NEWT still warned once unchosen");
   }, "#shock-summary");
 
   await step("16-wallet-history", page, async () => {
@@ -356,6 +371,9 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
   await ask("READY_FOR_PAUSE");
   await step("19-service-paused", page, async () => {
     await page.locator("#link-state", { hasText: "unreachable since" }).waitFor({ timeout: 10000 });
+    // Since the last good answer, not since the check that failed.
+    const since = await page.evaluate(() => [$("#link-state").textContent, `unreachable since ${clock(source("health").at)}`]);
+    if (since[0] !== since[1]) throw new Error(`${since[0]}, the last answer: ${since[1]}`);
     await page.locator("#banner.error", { hasText: "cannot be reached" }).waitFor();
     await page.locator("#overview-age.stale").waitFor({ timeout: 10000 });
     await go(page, "feed");

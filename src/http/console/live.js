@@ -75,7 +75,8 @@ async function checkLink() {
   const badge = $("#link-state");
   const banner = $("#banner");
   if (!res.data || !res.data.checks) {
-    if (!link.down) Object.assign(link, { down: true, since: new Date() });
+    // Down since its last good answer, not since this failed check.
+    if (!link.down) Object.assign(link, { down: true, since: source("health").at ?? new Date() });
     badge.textContent = `unreachable since ${clock(link.since)}`;
     badge.className = "badge stale";
     banner.textContent = `The service cannot be reached since ${clock(link.since)} (${res.data?.error ?? "no answer"}). ` +

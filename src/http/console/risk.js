@@ -4,20 +4,41 @@
 // asking, and shows its own errors beside it.
 "use strict";
 
+/** Priced pools by address, with their oracle's freshness (GET /api/pools/status). */
+let riskPools = new Map();
 async function loadRiskPools() {
-  const res = await api("GET", "/api/pools");
+  const res = await api("GET", "/api/pools/status");
   if (!res.ok) return;
   const priced = res.data.pools.filter((p) => p.oracle_price !== null);
+  riskPools = new Map(priced.map((p) => [p.pool_address, p]));
   for (const select of document.querySelectorAll(".risk-pool")) {
     const chosen = select.value;
-    select.replaceChildren(...priced.map((p) => new Option(p.symbol || short(p.pool_address), p.pool_address)));
+    select.replaceChildren(...priced.map((p) => {
+      const name = p.symbol || short(p.pool_address);
+      return new Option(p.oracle_stale ? `${name} (oracle stale)` : name, p.pool_address);
+    }));
     if (chosen) select.value = chosen;
   }
   for (const form of [$("#curve-form"), $("#shock-form")]) {
     form.querySelector("button").disabled = priced.length === 0;
   }
   if (!priced.length) fieldError($("#curve-form"), "No pool has an oracle price yet: there is nothing to shock.");
+  warnStale();
 }
+
+/** A stale oracle is warned beside the lens: moving a price the market has
+ *  left says little about the market. */
+function warnStale() {
+  const stale = [...new Set([...document.querySelectorAll(".risk-pool")].map((s) => s.value))]
+    .map((pool) => riskPools.get(pool))
+    .filter((p) => p?.oracle_stale);
+  const note = $("#risk-stale");
+  note.hidden = stale.length === 0;
+  note.textContent = stale.map((p) => `${p.symbol || short(p.pool_address)}'s oracle price is ` +
+    `${p.oracle_age_seconds === null ? "of unknown age" : `${ago(p.oracle_age_seconds).replace(/ ago$/, "")} old`}, past the service's ` +
+    `${state.maxOracleAge ?? "?"} s: the lens moves a price the market may have left.`).join(" ");
+}
+for (const select of document.querySelectorAll(".risk-pool")) select.addEventListener("change", warnStale);
 
 let curveChart = null;
 function drawCurve(curve) {
