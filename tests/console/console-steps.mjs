@@ -404,6 +404,10 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await empty.goto(`${env("EMPTY_URL")}/console#/pools`);
     await empty.locator("#pools tr.state-row.empty", { hasText: "No pools registered yet" }).waitFor();
     await empty.locator('[data-card="deposits"] dd', { hasText: "$0.00" }).waitFor();
+    // One money format on the cards: two decimals, compact from a million.
+    const money = await empty.evaluate(() => ["9700000", "10034000", "24640.18", "999999.99"]
+      .map((d) => usd((BigInt(Math.round(Number(d) * 100)) * 10n ** 16n).toString(), { compact: true })));
+    if (money.join(" ") !== "$9.70M $10.03M $24,640.18 $999,999.99") throw new Error(`cards read ${money.join(", ")}`);
     await empty.click('#tabs a[data-view="feed"]');
     await empty.locator("#feed-empty.empty", { hasText: "No account is under water" }).waitFor();
     await empty.click('#tabs a[data-view="market"]');

@@ -84,12 +84,15 @@ const short = (key) => (key && key.length > 12 ? `${key.slice(0, 4)}…${key.sli
 // ---- the one money format ------------------------------------------------------
 /** A WAD USD value (a decimal string) as a Number of dollars, for drawing only. */
 const dollars = (text) => (text === null || text === undefined ? 0 : Number(BigInt(text) / 10n ** 12n) / 1e6);
-/** A WAD USD value as `$1,234.56` (cut to cents, never rounded up); `compact` as `$1.23M`. */
+/** A WAD USD value as `$1,234.56` (cut to cents, never rounded up); `compact`
+ *  from a million as `$1.23M`: two decimals either way, so cards side by side
+ *  read alike ($9.70M beside $10.03M, not $9.7M). */
 function usd(text, { compact = false } = {}) {
   if (text === null || text === undefined) return "—";
   const v = BigInt(text);
   if (compact && v >= 10n ** 24n) {
-    return `$${dollars(text).toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 2 })}`;
+    const digits = { notation: "compact", minimumFractionDigits: 2, maximumFractionDigits: 2 };
+    return `$${dollars(text).toLocaleString("en-US", digits)}`;
   }
   const cents = v / 10n ** 16n;
   const whole = (cents / 100n).toLocaleString("en-US");
