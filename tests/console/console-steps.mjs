@@ -457,6 +457,13 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
       if (!(contrast.ring >= 3 && contrast.style !== "none" && contrast.edge >= 3)) {
         throw new Error(`contrast against white: ${JSON.stringify(contrast)}`);
       }
+      // At 375 px the section starts within the first screen's upper half:
+      // the header, the overview (one row) and the tabs take less than 440 px.
+      await fresh.setViewportSize(NARROW);
+      const top = await fresh.evaluate(() => document.querySelector("#view-pools").getBoundingClientRect().top + scrollY);
+      if (top > 440) throw new Error(`at 375 px the content starts ${Math.round(top)} px down`);
+      const scroll = await fresh.evaluate(() => document.documentElement.scrollWidth);
+      if (scroll > NARROW.width) throw new Error(`at 375 px the page is ${scroll} px wide`);
     } finally {
       await fresh.close();
     }
