@@ -52,6 +52,24 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     }
     const link = await page.locator("#pools tbody tr[data-pool] a").first().getAttribute("href");
     if (!link.includes("cluster=custom&customUrl=http%3A%2F%2F127")) throw new Error(`explorer link ${link}`);
+    // Unclipped at 1280 px with a mainnet pool's widths (a copy of the first
+    // row with long figures): nothing to scroll sideways, and the oracle's
+    // age and freshness in the second column.
+    const clipped = await page.evaluate(() => {
+      const table = document.querySelector("#pools");
+      const row = table.tBodies[0].rows[0].cloneNode(true);
+      const long = ["", "$143,271.552 ± 0.0432", "9,703,112,553.123456 SOL", "8,123,554,110.654321 SOL", "83.7%", "12.34%", "80%"];
+      [...row.cells].forEach((td, i) => { if (long[i]) td.firstChild.textContent = long[i]; });
+      table.tBodies[0].append(row);
+      const box = table.parentElement;
+      const widths = [box.scrollWidth, box.clientWidth];
+      row.remove();
+      return widths;
+    });
+    if (clipped[0] > clipped[1]) throw new Error(`the pools table is ${clipped[0]} px in ${clipped[1]} px`);
+    const oracle = await page.locator("#pools tbody tr[data-pool]").first().locator("td").nth(1);
+    await oracle.locator(".oracle-age").waitFor();
+    await oracle.locator(".badge.fresh, .badge.stale").waitFor();
   }, "#pools tbody tr[data-pool]");
 
   await step("02-failed-sign-in", page, async () => {

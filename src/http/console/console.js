@@ -178,7 +178,9 @@ function tableRow(table, cells) {
   const heads = [...table.tHead.rows[0].cells];
   cells.forEach((cell, i) => {
     const td = tr.insertCell();
-    td.dataset.label = heads[i]?.textContent ?? "";
+    // A header's second line (its <small>) joins the label after a comma.
+    const head = heads[i];
+    td.dataset.label = head ? [...head.childNodes].map((n) => n.textContent.trim()).filter(Boolean).join(", ") : "";
     if (heads[i]?.classList.contains("num")) td.classList.add("num");
     if (typeof cell === "function") cell(td);
     else if (cell instanceof Node) td.append(cell);

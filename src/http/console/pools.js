@@ -6,6 +6,15 @@
 
 const percentOfWad = (text, places = 1) => percent(Number(BigInt(text) / 10n ** 12n) / 1e6, places);
 
+/** A value with a second one under it. */
+function stacked(top, below) {
+  return (td) => {
+    const small = document.createElement("small");
+    small.textContent = below;
+    td.append(top, small);
+  };
+}
+
 /** Token amount and its USD value, stacked. */
 function amountCell(amount, pool, valueWad) {
   return (td) => {
@@ -33,15 +42,10 @@ async function loadPools() {
             td.append(name, " ");
             addressCell(td.appendChild(document.createElement("span")), p.pool_address, { link: true, full: false });
           },
-          amountCell(p.total_deposits, p.pool_address, p.deposits_value_wad),
-          amountCell(p.total_borrows, p.pool_address, p.borrows_value_wad),
-          percentOfWad(p.utilization_wad),
-          percent(p.supply_apy),
-          percent(p.borrow_apy),
-          row.ltv_wad ? percentOfWad(row.ltv_wad, 0) : "—",
-          percentOfWad(p.liquidation_threshold_wad, 0),
-          oraclePrice(p.oracle_price, p.oracle_expo, p.oracle_conf),
+          // The oracle second, its age and freshness under the price: whether
+          // a pool can be trusted stays in view however wide the rest gets.
           (td) => {
+            td.append(oraclePrice(p.oracle_price, p.oracle_expo, p.oracle_conf));
             const badge = document.createElement("span");
             badge.className = `badge ${p.oracle_stale ? "stale" : "fresh"}`;
             badge.textContent = p.oracle_stale ? "stale" : "fresh";
@@ -51,8 +55,15 @@ async function loadPools() {
             age.className = "oracle-age";
             age.dataset.updatedAt = String(p.oracle_updated_at);
             age.textContent = ago(Date.now() / 1000 - p.oracle_updated_at);
-            td.append(age, " ", badge);
+            const small = document.createElement("small");
+            small.append(age, " ", badge);
+            td.append(small);
           },
+          amountCell(p.total_deposits, p.pool_address, p.deposits_value_wad),
+          amountCell(p.total_borrows, p.pool_address, p.borrows_value_wad),
+          percentOfWad(p.utilization_wad),
+          stacked(percent(p.supply_apy), `borrow ${percent(p.borrow_apy)}`),
+          stacked(row.ltv_wad ? percentOfWad(row.ltv_wad, 0) : "—", `liq. ${percentOfWad(p.liquidation_threshold_wad, 0)}`),
         ]);
         tr.dataset.pool = p.pool_address;
         return tr;
