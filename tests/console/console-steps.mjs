@@ -364,6 +364,12 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.locator("#wallet-health path.marker").first().waitFor({ state: "attached" });
     await page.locator("#wallet-values path.series").nth(1).waitFor({ state: "attached" });
     await page.locator("#wallet-events tbody tr", { hasText: "went under water" }).waitFor();
+    // Minutes of history in the hour asked: the axis starts at the first
+    // point, and says so; the values stay within a factor of 3, so the
+    // health factor's axis is linear, fitted to them with 1.0 in view.
+    await page.locator("#wallet-state.short", { hasText: "History starts at" }).waitFor();
+    const label = await page.locator("#wallet-health svg").getAttribute("aria-label");
+    if (!label.includes("on a linear scale fitted to its values")) throw new Error(`the health axis: ${label}`);
     await page.click('#view-wallet .range button[data-range="24h"]');
     if (!page.url().includes("range=24h")) throw new Error(`the range is not in the URL: ${page.url()}`);
   }, "#wallet-health svg");
@@ -382,6 +388,7 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
   await step("18-market", page, async () => {
     await go(page, "market");
     await page.locator("#market-chart svg").waitFor();
+    await page.locator("#market-state.short", { hasText: "History starts at" }).waitFor();
     await page.locator("#latest-events tbody tr", { hasText: "went under water" }).first().waitFor();
   }, "#market-chart svg");
 

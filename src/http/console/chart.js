@@ -41,10 +41,12 @@ function logTicks(lo, hi) {
   return out.length ? out : [lo, hi];
 }
 
-const MINUTE = 60e3, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+const SECOND = 1e3, MINUTE = 60 * SECOND, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
 /** Time ticks at a round step giving about `count` ticks, in UTC. */
 function timeTicks(lo, hi, count = 6) {
-  const steps = [MINUTE, 5 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY];
+  // From seconds: an axis fitted to a few minutes of data still has its times.
+  const steps = [SECOND, 5 * SECOND, 15 * SECOND, 30 * SECOND, MINUTE, 5 * MINUTE, 15 * MINUTE, 30 * MINUTE,
+    HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY];
   const step = steps.find((s) => (hi - lo) / s <= count) ?? 7 * DAY;
   const out = [];
   for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) out.push(t);
@@ -52,6 +54,7 @@ function timeTicks(lo, hi, count = 6) {
 }
 function timeLabel(t, step) {
   const d = new Date(t);
+  if (step < MINUTE) return d.toISOString().slice(11, 19);
   const hm = d.toISOString().slice(11, 16);
   if (step < DAY) return hm;
   return d.toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });

@@ -39,6 +39,18 @@ function stateText(el, kind, text) {
   el.hidden = !text;
 }
 
+/** Where a chart's time axis starts: at `from`, or at the first point when
+ *  the history is shorter than the range asked (said in `box`, not drawn as
+ *  an empty stretch that squeezes the data to one edge). */
+function axisStart(box, firstAt, from, range) {
+  if (firstAt <= from) {
+    stateText(box, "", "");
+    return from;
+  }
+  stateText(box, "short", `History starts at ${when(new Date(firstAt))}, within the ${range} asked: the axis starts there.`);
+  return firstAt;
+}
+
 // ---- the market -------------------------------------------------------------------------
 let marketChart = null;
 const market = { range: "24h" };
@@ -60,10 +72,10 @@ async function loadMarket() {
         $("#market-chart").hidden = true;
         return;
       }
-      stateText(box, "", "");
       $("#market-chart").hidden = false;
+      const start = axisStart(box, Math.min(...points.map(at)), from, market.range);
       const spec = {
-        x: { type: "time", label: "time (UTC)", min: from, max: to },
+        x: { type: "time", label: "time (UTC)", min: start, max: to },
         y: [
           { id: "count", label: "accounts", integer: true, format: (v) => count(Math.round(v)) },
           { id: "usd", label: "USD", format: (v) => `$${v.toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 1 })}` },
@@ -163,9 +175,8 @@ async function loadWallet() {
         for (const id of ["#wallet-health", "#wallet-values"]) $(id).hidden = true;
         return;
       }
-      stateText(box, "", "");
       for (const id of ["#wallet-health", "#wallet-values"]) $(id).hidden = false;
-      drawWallet(owner, points, events.data.events, from, to);
+      drawWallet(owner, points, events.data.events, axisStart(box, points[0].at, from, walletView.range), to);
     });
   } catch (e) {
     stateText(box, "error", `The wallet's history cannot be read: ${e.message}.`);
@@ -175,9 +186,15 @@ async function loadWallet() {
 function drawWallet(owner, points, events, from, to) {
   // No debt (u128 max) is drawn at the top of the axis, as "no debt".
   const finite = points.map((p) => hfNumber(p.hf)).filter((v) => Number.isFinite(v) && v > 0);
-  // Fitted to the values, with room for the 1.0 line and 2.0 (the top band).
-  const top = Math.max(2, ...finite) * 1.5;
-  const bottom = Math.max(0.01, Math.min(0.5, ...finite) / 1.5);
+  // Fitted to the values with the 1.0 line always in view, padded by a tenth
+  // of the span; linear while the values stay within a factor of 3 (real
+  // swings between 0.93 and 1.0 stay visible), log beyond.
+  const [lo, hi] = [Math.min(1, ...finite), Math.max(1, ...finite)];
+  const log = hi / lo > 3;
+  const pad = log ? (hi / lo) ** 0.1 : (hi - lo) * 0.1 || 0.05;
+  const noDebt = points.some((p) => !Number.isFinite(hfNumber(p.hf)));
+  const top = log ? hi * pad ** (noDebt ? 2 : 1) : hi + pad * (noDebt ? 2 : 1);
+  const bottom = log ? Math.max(0.001, lo / pad) : Math.max(0, lo - pad);
   const y = (text) => { const v = hfNumber(text); return Number.isFinite(v) ? Math.max(v, bottom) : top; };
   // Time under water: from each point below 1 until the next at or above it.
   const bands = [];
@@ -191,7 +208,7 @@ function drawWallet(owner, points, events, from, to) {
   });
   const health = {
     x: { type: "time", label: "time (UTC)", min: from, max: to },
-    y: [{ id: "hf", label: "health factor (log)", log: true, min: bottom, max: top,
+    y: [{ id: "hf", label: log ? "health factor (log)" : "health factor", log, min: bottom, max: top,
       format: (v) => (v >= top / 1.01 ? "no debt" : v.toLocaleString("en-US", { maximumSignificantDigits: 3 })) }],
     series: [{ name: "health factor", axis: "hf", color: "#3451b2", step: true,
       format: (v) => (v >= top / 1.01 ? "no debt" : v.toLocaleString("en-US", { maximumFractionDigits: 4 })),
@@ -199,7 +216,7 @@ function drawWallet(owner, points, events, from, to) {
     rules: [{ axis: "hf", y: 1, label: "1.0", color: "#b42318" }],
     bands,
     markers: events.map((e) => ({ x: Date.parse(e.at), label: `${EVENT_NAMES[e.kind]} at ${wad(e.health_factor_after_wad)}`, color: EVENT_COLORS[e.kind] })),
-    summary: `Health factor of ${owner} over the last ${walletView.range}, on a log scale with the 1.0 line; time under water shaded; ${events.length} events marked.`,
+    summary: `Health factor of ${owner} over the last ${walletView.range}, on a ${log ? "log" : "linear"} scale fitted to its values with the 1.0 line; time under water shaded; ${events.length} events marked.`,
   };
   const values = {
     x: { type: "time", label: "time (UTC)", min: from, max: to },
