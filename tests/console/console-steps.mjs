@@ -262,6 +262,45 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.waitForFunction(() => document.querySelector('#feed-controls select[name="view"] option[value="processed"]').title !== "");
     if (!(await processed.evaluate((o) => o.disabled))) throw new Error("processed selectable on a confirmed service");
     if (await row.locator(".view-mark").count()) throw new Error("a confirmed row marked");
+    // Steady: two more rows by the feed's own path; when their order flips
+    // the rows hold their places (said beside the totals) until the next
+    // re-sort, which changing the sort brings at once; a tiny move does not
+    // flash; reduced motion stops the flash.
+    const steady = await page.evaluate(async () => {
+      const mk = (owner, hf, profit) => ({ owner, account_health_factor_wad: hf, positions: [], slot: 1, commitment: "confirmed",
+        published_at_ms: Date.now(), liquidation: null, profit });
+      const [a, b] = ["ZZZZtestOwnerAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1", "ZZZZtestOwnerBBBBBBBBBBBBBBBBBBBBBBBBBBBBB2"];
+      const order = () => [...document.querySelectorAll("#feed tbody tr")].map((tr) => tr.dataset.owner).filter((o) => o === a || o === b);
+      const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      $('#feed-controls select[name="sort"]').value = "hf";
+      feed.resort = true;
+      feedEvent("candidate_start", mk(a, "500000000000000000"));
+      feedEvent("candidate_start", mk(b, "600000000000000000"));
+      await frame();
+      const first = order();
+      feedEvent("candidate_update", mk(a, "700000000000000000"));
+      await frame();
+      const held = order();
+      const cue = $("#feed-order").hidden ? "" : $("#feed-order").textContent;
+      feedEvent("candidate_update", mk(b, "600000000000000001"));
+      await frame();
+      const tiny = document.querySelector(`#feed tr[data-owner="${b}"] td.hf`).classList.contains("changed");
+      $('#feed-controls select[name="sort"]').dispatchEvent(new Event("input", { bubbles: true }));
+      await frame();
+      const resorted = order();
+      for (const o of [a, b]) feedEvent("candidate_stop", mk(o, "1"));
+      await frame();
+      return { first, held, cue, tiny, resorted, left: order().length };
+    });
+    const [a, b] = ["ZZZZtestOwnerAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1", "ZZZZtestOwnerBBBBBBBBBBBBBBBBBBBBBBBBBBBBB2"];
+    if (steady.first.join() !== [a, b].join() || steady.held.join() !== [a, b].join() || steady.resorted.join() !== [b, a].join()
+      || !steady.cue.includes("held in place") || steady.tiny || steady.left !== 0) {
+      throw new Error(`a steady feed: ${JSON.stringify(steady)}`);
+    }
+    await page.emulateMedia({ reducedMotion: "reduce" });
+    const animation = await row.locator("td.hf").evaluate((td) => { td.classList.add("changed"); return getComputedStyle(td).animationName; });
+    await page.emulateMedia({ reducedMotion: "no-preference" });
+    if (animation !== "none") throw new Error(`with reduced motion a changed cell animates: ${animation}`);
   }, `#feed tr[data-owner="${owner}"]`);
 
   // The page loses its connection while the owner sinks further: the browser

@@ -1,8 +1,11 @@
 // The live liquidation feed: every owner under water with its quote (repay
 // and seize in tokens and USD, profit), an oracle-stale badge; sorted by
 // health factor, profit or repay value; filtered by pool and minimum profit;
-// totals of what is shown. A row is updated in place and only the cells that
-// changed flash. Paused, events are kept and applied on resume. The browser
+// totals of what is shown. A row is updated in place; a cell flashes only on a
+// move that matters (a new row, a health factor moving 1 %, a profit 5 %),
+// never with reduced motion. The order is held between re-sorts (at most every
+// 3 s, or at once when the sort or filters change), so rows do not jump under
+// a reader or a keyboard focus. Paused, events are kept and applied on resume. The browser
 // reconnects with the last event's id and the service replays what was
 // missed; only a `reset` (it could not) clears the rows before its snapshot.
 // On a service reading the chain at processed, the view switch shows the
@@ -14,20 +17,28 @@
 const feedData = new Map();
 /** owner → its row. */
 const feedRows = new Map();
-const feed = { updated: null, paused: false, held: [], open: false, source: null, view: "confirmed" };
+const feed = { updated: null, paused: false, held: [], open: false, source: null, view: "confirmed",
+  order: [], sortedAt: null, resort: false, resortTimer: null };
 /** How long a row rolled back says so (a stop's row stays that long). */
 const ROLLED_BACK_MS = 4000;
 
 const profitOf = (d) => (d.liquidation ? BigInt(d.liquidation.profit_value_wad) : 0n);
 const repayOf = (d) => (d.liquidation ? BigInt(d.liquidation.repay_value_wad) : 0n);
 
-/** Sets a cell's text; flashes it only when it changed. */
-function setCell(td, text, title) {
+/** How often the order may change by itself. */
+const RESORT_MS = 3000;
+
+/** Whether `now` moved from `before` by at least `share` of it. */
+const movedBy = (before, now, share) => before === undefined || before === 0n ||
+  (now > before ? now - before : before - now) * 1000n >= before * BigInt(Math.round(share * 1000));
+
+/** Sets a cell's text; flashes it when it changed and `flash` says it matters. */
+function setCell(td, text, title, flash = true) {
   if (title !== undefined) td.title = title;
   if (td.textContent === text) return;
   const first = td.textContent === "";
   td.textContent = text;
-  if (!first) {
+  if (!first && flash) {
     td.classList.remove("changed");
     void td.offsetWidth;
     td.classList.add("changed");
@@ -50,14 +61,18 @@ function feedRow(data) {
     tr.cells[0].append(" ", history);
     feedRows.set(data.owner, tr);
   }
-  setCell(tr.cells[1], wad(data.account_health_factor_wad));
+  const hf = BigInt(data.account_health_factor_wad);
+  setCell(tr.cells[1], wad(data.account_health_factor_wad), undefined, movedBy(tr.lastHf, hf, 0.01));
+  tr.lastHf = hf;
   markView(tr, data);
   const q = data.liquidation;
   setCell(tr.cells[2], q ? `${tokens(q.repay_amount, q.debt_pool)} · ${usd(q.repay_value_wad)}` : "no pair qualifies",
     q ? `repay in the ${symbolOf(q.debt_pool)} pool ${q.debt_pool}` : "");
   setCell(tr.cells[3], q ? `${tokens(q.seize_amount, q.collateral_pool)} · ${usd(q.seize_value_wad)}` : "",
     q ? `seize from the ${symbolOf(q.collateral_pool)} pool ${q.collateral_pool}` : "");
-  setCell(tr.cells[4], q ? usd(q.profit_value_wad) : "");
+  const profit = profitOf(data);
+  setCell(tr.cells[4], q ? usd(q.profit_value_wad) : "", undefined, movedBy(tr.lastProfit, profit, 0.05));
+  tr.lastProfit = profit;
   const stale = (q && q.oracle_stale) || data.positions.some((p) => p.oracle_stale);
   const text = stale ? "stale" : "fresh";
   if (tr.cells[5].textContent !== text) {
@@ -119,10 +134,36 @@ function renderFeed() {
     repay: (a, b) => (repayOf(b) > repayOf(a) ? 1 : repayOf(b) < repayOf(a) ? -1 : a.owner.localeCompare(b.owner)),
   }[sort];
   shown.sort(order);
+  const ideal = shown.map((d) => d.owner);
+  const now = Date.now();
+  // Between re-sorts the rows keep their places; a new one enters at its
+  // sorted place among them.
+  let owners = ideal;
+  if (!feed.resort && now - (feed.sortedAt ?? 0) < RESORT_MS) {
+    const kept = feed.order.filter((o) => feedData.has(o) && ideal.includes(o));
+    for (const o of ideal.filter((x) => !kept.includes(x))) {
+      const next = ideal.slice(ideal.indexOf(o) + 1).find((x) => kept.includes(x));
+      kept.splice(next === undefined ? kept.length : kept.indexOf(next), 0, o);
+    }
+    owners = kept;
+  } else {
+    feed.sortedAt = now;
+    feed.resort = false;
+  }
+  feed.order = owners;
+  const outOfOrder = owners.filter((o, i) => o !== ideal[i]).length;
+  const cue = $("#feed-order");
+  cue.hidden = outOfOrder === 0;
+  cue.textContent = `${count(outOfOrder)} rows held in place; re-sorting within ${RESORT_MS / 1000} s`;
+  clearTimeout(feed.resortTimer);
+  if (outOfOrder) feed.resortTimer = setTimeout(scheduleFeed, feed.sortedAt + RESORT_MS - now + 10);
   const body = $("#feed tbody");
-  const rows = shown.map((d) => feedRow(d));
-  // Moved only where the order changed: rows in place keep their state.
+  const rows = owners.map((o) => feedRow(feedData.get(o)));
+  // Moved only where the order changed: rows in place keep their state, and
+  // a row that moves keeps the keyboard's focus.
+  const focused = document.activeElement;
   rows.forEach((tr, i) => { if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] ?? null); });
+  if (focused && focused !== document.activeElement && body.contains(focused)) focused.focus({ preventScroll: true });
   // What no longer shows goes; a row a fork took back lingers a moment.
   for (const tr of [...body.children].slice(rows.length)) {
     if (!tr.classList.contains("rolled-back")) tr.remove();
@@ -271,6 +312,8 @@ $("#feed-controls").addEventListener("input", (event) => {
     clearFeed();
     openFeed();
   }
+  // Asked for: the new order at once.
+  feed.resort = true;
   scheduleFeed();
 });
 $("#feed-controls").addEventListener("submit", (event) => event.preventDefault());
