@@ -372,6 +372,13 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await shocked.waitFor();
     const summary = await page.locator("#shock-summary").textContent();
     if (!summary.includes("1 newly under water")) throw new Error(`summary "${summary}"`);
+    // One story with the curve: the holders as it counts them, then everyone, as of when.
+    const holders = await json(`${api}/api/risk/curve?pool=${sol}&from_bps=0&to_bps=20000&steps=1`);
+    const [now, after] = holders.points.map((p) => p.liquidatable);
+    if (!summary.includes(`under water: ${now} → ${after} of ${holders.owners} (as the curve counts); all accounts: `)
+      || !/As of \d\d:\d\d:\d\d, slot \d/.test(summary)) {
+      throw new Error(`summary "${summary}" against the curve ${JSON.stringify(holders.points)}`);
+    }
     if (!/…/.test(await shocked.locator("td").first().textContent())) throw new Error("the owner is not shortened");
     await shocked.getByRole("button", { name: `Copy ${env("SHOCKED")}` }).waitFor();
     const align = await shocked.locator("td.num").first().evaluate((td) => getComputedStyle(td).textAlign);

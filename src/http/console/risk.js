@@ -40,6 +40,14 @@ function warnStale() {
 }
 for (const select of document.querySelectorAll(".risk-pool")) select.addEventListener("change", warnStale);
 
+/** When a lens answer was computed, and the chain's slot then: prices move. */
+function asOf() {
+  // The chain's slot as the overview shows it (the RPC's, from /api/health).
+  const rpc = link.health?.checks?.rpc;
+  const slot = rpc?.ok ? rpc.slot : null;
+  return `As of ${clock(new Date())}${slot ? `, slot ${count(slot)}` : ""}.`;
+}
+
 let curveChart = null;
 function drawCurve(curve) {
   $("#curve").hidden = false;
@@ -67,9 +75,9 @@ function drawCurve(curve) {
   if (curveChart) curveChart.update(spec); else curveChart = chart($("#curve"), spec);
   const last = points[points.length - 1];
   const caption = $("#curve-caption");
-  caption.textContent = `${count(curve.owners)} accounts hold this pool. At ${last.change_bps / 100}%: ` +
+  caption.textContent = `${count(curve.owners)} accounts hold this pool (the curve counts only them). At ${last.change_bps / 100}%: ` +
     `${count(last.liquidatable)} under water, ${usd(last.debt_value_wad_liquidatable)} of their debt, ` +
-    `${usd(last.bad_debt_value_wad)} of bad debt. Hover or use the arrow keys for each point; click one to shock there.`;
+    `${usd(last.bad_debt_value_wad)} of bad debt. ${asOf()} Hover or use the arrow keys for each point; click one to shock there.`;
   caption.hidden = false;
 }
 
@@ -97,13 +105,24 @@ $("#shock-form").addEventListener("submit", async (event) => {
   const bps = Math.round(Number(text) * 100);
   if (bps < -10000 || bps > 100000) return fieldError(form, "A change from -100% to +1000%.", form.percent);
   fieldError(form, null);
-  const res = await api("GET", `/api/risk/shock?shock=${form.pool.value}:${bps}&limit=50`);
+  // The pool's holders at 0% and at the shock, as the curve counts them, so
+  // the two tell one story: holders, and every account.
+  const [lo, hi] = bps === 0 ? [-1, 0] : [Math.min(0, bps), Math.max(0, bps)];
+  const [res, holders] = await Promise.all([
+    api("GET", `/api/risk/shock?shock=${form.pool.value}:${bps}&limit=50`),
+    api("GET", `/api/risk/curve?pool=${form.pool.value}&from_bps=${lo}&to_bps=${hi}&steps=1`),
+  ]);
   if (!res.ok) return fieldError(form, `The shock cannot be computed: ${failure(res).message}.`);
+  if (!holders.ok) return fieldError(form, `The shock cannot be computed: ${failure(holders).message}.`);
   const s = res.data;
-  $("#shock-summary").textContent = `${symbolOf(form.pool.value)} ${bps >= 0 ? "+" : ""}${bps / 100}%: ` +
-    `${count(s.newly_liquidatable)} newly under water (${count(s.liquidatable_before)} → ${count(s.liquidatable_after)} of ${count(s.owners)}); ` +
+  const at = (change) => holders.data.points.find((p) => p.change_bps === change);
+  const name = symbolOf(form.pool.value);
+  $("#shock-summary").textContent = `${name} ${bps >= 0 ? "+" : ""}${bps / 100}%: ` +
+    `${count(s.newly_liquidatable)} newly under water. Holders of ${name} under water: ` +
+    `${count(at(0).liquidatable)} → ${count(at(bps).liquidatable)} of ${count(holders.data.owners)} (as the curve counts); ` +
+    `all accounts: ${count(s.liquidatable_before)} → ${count(s.liquidatable_after)} of ${count(s.owners)}. ` +
     `${usd(s.debt_value_wad_liquidatable_after)} of debt liquidatable, ${usd(s.bad_debt_value_wad_after)} of bad debt, ` +
-    `${usd(s.profit_value_wad_after)} of profit on offer.`;
+    `${usd(s.profit_value_wad_after)} of profit on offer. ${asOf()}`;
   $("#shock-summary").hidden = false;
   const table = $("#shock-accounts");
   const rows = s.accounts.map((a) => {
