@@ -175,7 +175,7 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     // The CSV of what was read.
     const [download] = await Promise.all([page.waitForEvent("download"), page.click("#audit-csv")]);
     const csv = await (await download.createReadStream()).toArray().then((parts) => Buffer.concat(parts).toString("utf8"));
-    if (!csv.startsWith("id,created_at,actor,action,target,details") || !csv.includes(wallet) || !csv.includes('"add_admin"')) {
+    if (!csv.startsWith('id,created_at,actor,action,target,details,"time (UTC)"') || !csv.includes(wallet) || !csv.includes('"add_admin"')) {
       throw new Error(`csv: ${csv.slice(0, 300)}`);
     }
   }, "#audit");
@@ -432,6 +432,33 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
   }, "#events");
 
   await step("18-market", page, async () => {
+    // One clock: a New York browser in German reads tables, the chart's
+    // axis and its tooltips in UTC, then all in its own zone after the switch
+    // (remembered on reload).
+    const abroad = await context.browser().newContext({ timezoneId: "America/New_York", locale: "de-DE", viewport: WIDE });
+    try {
+      const p = await abroad.newPage();
+      const errors = [];
+      p.on("pageerror", (e) => errors.push(e.message));
+      await p.goto(`${api}/console#/market`);
+      await p.locator("#market-chart svg").waitFor();
+      const cell = p.locator("#latest-events tbody tr td").first();
+      await cell.filter({ hasText: /\d/ }).waitFor();
+      const read = async () => ({ cell: await cell.textContent(), axis: await p.locator("#market-chart svg").textContent(),
+        button: await p.locator("#clock").textContent() });
+      const utc = await read();
+      if (!utc.cell.includes("UTC") || !utc.axis.includes("time (UTC)") || utc.button !== "Times: UTC") throw new Error(`UTC: ${JSON.stringify(utc)}`);
+      await p.click("#clock");
+      await p.locator("#market-chart svg", { hasText: "time (GMT-5)" }).waitFor();
+      const local = await read();
+      if (!local.cell.includes("GMT-5") || local.button !== "Times: GMT-5") throw new Error(`local: ${JSON.stringify(local)}`);
+      await p.reload();
+      await p.locator("#market-chart svg", { hasText: "time (GMT-5)" }).waitFor();
+      await p.click("#clock");
+      if (errors.length) throw new Error(`page errors: ${errors.join("; ")}`);
+    } finally {
+      await abroad.close();
+    }
     await go(page, "market");
     await page.locator("#market-chart svg").waitFor();
     await page.locator("#market-state.short", { hasText: "History starts at" }).waitFor();

@@ -159,9 +159,10 @@ $("#audit-more").addEventListener("click", () => {
 /** A CSV cell: quoted, its quotes doubled. */
 const csvCell = (value) => `"${String(value ?? "").replaceAll('"', '""')}"`;
 $("#audit-csv").addEventListener("click", () => {
-  const head = ["id", "created_at", "actor", "action", "target", "details"];
-  const lines = [head.join(",")].concat(audit.entries.map((e) =>
-    [e.id, e.created_at, e.actor, e.action, e.target, JSON.stringify(e.details ?? {})].map(csvCell).join(",")));
+  // created_at as the service wrote it (UTC, for machines), then in the page's clock.
+  const head = ["id", "created_at", "actor", "action", "target", "details", `time (${zoneName()})`];
+  const lines = [head.map((h) => (h.includes(" ") ? csvCell(h) : h)).join(",")].concat(audit.entries.map((e) =>
+    [e.id, e.created_at, e.actor, e.action, e.target, JSON.stringify(e.details ?? {}), when(new Date(e.created_at))].map(csvCell).join(",")));
   const blob = new Blob([`${lines.join("\r\n")}\r\n`], { type: "text/csv" });
   const a = document.createElement("a");
   a.href = URL.createObjectURL(blob);

@@ -52,12 +52,13 @@ function timeTicks(lo, hi, count = 6) {
   for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) out.push(t);
   return { ticks: out, step };
 }
+/** A tick's label in the page's one clock (console.js): 24-hour times, or a date. */
 function timeLabel(t, step) {
   const d = new Date(t);
-  if (step < MINUTE) return d.toISOString().slice(11, 19);
-  const hm = d.toISOString().slice(11, 16);
-  if (step < DAY) return hm;
-  return d.toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
+  const zone = { timeZone: clockZone(), hourCycle: "h23", hour: "2-digit", minute: "2-digit" };
+  if (step < MINUTE) return d.toLocaleTimeString("en-GB", { ...zone, second: "2-digit" });
+  if (step < DAY) return d.toLocaleTimeString("en-GB", zone);
+  return d.toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: clockZone() });
 }
 
 /** The y of a series at x: a step line holds its last point, a line interpolates. */
@@ -210,7 +211,7 @@ function chart(container, spec) {
   }
   function describe(x) {
     const s = state.spec;
-    const head = s.x.type === "time" ? new Date(x).toISOString().replace("T", " ").slice(0, 19) + " UTC" : (s.x.format ?? String)(x);
+    const head = s.x.type === "time" ? when(new Date(x)) : (s.x.format ?? String)(x);
     const rows = s.series.map((se) => {
       const axis = s.y.find((a) => a.id === se.axis) ?? s.y[0];
       const v = valueAt(se, x);

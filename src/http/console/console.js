@@ -114,10 +114,35 @@ function oraclePrice(price, expo, conf) {
   if (!conf || conf === "0") return text;
   return `${text} ± ${(Number(conf) * 10 ** expo).toLocaleString("en-US", { maximumSignificantDigits: 3 })}`;
 }
+// ---- one clock ---------------------------------------------------------------------------
+/** Every time on the page (tables, charts, tooltips, the audit CSV) is in one
+ *  zone: UTC by default (what chains, logs and other operators use), or the
+ *  browser's, switched in the header and remembered. */
+const CLOCK_KEY = "lendex.clock";
+const clockZone = () => (localStorage.getItem(CLOCK_KEY) === "local" ? undefined : "UTC");
+/** The zone's short name: "UTC", "GMT-5", "CET", ... */
+const zoneName = () => new Intl.DateTimeFormat(undefined, { timeZone: clockZone(), timeZoneName: "short" })
+  .formatToParts(new Date()).find((p) => p.type === "timeZoneName")?.value ?? "UTC";
 /** A time with its zone, in the reader's locale. */
-const when = (date) => date.toLocaleString(undefined, { timeZoneName: "short" });
+const when = (date) => date.toLocaleString(undefined, { timeZone: clockZone(), timeZoneName: "short" });
 /** A time of day for "since …" (with seconds). */
-const clock = (date) => date.toLocaleTimeString(undefined, { hour12: false });
+const clock = (date) => date.toLocaleTimeString(undefined, { hour12: false, timeZone: clockZone() });
+/** The time axis's label. */
+const timeAxisLabel = () => `time (${zoneName()})`;
+function showClock() {
+  const button = document.getElementById("clock");
+  button.textContent = `Times: ${zoneName()}`;
+  button.setAttribute("aria-pressed", String(clockZone() === undefined));
+  button.title = clockZone() ? "Times are in UTC: switch to this browser's zone" : "Times are in this browser's zone: switch to UTC";
+}
+document.getElementById("clock").addEventListener("click", () => {
+  localStorage.setItem(CLOCK_KEY, clockZone() ? "local" : "utc");
+  showClock();
+  // Drawn again in the new zone: the section shown, and the ages.
+  showView();
+  tickAges();
+});
+showClock();
 /** "12 s ago", "3 min ago", ... */
 function ago(seconds) {
   seconds = Math.max(0, Math.round(seconds));

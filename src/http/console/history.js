@@ -75,7 +75,7 @@ async function loadMarket() {
       $("#market-chart").hidden = false;
       const start = axisStart(box, Math.min(...points.map(at)), from, market.range);
       const spec = {
-        x: { type: "time", label: "time (UTC)", min: start, max: to },
+        x: { type: "time", label: timeAxisLabel(), min: start, max: to },
         y: [
           { id: "count", label: "accounts", integer: true, format: (v) => count(Math.round(v)) },
           { id: "usd", label: "USD", format: (v) => `$${v.toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 1 })}` },
@@ -207,7 +207,7 @@ function drawWallet(owner, points, events, from, to) {
     if (last && last.to >= band.from) last.to = Math.max(last.to, band.to); else bands.push(band);
   });
   const health = {
-    x: { type: "time", label: "time (UTC)", min: from, max: to },
+    x: { type: "time", label: timeAxisLabel(), min: from, max: to },
     y: [{ id: "hf", label: log ? "health factor (log)" : "health factor", log, min: bottom, max: top,
       format: (v) => (v >= top / 1.01 ? "no debt" : v.toLocaleString("en-US", { maximumSignificantDigits: 3 })) }],
     series: [{ name: "health factor", axis: "hf", color: "#3451b2", step: true,
@@ -219,7 +219,7 @@ function drawWallet(owner, points, events, from, to) {
     summary: `Health factor of ${owner} over the last ${walletView.range}, on a ${log ? "log" : "linear"} scale fitted to its values with the 1.0 line; time under water shaded; ${events.length} events marked.`,
   };
   const values = {
-    x: { type: "time", label: "time (UTC)", min: from, max: to },
+    x: { type: "time", label: timeAxisLabel(), min: from, max: to },
     y: [{ id: "usd", label: "USD", format: (v) => `$${v.toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 1 })}` }],
     series: [
       { name: "collateral", axis: "usd", color: "#1a7f37", step: true, format: usdNumber, points: points.map((p) => [p.at, dollars(p.c)]) },
