@@ -410,6 +410,21 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.locator("#wallet-health path.marker").first().waitFor({ state: "attached" });
     await page.locator("#wallet-values path.series").nth(1).waitFor({ state: "attached" });
     await page.locator("#wallet-events tbody tr", { hasText: "went under water" }).waitFor();
+    // The account at a glance, against the API: its health factor, a row per
+    // position with its liquidation price, the best quote's repay amount.
+    const detail = await json(`${api}/api/positions/${owner}/detail`);
+    const quote = (await json(`${api}/api/liquidations?limit=200`)).liquidations.find((q) => q.owner === owner);
+    const hf = BigInt(detail.positions[0].health_factor_wad);
+    const shownHf = `${hf / 10n ** 18n}.${(hf % 10n ** 18n).toString().padStart(18, "0").slice(0, 4)}`;
+    await page.locator("#account-hf.under", { hasText: shownHf }).waitFor();
+    await page.locator("#account-asof", { hasText: /^As of .*slot/ }).waitFor();
+    if ((await page.locator("#account-positions tbody tr[data-pool]").count()) !== detail.positions.length) throw new Error("account positions");
+    const priced = detail.positions.find((p) => p.liquidation_price);
+    if (priced) await page.locator(`#account-positions tr[data-pool="${priced.pool_address}"]`, { hasText: /at a (fall|rise) of|passed: liquidatable while (below|above) it/ }).waitFor();
+    // This account is under water: each of its prices has passed its liquidation price.
+    if (await page.locator("#account-positions", { hasText: /at a (fall|rise) of/ }).count()) throw new Error("an under-water account's price not yet passed");
+    const repay = await page.evaluate((q) => tokens(q.repay_amount, q.debt_pool), quote);
+    await page.locator("#account-quote", { hasText: `Best quote: repay ${repay}` }).waitFor();
     // Minutes of history in the hour asked: the axis starts at the first
     // point, and says so; the values stay within a factor of 3, so the
     // health factor's axis is linear, fitted to them with 1.0 in view.

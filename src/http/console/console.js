@@ -152,6 +152,23 @@ function ago(seconds) {
   return `${Math.round(seconds / 86400)} days ago`;
 }
 
+/** A value with a second one under it. */
+function stacked(top, below) {
+  return (td) => {
+    const small = document.createElement("small");
+    small.textContent = below;
+    td.append(top, small);
+  };
+}
+
+/** When an answer was read, and the chain's slot then: prices move. */
+function asOf() {
+  // The chain's slot as the overview shows it (the RPC's, from /api/health).
+  const rpc = link.health?.checks?.rpc;
+  const slot = rpc?.ok ? rpc.slot : null;
+  return `As of ${clock(new Date())}${slot ? `, slot ${count(slot)}` : ""}.`;
+}
+
 /** A cell holding a full address that can be copied (and, with `link`, opened in the explorer). */
 function addressCell(td, address, { link = false, full = true } = {}) {
   td.className = "key";

@@ -6,15 +6,6 @@
 
 const percentOfWad = (text, places = 1) => percent(Number(BigInt(text) / 10n ** 12n) / 1e6, places);
 
-/** A value with a second one under it. */
-function stacked(top, below) {
-  return (td) => {
-    const small = document.createElement("small");
-    small.textContent = below;
-    td.append(top, small);
-  };
-}
-
 /** Token amount and its USD value, stacked. */
 function amountCell(amount, pool, valueWad) {
   return (td) => {

@@ -40,14 +40,6 @@ function warnStale() {
 }
 for (const select of document.querySelectorAll(".risk-pool")) select.addEventListener("change", warnStale);
 
-/** When a lens answer was computed, and the chain's slot then: prices move. */
-function asOf() {
-  // The chain's slot as the overview shows it (the RPC's, from /api/health).
-  const rpc = link.health?.checks?.rpc;
-  const slot = rpc?.ok ? rpc.slot : null;
-  return `As of ${clock(new Date())}${slot ? `, slot ${count(slot)}` : ""}.`;
-}
-
 let curveChart = null;
 function drawCurve(curve) {
   $("#curve").hidden = false;

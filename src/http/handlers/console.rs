@@ -11,7 +11,7 @@ const INDEX: &str = include_str!("../console/index.html");
 const STYLE: &str = include_str!("../console/console.css");
 /// The scripts, by name: helpers, sections and sign-in; charts; freshness and
 /// the overview; pools; admin; feed; risk lens; history.
-const SCRIPTS: [(&str, &str); 8] = [
+const SCRIPTS: [(&str, &str); 9] = [
     ("console.js", include_str!("../console/console.js")),
     ("chart.js", include_str!("../console/chart.js")),
     ("live.js", include_str!("../console/live.js")),
@@ -20,6 +20,7 @@ const SCRIPTS: [(&str, &str); 8] = [
     ("feed.js", include_str!("../console/feed.js")),
     ("risk.js", include_str!("../console/risk.js")),
     ("history.js", include_str!("../console/history.js")),
+    ("account.js", include_str!("../console/account.js")),
 ];
 
 /// Only this origin's scripts, styles and connections, and never in a frame (a

@@ -1,0 +1,68 @@
+// An account at a glance, above its history (docs/design.md §4, §8, §10):
+// the account health factor as a number with when it was read and the
+// chain's slot, each position (deposits, debt with its interest, APYs), each
+// asset's liquidation price and how far it is, and the best quote on it.
+"use strict";
+
+/** How far an asset's price is from its liquidation price: liquidatable
+ *  while the price is below it (a collateral) or above it (a debt). */
+function distance(lp) {
+  const passed = lp.direction === "below" ? lp.distance_bps >= 0 : lp.distance_bps <= 0;
+  if (passed) return `passed: liquidatable while ${lp.direction} it`;
+  return `at a ${lp.direction === "below" ? "fall" : "rise"} of ${percent(Math.abs(lp.distance_bps) / 10000, 1)}`;
+}
+
+/** What the account panel shows of `owner`; errors in its own line. */
+async function loadAccount(owner) {
+  const panel = $("#account-panel");
+  panel.hidden = !owner;
+  if (!owner) return;
+  const [detail, quotes] = await Promise.all([
+    api("GET", `/api/positions/${owner}/detail`),
+    api("GET", "/api/liquidations?limit=200"),
+  ]);
+  const note = $("#account-note");
+  if (!detail.ok) {
+    stateText(note, "error", `The account cannot be read: ${failure(detail).message}.`);
+    return;
+  }
+  const positions = detail.data.positions;
+  if (!positions.length) {
+    stateText(note, "empty", "This wallet holds no position in the index.");
+    $("#account-hf").textContent = "—";
+    $("#account-positions").tBodies[0].replaceChildren();
+    $("#account-quote").textContent = "";
+    return;
+  }
+  stateText(note, "", "");
+  addressCell($("#account-owner"), owner, { link: true, full: true });
+  // The account-level health factor is on every position; u128 max is no debt.
+  const hf = positions[0].health_factor_wad;
+  const none = BigInt(hf) >= 10n ** 30n;
+  const el = $("#account-hf");
+  el.textContent = none ? "no debt" : wad(hf);
+  el.classList.toggle("under", !none && BigInt(hf) < 10n ** 18n);
+  $("#account-asof").textContent = asOf();
+  const table = $("#account-positions");
+  fillRows(table, positions.map((p) => {
+    const lp = p.liquidation_price;
+    const tr = tableRow(table, [
+      (td) => {
+        const name = document.createElement("strong");
+        name.textContent = p.symbol || short(p.pool_address);
+        td.append(name, " ");
+        addressCell(td.appendChild(document.createElement("span")), p.pool_address, { link: true, full: false });
+      },
+      stacked(tokens(p.deposit_tokens, p.pool_address), `supply APY ${percent(p.supply_apy)}`),
+      stacked(tokens(p.borrow_debt, p.pool_address), `principal ${tokens(p.borrow_principal, p.pool_address)}, APY ${percent(p.borrow_apy)}`),
+      lp ? stacked(oraclePrice(lp.price, lp.expo, null), distance(lp)) : "—",
+    ]);
+    tr.dataset.pool = p.pool_address;
+    return tr;
+  }), "No position.");
+  const quote = quotes.ok ? quotes.data.liquidations.find((q) => q.owner === owner) : null;
+  $("#account-quote").textContent = quote
+    ? `Best quote: repay ${tokens(quote.repay_amount, quote.debt_pool)} (${usd(quote.repay_value_wad)}), ` +
+      `seize ${tokens(quote.seize_amount, quote.collateral_pool)} (${usd(quote.seize_value_wad)}), profit ${usd(quote.profit_value_wad)}.`
+    : none || BigInt(hf) >= 10n ** 18n ? "Not liquidatable: the account health factor is at or above 1." : "Under water, but no pair qualifies for a quote.";
+}
