@@ -477,6 +477,13 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await go(page, "market");
     await page.locator("#market-chart svg").waitFor();
     await page.locator("#market-state.short", { hasText: "History starts at" }).waitFor();
+    // The overview's movement: each market card's change over its history
+    // and a sparkline of its hours (read once a minute: asked for now).
+    await page.evaluate(() => loadTrend());
+    const moved = page.locator('[data-card="under"] .trend');
+    await moved.filter({ hasText: /[+−±]\d+ in \d+ h/ }).waitFor();
+    await moved.locator("polyline").waitFor({ state: "attached" });
+    if (await page.locator('[data-card="bad-debt"].trouble').count()) throw new Error("no bad debt, in the colour of trouble");
     await page.locator("#latest-events tbody tr", { hasText: "went under water" }).first().waitFor();
   }, "#market-chart svg");
 

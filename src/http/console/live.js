@@ -157,6 +157,9 @@ async function loadOverview() {
       if (!risk.ok) throw failure(risk);
       const n = risk.data.accounts.length;
       setCard("at-risk", n >= 200 ? "200+" : count(n), "", String(n));
+      // Bad debt in the colour of trouble, from the first cent.
+      $('[data-card="bad-debt"]').classList.toggle("trouble", BigInt($('[data-card="bad-debt"] dd').dataset.value || "0") > 0n);
+      drawTrends();
     });
   } catch (_) {
     // Shown by the overview's age ("stale since …"); the cards keep their last values.
@@ -173,4 +176,49 @@ for (const [card, from] of [
   ["chain", "the RPC's slot, and how far the last reconciliation is behind it (GET /api/health)"],
 ]) document.querySelector(`[data-card="${card}"]`).title = from;
 loadOverview();
+
+// ---- the overview's movement ----------------------------------------------------------
+/** The market cards' history: how each read over the last 24 h (hourly
+ *  buckets from GET /api/history/market, read once a minute). */
+const TRENDS = {
+  under: { of: (b) => b.owners_under_water_max ?? b.owners_under_water, now: Number, say: (d) => count(d) },
+  "at-risk": { of: (b) => b.owners_at_risk, now: Number, say: (d) => count(d) },
+  "debt-under": { of: (b) => dollars(b.debt_value_wad_under_water), now: dollars, say: usdNumber },
+  "bad-debt": { of: (b) => dollars(b.bad_debt_value_wad), now: dollars, say: usdNumber },
+};
+let trend = null;
+async function loadTrend() {
+  const to = Date.now();
+  const res = await api("GET", `/api/history/market?from=${to - 86400e3}&to=${to}&resolution=1h&limit=48`);
+  if (!res.ok) return;
+  trend = { buckets: res.data.points, full: Boolean(res.data.initial) };
+  drawTrends();
+}
+/** Each market card's change over the day (or the hours of history there
+ *  are) and a sparkline of its hours, under its value. */
+function drawTrends() {
+  for (const [card, t] of Object.entries(TRENDS)) {
+    const dd = $(`[data-card="${card}"] dd`);
+    dd.querySelector(".trend")?.remove();
+    if (!trend || trend.buckets.length < 1 || dd.dataset.value === undefined || dd.dataset.value === "") continue;
+    const values = trend.buckets.map(t.of).concat(t.now(dd.dataset.value));
+    const change = values[values.length - 1] - values[0];
+    // Over the day, or over the hours of history there are.
+    const span = `in ${trend.full ? 24 : trend.buckets.length} h`;
+    const el = document.createElement("small");
+    el.className = `trend ${change > 0 ? "up" : change < 0 ? "down" : ""}`;
+    el.textContent = `${change > 0 ? "+" : change < 0 ? "−" : "±"}${t.say(Math.abs(change))} ${span}`;
+    const [lo, hi] = [Math.min(...values), Math.max(...values)];
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("viewBox", "0 0 60 14");
+    svg.setAttribute("aria-hidden", "true");
+    const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+    line.setAttribute("points", values.map((v, i) => `${(i * 60) / Math.max(values.length - 1, 1)},${13 - ((v - lo) / (hi - lo || 1)) * 12}`).join(" "));
+    svg.append(line);
+    el.prepend(svg, " ");
+    dd.append(el);
+  }
+}
+loadTrend();
+setInterval(loadTrend, 60000);
 setInterval(loadOverview, 5000);
