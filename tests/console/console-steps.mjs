@@ -433,6 +433,15 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     if (!label.includes("on a linear scale fitted to its values")) throw new Error(`the health axis: ${label}`);
     await page.click('#view-wallet .range button[data-range="24h"]');
     if (!page.url().includes("range=24h")) throw new Error(`the range is not in the URL: ${page.url()}`);
+    // Ages are relative, with the absolute time on hover.
+    if (!/^last answer \d/.test(await page.locator('.age[data-age="wallet"]').getAttribute("title"))) throw new Error("an age without its time");
+    // The search box takes a pool's address too: the pools open on its row.
+    await page.fill('#wallet-form input[name="owner"]', sol);
+    await page.click('#wallet-form button[type="submit"]');
+    await page.locator(`#pools tr.found[data-pool="${sol}"]`).waitFor();
+    if ((await page.evaluate(() => document.activeElement?.dataset.pool)) !== sol) throw new Error("the found pool is not focused");
+    await page.goto(`${api}/console#/wallet?owner=${owner}&range=24h`);
+    await page.locator("#wallet-health svg").waitFor();
   }, "#wallet-health svg");
 
   await step("17-events", page, async () => {
@@ -465,6 +474,7 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
       if (!utc.cell.includes("UTC") || !utc.axis.includes("time (UTC)") || utc.button !== "Times: UTC") throw new Error(`UTC: ${JSON.stringify(utc)}`);
       await p.click("#clock");
       await p.locator("#market-chart svg", { hasText: "time (GMT-5)" }).waitFor();
+      await p.locator("#latest-events tbody tr td", { hasText: "GMT-5" }).first().waitFor();
       const local = await read();
       if (!local.cell.includes("GMT-5") || local.button !== "Times: GMT-5") throw new Error(`local: ${JSON.stringify(local)}`);
       await p.reload();

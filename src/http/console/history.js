@@ -238,8 +238,14 @@ $("#wallet-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const form = event.target;
   const owner = form.owner.value.trim();
-  if (!isPubkey(owner)) return fieldError(form, "Enter a wallet address (base58, 32 bytes).", form.owner);
+  if (!isPubkey(owner)) return fieldError(form, "Enter a wallet or pool address (base58, 32 bytes).", form.owner);
   fieldError(form, null);
+  // A pool's address opens the pools, its row found and focused.
+  if (state.tokens?.has(owner)) {
+    state.found = { pool: owner, focus: true };
+    location.hash = "#/pools";
+    return;
+  }
   walletView.owner = owner;
   setParams({ owner, range: walletView.range });
   loadWallet();

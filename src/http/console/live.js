@@ -59,6 +59,9 @@ function tickAges() {
   for (const el of document.querySelectorAll(".age[data-age]")) {
     el.textContent = ageText(el.dataset.age);
     el.classList.toggle("stale", isStale(el.dataset.age));
+    // Relative on the page, absolute on hover.
+    const at = source(el.dataset.age).at;
+    el.title = at ? `last answer ${when(at)}` : "";
   }
   const overview = $("#overview-age");
   overview.textContent = `Overview ${ageText("overview")}`;

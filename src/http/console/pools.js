@@ -60,6 +60,16 @@ async function loadPools() {
         return tr;
       });
       fillRows(table, rows, "No pools registered yet: register one below, or with `lendex remote register-pool`.");
+      // The pool a search named: marked, and focused once.
+      const found = state.found && rows.find((tr) => tr.dataset.pool === state.found.pool);
+      if (found) {
+        found.classList.add("found");
+        found.tabIndex = -1;
+        if (state.found.focus) {
+          state.found.focus = false;
+          found.focus();
+        }
+      }
     });
   } catch (e) {
     if (!sources.get("pools")?.at) table.tBodies[0].replaceChildren(stateRow(table, "error", `Pools cannot be read: ${e.message}. Retrying.`));
