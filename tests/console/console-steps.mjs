@@ -433,6 +433,18 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     if (!label.includes("on a linear scale fitted to its values")) throw new Error(`the health axis: ${label}`);
     await page.click('#view-wallet .range button[data-range="24h"]');
     if (!page.url().includes("range=24h")) throw new Error(`the range is not in the URL: ${page.url()}`);
+    // One crosshair across the page's charts; a drag zooms both, reset shows them whole.
+    const healthBox = await page.locator("#wallet-health svg").boundingBox();
+    const y = healthBox.y + healthBox.height / 2;
+    await page.mouse.move(healthBox.x + healthBox.width * 0.5, y);
+    if ((await page.locator("#wallet-values line.cursor").getAttribute("visibility")) !== "visible") throw new Error("no shared crosshair");
+    await page.mouse.move(healthBox.x + healthBox.width * 0.3, y);
+    await page.mouse.down();
+    await page.mouse.move(healthBox.x + healthBox.width * 0.6, y, { steps: 5 });
+    await page.mouse.up();
+    for (const id of ["#wallet-health", "#wallet-values"]) await page.locator(`${id} .zoom-reset`).waitFor();
+    await page.locator("#wallet-values .zoom-reset").click();
+    for (const id of ["#wallet-health", "#wallet-values"]) await page.locator(`${id} .zoom-reset`).waitFor({ state: "hidden" });
     // Ages are relative, with the absolute time on hover.
     if (!/^last answer \d/.test(await page.locator('.age[data-age="wallet"]').getAttribute("title"))) throw new Error("an age without its time");
     // The search box takes a pool's address too: the pools open on its row.

@@ -81,8 +81,11 @@ function valueAt(series, x) {
  *         y: [{id, label, log, integer, format, min, max}], series: [{name, axis, color, step, points, dash}],
  *         bands: [{from, to, color, label}], markers: [{x, label, color}],
  *         rules: [{axis, y, label, color}], summary, height, onPick }
- * Returns { update(spec), cursor(x) }.
+ *         group: charts of one group share their crosshair and their zoom
+ * Returns { update(spec), cursor(x) }. A time chart zooms by dragging across
+ * it (its group with it); "Reset zoom" or a double click shows it whole.
  */
+const chartGroups = new Map();
 function chart(container, spec) {
   container.classList.add("chart");
   const svg = svgEl("svg", { role: "img", tabindex: 0, focusable: "true" });
@@ -93,7 +96,13 @@ function chart(container, spec) {
   const table = document.createElement("table");
   table.className = "sr-only";
   container.replaceChildren(svg, tip, table);
-  let state = { spec, cursor: null, geometry: null };
+  let state = { spec, cursor: null, geometry: null, zoom: null, drag: null };
+  const reset = document.createElement("button");
+  reset.type = "button";
+  reset.className = "quiet zoom-reset";
+  reset.textContent = "Reset zoom";
+  reset.hidden = true;
+  container.append(reset);
 
   function draw() {
     const s = state.spec;
@@ -119,7 +128,7 @@ function chart(container, spec) {
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("aria-label", s.summary ?? "chart");
     const all = s.series.flatMap((se) => se.points.map((p) => p[0]));
-    const x0 = s.x.min ?? Math.min(...all), x1 = s.x.max ?? Math.max(...all);
+    const x0 = state.zoom?.min ?? s.x.min ?? Math.min(...all), x1 = state.zoom?.max ?? s.x.max ?? Math.max(...all);
     const xs = (v) => L + ((v - x0) / (x1 - x0 || 1)) * (width - L - R);
     const scales = axes.map((axis) => {
       const values = s.series.filter((se) => se.axis === axis.id).flatMap((se) => se.points.map((p) => p[1]))
@@ -265,10 +274,61 @@ function chart(container, spec) {
     table.replaceChildren(head, ...rows);
   }
 
-  svg.addEventListener("pointermove", (e) => { const x = nearest(e.clientX); if (x !== null) point(x); });
+  /** The data x under a pointer (not snapped to a point). */
+  function dataX(clientX) {
+    const g = state.geometry;
+    const box = svg.getBoundingClientRect();
+    const x = g.x0 + ((clientX - box.left) * (g.width / box.width) - g.L) / (g.width - g.L - g.R) * (g.x1 - g.x0);
+    return Math.min(Math.max(x, g.x0), g.x1);
+  }
+  /** Only the cursor line, at x: what a chart of the group shows of another's. */
+  function line(x) {
+    const g = state.geometry;
+    if (!g) return;
+    if (x === null || x < g.x0 || x > g.x1) { g.cursorLine.setAttribute("visibility", "hidden"); return; }
+    g.cursorLine.setAttribute("x1", g.xs(x));
+    g.cursorLine.setAttribute("x2", g.xs(x));
+    g.cursorLine.setAttribute("visibility", "visible");
+  }
+  const others = () => [...(chartGroups.get(state.spec.group) ?? [])].filter((c) => c !== handle);
+  function zoomTo(range) {
+    state.zoom = range;
+    reset.hidden = range === null;
+    draw();
+  }
+  const zoomable = () => state.spec.x.type === "time";
+  svg.addEventListener("pointerdown", (e) => {
+    if (!zoomable() || e.button !== 0 || !state.geometry) return;
+    state.drag = { from: dataX(e.clientX), startX: e.clientX, rect: null };
+  });
+  svg.addEventListener("pointermove", (e) => {
+    const x = nearest(e.clientX);
+    if (x !== null) point(x);
+    for (const c of others()) c.line(x);
+    const d = state.drag;
+    if (d && Math.abs(e.clientX - d.startX) > 5) {
+      const g = state.geometry;
+      const [a, b] = [g.xs(d.from), g.xs(dataX(e.clientX))].sort((p, q) => p - q);
+      if (!d.rect) { d.rect = svgEl("rect", { class: "zoom-area", y: 0, height: "100%" }); svg.append(d.rect); }
+      d.rect.setAttribute("x", a);
+      d.rect.setAttribute("width", b - a);
+    }
+  });
+  svg.addEventListener("pointerup", (e) => {
+    const d = state.drag;
+    state.drag = null;
+    if (!d || Math.abs(e.clientX - d.startX) <= 5) return;
+    const [min, max] = [d.from, dataX(e.clientX)].sort((p, q) => p - q);
+    for (const c of [handle, ...others()]) c.zoom({ min, max });
+  });
+  svg.addEventListener("dblclick", () => { for (const c of [handle, ...others()]) c.zoom(null); });
+  reset.addEventListener("click", () => { for (const c of [handle, ...others()]) c.zoom(null); });
   svg.addEventListener("pointerleave", () => {
     tip.hidden = true;
     state.geometry?.cursorLine.setAttribute("visibility", "hidden");
+    for (const c of others()) c.line(null);
+    if (state.drag?.rect) state.drag.rect.remove();
+    state.drag = null;
   });
   svg.addEventListener("click", (e) => {
     const x = nearest(e.clientX);
@@ -286,10 +346,17 @@ function chart(container, spec) {
       state.spec.onPick(state.cursor);
     }
   });
-  new ResizeObserver(() => draw()).observe(container);
-  draw();
-  return {
+  const handle = {
     update(next) { state.spec = next; draw(); },
     cursor(x) { point(x); },
+    line,
+    zoom: zoomTo,
   };
+  if (spec.group) {
+    if (!chartGroups.has(spec.group)) chartGroups.set(spec.group, new Set());
+    chartGroups.get(spec.group).add(handle);
+  }
+  new ResizeObserver(() => draw()).observe(container);
+  draw();
+  return handle;
 }

@@ -209,6 +209,7 @@ function drawWallet(owner, points, events, from, to) {
     if (last && last.to >= band.from) last.to = Math.max(last.to, band.to); else bands.push(band);
   });
   const health = {
+    group: "wallet",
     x: { type: "time", label: timeAxisLabel(), min: from, max: to },
     y: [{ id: "hf", label: log ? "health factor (log)" : "health factor", log, min: bottom, max: top,
       format: (v) => (v >= top / 1.01 ? "no debt" : v.toLocaleString("en-US", { maximumSignificantDigits: 3 })) }],
@@ -221,6 +222,7 @@ function drawWallet(owner, points, events, from, to) {
     summary: `Health factor of ${owner} over the last ${walletView.range}, on a ${log ? "log" : "linear"} scale fitted to its values with the 1.0 line; time under water shaded; ${events.length} events marked.`,
   };
   const values = {
+    group: "wallet",
     x: { type: "time", label: timeAxisLabel(), min: from, max: to },
     y: [{ id: "usd", label: "USD", format: (v) => `$${v.toLocaleString("en-US", { notation: "compact", maximumFractionDigits: 1 })}` }],
     series: [
