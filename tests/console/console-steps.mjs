@@ -423,6 +423,10 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     if (priced) await page.locator(`#account-positions tr[data-pool="${priced.pool_address}"]`, { hasText: /at a (fall|rise) of|passed: liquidatable while (below|above) it/ }).waitFor();
     // This account is under water: each of its prices has passed its liquidation price.
     if (await page.locator("#account-positions", { hasText: /at a (fall|rise) of/ }).count()) throw new Error("an under-water account's price not yet passed");
+    const listed = await json(`${api}/api/positions/${owner}`);
+    for (const p of listed.positions) {
+      await page.locator(`#account-positions tr[data-pool="${p.pool_address}"] [title="${p.position_address}"]`).first().waitFor();
+    }
     const repay = await page.evaluate((q) => tokens(q.repay_amount, q.debt_pool), quote);
     await page.locator("#account-quote", { hasText: `Best quote: repay ${repay}` }).waitFor();
     // Minutes of history in the hour asked: the axis starts at the first
@@ -434,6 +438,8 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.click('#view-wallet .range button[data-range="24h"]');
     if (!page.url().includes("range=24h")) throw new Error(`the range is not in the URL: ${page.url()}`);
     // One crosshair across the page's charts; a drag zooms both, reset shows them whole.
+    await page.locator("#wallet-values svg").scrollIntoViewIfNeeded();
+    await page.locator("#wallet-health svg").scrollIntoViewIfNeeded();
     const healthBox = await page.locator("#wallet-health svg").boundingBox();
     const y = healthBox.y + healthBox.height / 2;
     await page.mouse.move(healthBox.x + healthBox.width * 0.5, y);
@@ -520,6 +526,7 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.locator("#overview-age.stale").waitFor({ timeout: 10000 });
     await go(page, "feed");
     await page.locator("#feed-state", { hasText: "stale since" }).waitFor();
+    await page.locator("#feed.stale").waitFor();
   }, "#banner");
   await ask("READY_FOR_RESUME");
   await page.locator("#link-state", { hasText: "live" }).waitFor({ timeout: 15000 });

@@ -17,10 +17,13 @@ async function loadAccount(owner) {
   const panel = $("#account-panel");
   panel.hidden = !owner;
   if (!owner) return;
-  const [detail, quotes] = await Promise.all([
+  const [detail, quotes, listed] = await Promise.all([
     api("GET", `/api/positions/${owner}/detail`),
     api("GET", "/api/liquidations?limit=200"),
+    api("GET", `/api/positions/${owner}`),
   ]);
+  // Each position's own account, for its explorer link.
+  const accounts = new Map(listed.ok ? listed.data.positions.map((p) => [p.pool_address, p.position_address]) : []);
   const note = $("#account-note");
   if (!detail.ok) {
     stateText(note, "error", `The account cannot be read: ${failure(detail).message}.`);
@@ -52,6 +55,13 @@ async function loadAccount(owner) {
         name.textContent = p.symbol || short(p.pool_address);
         td.append(name, " ");
         addressCell(td.appendChild(document.createElement("span")), p.pool_address, { link: true, full: false });
+        const position = accounts.get(p.pool_address);
+        if (position) {
+          const small = document.createElement("small");
+          small.append("position ");
+          addressCell(small.appendChild(document.createElement("span")), position, { link: true, full: false });
+          td.append(small);
+        }
       },
       stacked(tokens(p.deposit_tokens, p.pool_address), `supply APY ${percent(p.supply_apy)}`),
       stacked(tokens(p.borrow_debt, p.pool_address), `principal ${tokens(p.borrow_principal, p.pool_address)}, APY ${percent(p.borrow_apy)}`),

@@ -424,7 +424,9 @@ async function loadTokens() {
   $("#cluster").textContent = res.data.cluster;
   for (const select of document.querySelectorAll(".pool-filter, #feed-controls select[name=pool]")) {
     const chosen = select.value;
-    select.replaceChildren(new Option("any", ""), ...[...state.tokens.values()].map((p) => new Option(p.symbol ?? short(p.pool_address), p.pool_address)));
+    // A pool whose oracle is stale is offered marked, wherever it is offered.
+    select.replaceChildren(new Option("any", ""), ...[...state.tokens.values()].map((p) =>
+      new Option(`${p.symbol ?? short(p.pool_address)}${p.oracle_stale ? " (oracle stale)" : ""}`, p.pool_address)));
     select.value = chosen;
   }
   return res.data;

@@ -278,6 +278,9 @@ function tickFeed() {
   }
   const s = source("feed", 1000);
   const quietFor = feed.updated ? ` · last event ${ago((Date.now() - feed.updated) / 1000)}` : "";
+  // While the feed is stale its rows' "fresh" badges lose their green: they
+  // say what the oracles were, not that the rows are current.
+  $("#feed").classList.toggle("stale", !(feed.open && !link.down));
   if (feed.open && !link.down) {
     badge.textContent = feed.paused ? "paused" : "live";
     badge.className = `badge ${feed.paused ? "" : "live"}`;
