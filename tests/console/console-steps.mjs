@@ -281,6 +281,10 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
       feedEvent("candidate_update", mk(a, "700000000000000000"));
       await frame();
       const held = order();
+      // The keyboard on row B's history link: the re-sort moves B's row (it is
+      // taken out and put back before A), and the focus stays on it.
+      const focusLink = document.querySelector(`#feed tr[data-owner="${b}"] a.history-link`);
+      focusLink.focus();
       const cue = $("#feed-order").hidden ? "" : $("#feed-order").textContent;
       feedEvent("candidate_update", mk(b, "600000000000000001"));
       await frame();
@@ -288,13 +292,14 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
       $('#feed-controls select[name="sort"]').dispatchEvent(new Event("input", { bubbles: true }));
       await frame();
       const resorted = order();
+      const focusKept = document.activeElement === focusLink;
       for (const o of [a, b]) feedEvent("candidate_stop", mk(o, "1"));
       await frame();
-      return { first, held, cue, tiny, resorted, left: order().length };
+      return { first, held, cue, tiny, resorted, focusKept, left: order().length };
     });
     const [a, b] = ["ZZZZtestOwnerAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1", "ZZZZtestOwnerBBBBBBBBBBBBBBBBBBBBBBBBBBBBB2"];
     if (steady.first.join() !== [a, b].join() || steady.held.join() !== [a, b].join() || steady.resorted.join() !== [b, a].join()
-      || !steady.cue.includes("held in place") || steady.tiny || steady.left !== 0) {
+      || !steady.cue.includes("held in place") || steady.tiny || !steady.focusKept || steady.left !== 0) {
       throw new Error(`a steady feed: ${JSON.stringify(steady)}`);
     }
     await page.emulateMedia({ reducedMotion: "reduce" });
@@ -418,6 +423,9 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     const shownHf = `${hf / 10n ** 18n}.${(hf % 10n ** 18n).toString().padStart(18, "0").slice(0, 4)}`;
     await page.locator("#account-hf.under", { hasText: shownHf }).waitFor();
     await page.locator("#account-asof", { hasText: /^As of .*slot/ }).waitFor();
+    if (!(await page.locator("#account-asof a").getAttribute("href")).includes("/block/")) throw new Error("the slot is not linked");
+    await page.locator("#account-positions tbody", { hasText: /interest .* · \$/ }).waitFor().catch(() => {});
+    if (!/· \$[\d,]+\.\d\d/.test(await page.locator("#account-positions tbody").textContent())) throw new Error("positions without their value");
     if ((await page.locator("#account-positions tbody tr[data-pool]").count()) !== detail.positions.length) throw new Error("account positions");
     const priced = detail.positions.find((p) => p.liquidation_price);
     if (priced) await page.locator(`#account-positions tr[data-pool="${priced.pool_address}"]`, { hasText: /at a (fall|rise) of|passed: liquidatable while (below|above) it/ }).waitFor();

@@ -45,7 +45,18 @@ async function loadAccount(owner) {
   const el = $("#account-hf");
   el.textContent = none ? "no debt" : wad(hf);
   el.classList.toggle("under", !none && BigInt(hf) < 10n ** 18n);
-  $("#account-asof").textContent = asOf();
+  // As of when, the slot linked to the explorer.
+  const asof = $("#account-asof");
+  const rpc = link.health?.checks?.rpc;
+  asof.replaceChildren(asOf().replace(/, slot [\d,]+\.$/, rpc?.ok ? ", slot " : "."));
+  if (rpc?.ok) {
+    const a = document.createElement("a");
+    a.href = explorerSlot(rpc.slot);
+    a.target = "_blank";
+    a.rel = "noopener";
+    a.textContent = count(rpc.slot);
+    asof.append(a, ".");
+  }
   const table = $("#account-positions");
   fillRows(table, positions.map((p) => {
     const lp = p.liquidation_price;
@@ -63,8 +74,11 @@ async function loadAccount(owner) {
           td.append(small);
         }
       },
-      stacked(tokens(p.deposit_tokens, p.pool_address), `supply APY ${percent(p.supply_apy)}`),
-      stacked(tokens(p.borrow_debt, p.pool_address), `principal ${tokens(p.borrow_principal, p.pool_address)}, APY ${percent(p.borrow_apy)}`),
+      stacked(`${tokens(p.deposit_tokens, p.pool_address)} · ${tokenValue(p.deposit_tokens, p.pool_address)}`,
+        `supply APY ${percent(p.supply_apy)}`),
+      stacked(`${tokens(p.borrow_debt, p.pool_address)} · ${tokenValue(p.borrow_debt, p.pool_address)}`,
+        `principal ${tokens(p.borrow_principal, p.pool_address)}, interest ` +
+        `${tokens((BigInt(p.borrow_debt) - BigInt(p.borrow_principal)).toString(), p.pool_address)}, APY ${percent(p.borrow_apy)}`),
       lp ? stacked(oraclePrice(lp.price, lp.expo, null), distance(lp)) : "—",
     ]);
     tr.dataset.pool = p.pool_address;

@@ -196,6 +196,8 @@ function addressCell(td, address, { link = false, full = true } = {}) {
 }
 /** The explorer's page of an address on this service's cluster (a local
  *  chain through its customUrl, as the service says). */
+/** A slot on the explorer, on the cluster this service indexes. */
+const explorerSlot = (slot) => `https://explorer.solana.com/block/${slot}${state.explorerQuery}`;
 function explorer(address) {
   return `https://explorer.solana.com/address/${address}${state.explorerQuery}`;
 }
@@ -441,3 +443,10 @@ function tokens(amount, pool) {
   return `${BigInt(whole).toLocaleString("en-US")}${frac ? `.${frac}` : ""} ${token.symbol ?? short(pool)}`;
 }
 const symbolOf = (pool) => state.tokens.get(pool)?.symbol ?? short(pool);
+/** A token amount's value at its pool's oracle price, in the one money format
+ *  (a display figure: the service's exact values are WAD sums). */
+function tokenValue(amount, pool) {
+  const token = state.tokens.get(pool);
+  if (!token || token.oracle_price === null) return "—";
+  return usdNumber((Number(amount) / 10 ** token.decimals) * Number(token.oracle_price) * 10 ** token.oracle_expo);
+}
