@@ -120,6 +120,28 @@ function feedSettings() {
   };
 }
 
+/** The rows in `previous` order where they were already shown, each new one
+ *  just before the shown row that follows it in `ideal`: in linear time, as
+ *  a price move can bring thousands of rows in one render. */
+function heldOrder(previous, ideal) {
+  const shown = new Set(ideal);
+  const kept = previous.filter((o) => shown.has(o));
+  const isKept = new Set(kept);
+  // Each new row's anchor: the next kept row after it in the sorted order
+  // (read backwards, so each group comes out reversed).
+  const before = new Map();
+  const tail = [];
+  let anchor = null;
+  for (let i = ideal.length - 1; i >= 0; i -= 1) {
+    const o = ideal[i];
+    if (isKept.has(o)) { anchor = o; continue; }
+    if (anchor === null) tail.push(o);
+    else if (before.has(anchor)) before.get(anchor).push(o);
+    else before.set(anchor, [o]);
+  }
+  return kept.flatMap((o) => [...(before.get(o) ?? []).reverse(), o]).concat(tail.reverse());
+}
+
 function renderFeed() {
   const { sort, pool, minProfit } = feedSettings();
   const shown = [...feedData.values()].filter((d) => {
@@ -139,14 +161,8 @@ function renderFeed() {
   // Between re-sorts the rows keep their places; a new one enters at its
   // sorted place among them.
   let owners = ideal;
-  if (!feed.resort && now - (feed.sortedAt ?? 0) < RESORT_MS) {
-    const kept = feed.order.filter((o) => feedData.has(o) && ideal.includes(o));
-    for (const o of ideal.filter((x) => !kept.includes(x))) {
-      const next = ideal.slice(ideal.indexOf(o) + 1).find((x) => kept.includes(x));
-      kept.splice(next === undefined ? kept.length : kept.indexOf(next), 0, o);
-    }
-    owners = kept;
-  } else {
+  if (!feed.resort && now - (feed.sortedAt ?? 0) < RESORT_MS) owners = heldOrder(feed.order, ideal);
+  else {
     feed.sortedAt = now;
     feed.resort = false;
   }
