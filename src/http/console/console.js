@@ -426,12 +426,16 @@ async function loadTokens() {
   $("#cluster").textContent = res.data.cluster;
   for (const select of document.querySelectorAll(".pool-filter, #feed-controls select[name=pool]")) {
     const chosen = select.value;
-    // A pool whose oracle is stale is offered marked, wherever it is offered.
-    select.replaceChildren(new Option("any", ""), ...[...state.tokens.values()].map((p) =>
-      new Option(`${p.symbol ?? short(p.pool_address)}${p.oracle_stale ? " (oracle stale)" : ""}`, p.pool_address)));
+    select.replaceChildren(new Option("any", ""), ...[...state.tokens.values()].map(poolOption));
     select.value = chosen;
   }
   return res.data;
+}
+/** A pool as a picker's option (a pool status row): a pool whose oracle is
+ *  stale is offered marked, wherever it is offered. */
+function poolOption(p) {
+  const name = p.symbol || short(p.pool_address);
+  return new Option(p.oracle_stale ? `${name} (oracle stale)` : name, p.pool_address);
 }
 /** A token amount in base units as `1,234.5678 SOL`, cut to 4 places. */
 function tokens(amount, pool) {

@@ -4,19 +4,21 @@
 // asking, and shows its own errors beside it.
 "use strict";
 
-/** Priced pools by address, with their oracle's freshness (GET /api/pools/status). */
+/** Priced pools by address, with their oracle's freshness (the pools'
+ *  status, read by loadTokens with the tokens every section uses). */
 let riskPools = new Map();
 async function loadRiskPools() {
-  const res = await api("GET", "/api/pools/status");
-  if (!res.ok) return;
-  const priced = res.data.pools.filter((p) => p.oracle_price !== null);
+  let status;
+  try {
+    status = await loadTokens();
+  } catch {
+    return;
+  }
+  const priced = status.pools.filter((p) => p.oracle_price !== null);
   riskPools = new Map(priced.map((p) => [p.pool_address, p]));
   for (const select of document.querySelectorAll(".risk-pool")) {
     const chosen = select.value;
-    select.replaceChildren(...priced.map((p) => {
-      const name = p.symbol || short(p.pool_address);
-      return new Option(p.oracle_stale ? `${name} (oracle stale)` : name, p.pool_address);
-    }));
+    select.replaceChildren(...priced.map(poolOption));
     if (chosen) select.value = chosen;
   }
   for (const form of [$("#curve-form"), $("#shock-form")]) {
