@@ -4,6 +4,9 @@
 // asset's liquidation price and how far it is, and the best quote on it.
 "use strict";
 
+/** Quotes read to find the account's (the route's most). */
+const QUOTES_READ = 200;
+
 /** How far an asset's price is from its liquidation price: liquidatable
  *  while the price is below it (a collateral) or above it (a debt). */
 function distance(lp) {
@@ -17,13 +20,13 @@ async function loadAccount(owner) {
   const panel = $("#account-panel");
   panel.hidden = !owner;
   if (!owner) return;
-  const [detail, quotes, listed] = await Promise.all([
+  const [detail, quotes, held] = await Promise.all([
     api("GET", `/api/positions/${owner}/detail`),
-    api("GET", "/api/liquidations?limit=200"),
+    api("GET", `/api/liquidations?limit=${QUOTES_READ}`),
     api("GET", `/api/positions/${owner}`),
   ]);
   // Each position's own account, for its explorer link.
-  const accounts = new Map(listed.ok ? listed.data.positions.map((p) => [p.pool_address, p.position_address]) : []);
+  const accounts = new Map(held.ok ? held.data.positions.map((p) => [p.pool_address, p.position_address]) : []);
   const note = $("#account-note");
   if (!detail.ok) {
     stateText(note, "error", `The account cannot be read: ${failure(detail).message}.`);
@@ -47,14 +50,14 @@ async function loadAccount(owner) {
   el.classList.toggle("under", !none && BigInt(hf) < 10n ** 18n);
   // As of when, the slot linked to the explorer.
   const asof = $("#account-asof");
-  const rpc = link.health?.checks?.rpc;
-  asof.replaceChildren(asOf().replace(/, slot [\d,]+\.$/, rpc?.ok ? ", slot " : "."));
-  if (rpc?.ok) {
+  const slot = chainSlot();
+  asof.replaceChildren(`As of ${clock(new Date())}${slot ? ", slot " : "."}`);
+  if (slot) {
     const a = document.createElement("a");
-    a.href = explorerSlot(rpc.slot);
+    a.href = explorerSlot(slot);
     a.target = "_blank";
     a.rel = "noopener";
-    a.textContent = count(rpc.slot);
+    a.textContent = count(slot);
     asof.append(a, ".");
   }
   const table = $("#account-positions");
@@ -84,9 +87,16 @@ async function loadAccount(owner) {
     tr.dataset.pool = p.pool_address;
     return tr;
   }), "No position.");
-  const quote = quotes.ok ? quotes.data.liquidations.find((q) => q.owner === owner) : null;
+  // The quotes route lists the most profitable first, at most 200 of them:
+  // an owner missing from a full list may have a smaller one.
+  const listed = quotes.ok ? quotes.data.liquidations : [];
+  const quote = listed.find((q) => q.owner === owner);
+  const afloat = none || BigInt(hf) >= 10n ** 18n;
   $("#account-quote").textContent = quote
     ? `Best quote: repay ${tokens(quote.repay_amount, quote.debt_pool)} (${usd(quote.repay_value_wad)}), ` +
       `seize ${tokens(quote.seize_amount, quote.collateral_pool)} (${usd(quote.seize_value_wad)}), profit ${usd(quote.profit_value_wad)}.`
-    : none || BigInt(hf) >= 10n ** 18n ? "Not liquidatable: the account health factor is at or above 1." : "Under water, but no pair qualifies for a quote.";
+    : afloat ? "Not liquidatable: the account health factor is at or above 1."
+      : !quotes.ok ? "Under water; the quotes cannot be read now."
+        : listed.length >= QUOTES_READ ? `Under water; its quote is not among the ${QUOTES_READ} most profitable.`
+          : "Under water, but no pair qualifies for a quote.";
 }

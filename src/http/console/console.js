@@ -163,10 +163,13 @@ function stacked(top, below) {
 
 /** When an answer was read, and the chain's slot then: prices move. */
 function asOf() {
-  // The chain's slot as the overview shows it (the RPC's, from /api/health).
-  const rpc = link.health?.checks?.rpc;
-  const slot = rpc?.ok ? rpc.slot : null;
+  const slot = chainSlot();
   return `As of ${clock(new Date())}${slot ? `, slot ${count(slot)}` : ""}.`;
+}
+/** The chain's slot as the overview shows it (the RPC's, from /api/health), or null. */
+function chainSlot() {
+  const rpc = link.health?.checks?.rpc;
+  return rpc?.ok ? rpc.slot : null;
 }
 
 /** A cell holding a full address that can be copied (and, with `link`, opened in the explorer). */
