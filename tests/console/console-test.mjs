@@ -105,6 +105,9 @@ async function step(name, page, run, subject) {
     if (subject) await page.locator(subject).first().waitFor({ state: "visible", timeout: 5000 });
     await page.screenshot({ path: `${shots}/${name}-375.png`, fullPage: true });
     await page.setViewportSize(WIDE);
+    // The charts redraw for the width from a ResizeObserver, before the next
+    // paint: the next step measures them as drawn, not as they were at 375 px.
+    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
     console.log(`step ${name}: ok`);
   } catch (e) {
     await page.screenshot({ path: `${shots}/${name}-failed.png`, fullPage: true }).catch(() => {});

@@ -104,9 +104,17 @@ function chart(container, spec) {
   reset.hidden = true;
   container.append(reset);
 
+  const currentWidth = () => Math.max(280, Math.round(container.getBoundingClientRect().width) || 640);
+  /** The geometry of what is on screen: a pointer can arrive before the
+   *  ResizeObserver's redraw (a window just resized), and must not be read
+   *  against the old width. */
+  function fresh() {
+    if (state.geometry && state.geometry.width !== currentWidth()) draw();
+    return state.geometry;
+  }
   function draw() {
     const s = state.spec;
-    const width = Math.max(280, Math.round(container.getBoundingClientRect().width) || 640);
+    const width = currentWidth();
     const narrow = width < 520;
     const height = s.height ?? (narrow ? 240 : 280);
     const axes = s.y;
@@ -251,7 +259,7 @@ function chart(container, spec) {
     tip.style.top = "28px";
   }
   function nearest(clientX) {
-    const g = state.geometry;
+    const g = fresh();
     const box = svg.getBoundingClientRect();
     const x = g.x0 + ((clientX - box.left) * (g.width / box.width) - g.L) / (g.width - g.L - g.R) * (g.x1 - g.x0);
     const all = stops();
@@ -276,7 +284,7 @@ function chart(container, spec) {
 
   /** The data x under a pointer (not snapped to a point). */
   function dataX(clientX) {
-    const g = state.geometry;
+    const g = fresh();
     const box = svg.getBoundingClientRect();
     const x = g.x0 + ((clientX - box.left) * (g.width / box.width) - g.L) / (g.width - g.L - g.R) * (g.x1 - g.x0);
     return Math.min(Math.max(x, g.x0), g.x1);
