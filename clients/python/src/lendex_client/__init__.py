@@ -2,9 +2,10 @@
 liquidation feed that resumes by itself, long polls with ETags, and signed
 admin calls with a Solana keypair. See README.md."""
 
+from ._follow import Event
 from ._routes import MAX_WAIT_MS, SILENCE_SECONDS, WATCHABLE, backoff_seconds
 from .aio import AsyncClient, AsyncFeed
-from .client import Client, Event, Feed, Polled
+from .client import Client, Feed, Polled
 from .errors import LendexError, RefusedError, TransportError
 from .signing import KeypairSigner, Signer, canonical_message, keypair_file
 from .wad import WAD, format_wad

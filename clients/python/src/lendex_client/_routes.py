@@ -163,6 +163,11 @@ def stream_request(client: Routes, commitment: Optional[str], last_event_id: Opt
     return Request("GET", "/api/positions/unhealthy/stream", query, None, headers)
 
 
+def signed_headers(signed: Dict[str, str]) -> Dict[str, str]:
+    """A signed read's credentials as its headers (the mainnet audit read)."""
+    return {"x-actor": signed["actor"], "x-nonce": signed["nonce"], "x-signature": signed["signature"]}
+
+
 def admin_body(signed: Dict[str, str], **fields) -> Dict[str, Any]:
     return {**signed, **fields}
 

@@ -1,69 +1,36 @@
 """The asyncio client: the same routes and behaviour as `Client`, awaited."""
 
 import asyncio
-import json
 from typing import Any, AsyncIterator, Callable, Dict, Optional
 
 import httpx
 
 from . import _routes as routes
-from .client import Event, Polled, signed_message
+from ._follow import Event, Follow
+from .client import Polled, signed_message
 from .errors import LendexError, RefusedError, TransportError, error_of, is_transient
 from .signing import READ_AUDIT_ACTION, Signer, add_admin_action, init_pool_action, revoke_admin_action
-from .sse import SseParser
 
 
-class AsyncFeed:
+class AsyncFeed(Follow):
     """`Feed` over asyncio: `async for event in feed`."""
 
-    def __init__(self, client: "AsyncClient", commitment, last_event_id, silence, on_reconnect):
-        self._client = client
-        self._commitment = commitment
-        self.last_event_id: Optional[str] = last_event_id
-        self._silence = silence
-        self._on_reconnect = on_reconnect
-        self.connects = 0
-        self.refused = 0
-
     async def __aiter__(self) -> AsyncIterator[Event]:
-        failures = 0
-        attempts = 0
         while True:
-            if attempts and self._on_reconnect:
-                self._on_reconnect(self.last_event_id, failures)
-            attempts += 1
-            if failures:
-                await asyncio.sleep(routes.backoff_seconds(failures))
-            request = routes.stream_request(self._client, self._commitment, self.last_event_id)
-            timeout = httpx.Timeout(5.0, read=self._silence)
-            connected = False
+            attempt = self._attempt()
+            await asyncio.sleep(attempt["pause"])
             try:
-                async with self._client._http.stream(
-                    "GET", request.path, params=routes.clean(request.query), headers=request.headers, timeout=timeout
-                ) as response:
+                async with self._client._http.stream(**attempt["args"]) as response:
                     if response.status_code != 200:
                         text = (await response.aread()).decode(errors="replace")
-                        error = error_of(response.status_code, text, response.headers)
-                        if not is_transient(error):
-                            raise error
-                        failures += 1
-                        self.refused += 1
+                        self._refused(response.status_code, text, response.headers)
                         continue
-                    failures, connected = 0, True
-                    self.connects += 1
-                    parser = SseParser()
+                    self._opened()
                     async for chunk in response.aiter_bytes():
-                        for frame in parser.push(chunk):
-                            if frame.id is not None:
-                                self.last_event_id = frame.id
-                            if frame.event is None:
-                                continue
-                            data = json.loads(frame.data) if frame.data is not None else None
-                            yield Event(frame.id, frame.event, data)
+                        for event in self._events(chunk):
+                            yield event
             except httpx.HTTPError:
-                if not connected:
-                    failures += 1
-                    self.refused += 1
+                self._dropped()
 
 
 class AsyncClient(routes.Routes):
@@ -157,5 +124,5 @@ class AsyncClient(routes.Routes):
         headers = None
         if signer is not None:
             signed = await self.sign(signer, READ_AUDIT_ACTION)
-            headers = {"x-actor": signed["actor"], "x-nonce": signed["nonce"], "x-signature": signed["signature"]}
+            headers = routes.signed_headers(signed)
         return await self._call(routes.Request("GET", "/api/admin/audit", query, None, headers))

@@ -1,12 +1,12 @@
 """The synchronous client (httpx). `aio.AsyncClient` is the same over asyncio."""
 
-import json
 import time
 from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional
 
 import httpx
 
 from . import _routes as routes
+from ._follow import Event, Follow
 from .errors import LendexError, RefusedError, TransportError, error_of, is_transient
 from .signing import (
     READ_AUDIT_ACTION,
@@ -18,18 +18,6 @@ from .signing import (
     revoke_admin_action,
     verifies,
 )
-from .sse import SseParser
-
-
-class Event(NamedTuple):
-    """One event of the feed: `candidate_start`, `candidate_update`,
-    `candidate_stop` (data: the owner, its health factor, positions, best
-    quote), `reset` (the service could not resume: a snapshot follows) or
-    `resync` (this client read too slowly; the feed resumes by itself)."""
-
-    id: Optional[str]
-    event: str
-    data: Any
 
 
 class Polled(NamedTuple):
@@ -51,20 +39,11 @@ def signed_message(client_nonce: Dict[str, str], action: str, signer: Signer) ->
     return {"actor": signer.public_key, "nonce": client_nonce["nonce"], "signature": b58encode(signature)}
 
 
-class Feed:
-    """The liquidation feed, followed: iterate it for Events. It reconnects by
-    itself with the last frame's id (Last-Event-ID), backs off with jitter
-    while the service is away or busy, takes a connection silent for 5 s as
-    dead, and hands over `reset` rather than hiding it."""
+class Feed(Follow):
+    """The liquidation feed, followed: iterate it for Events (see Follow)."""
 
-    def __init__(self, client: "Client", commitment, last_event_id, silence, on_reconnect):
-        self._client = client
-        self._commitment = commitment
-        self.last_event_id: Optional[str] = last_event_id
-        self._silence = silence
-        self._on_reconnect = on_reconnect
-        self.connects = 0
-        self.refused = 0
+    def __init__(self, *args):
+        super().__init__(*args)
         self._stopped = False
 
     def stop(self) -> None:
@@ -72,47 +51,22 @@ class Feed:
         self._stopped = True
 
     def __iter__(self) -> Iterator[Event]:
-        failures = 0
-        attempts = 0
         while not self._stopped:
-            if attempts and self._on_reconnect:
-                self._on_reconnect(self.last_event_id, failures)
-            attempts += 1
-            if failures:
-                time.sleep(routes.backoff_seconds(failures))
-            request = routes.stream_request(self._client, self._commitment, self.last_event_id)
-            timeout = httpx.Timeout(5.0, read=self._silence)
-            connected = False
+            attempt = self._attempt()
+            time.sleep(attempt["pause"])
             try:
-                with self._client._http.stream(
-                    "GET", request.path, params=routes.clean(request.query), headers=request.headers, timeout=timeout
-                ) as response:
+                with self._client._http.stream(**attempt["args"]) as response:
                     if response.status_code != 200:
-                        error = error_of(response.status_code, response.read().decode(errors="replace"), response.headers)
-                        if not is_transient(error):
-                            raise error
-                        failures += 1
-                        self.refused += 1
+                        self._refused(response.status_code, response.read().decode(errors="replace"), response.headers)
                         continue
-                    failures, connected = 0, True
-                    self.connects += 1
-                    parser = SseParser()
+                    self._opened()
                     for chunk in response.iter_bytes():
-                        for frame in parser.push(chunk):
-                            if frame.id is not None:
-                                self.last_event_id = frame.id
-                            if frame.event is None:
-                                continue  # the feed's place alone
-                            data = json.loads(frame.data) if frame.data is not None else None
-                            yield Event(frame.id, frame.event, data)
+                        for event in self._events(chunk):
+                            yield event
                             if self._stopped:
                                 return
             except httpx.HTTPError:
-                # Cut or silent: resume from the last id at once; unreachable:
-                # back off first.
-                if not connected:
-                    failures += 1
-                    self.refused += 1
+                self._dropped()
 
 
 class Client(routes.Routes):
@@ -212,5 +166,5 @@ class Client(routes.Routes):
         headers = None
         if signer is not None:
             signed = self.sign(signer, READ_AUDIT_ACTION)
-            headers = {"x-actor": signed["actor"], "x-nonce": signed["nonce"], "x-signature": signed["signature"]}
+            headers = routes.signed_headers(signed)
         return self._call(routes.Request("GET", "/api/admin/audit", query, None, headers))
