@@ -133,6 +133,8 @@ mod tests {
                     at_risk: 0,
                     debt_under_water: U256::ZERO,
                     bad_debt: U256::ZERO,
+                    deposits: U256::ZERO,
+                    borrows: U256::ZERO,
                 }),
             })
             .collect()

@@ -135,6 +135,13 @@ async fn the_market_is_sampled_and_bucketed() {
     let app = history_app().await;
     let db = app.db.connect().await;
     let b = book(&app, &db).await;
+    // The pools' totals, which the market also records.
+    db.execute(
+        "UPDATE pools SET total_deposits = 70000000, total_borrows = 30000000, slot = slot + 1",
+        &[],
+    )
+    .await
+    .unwrap();
     wait_served(&app, &b.owner, START).await;
     set_price(&db, &b.sol, 12 * ORACLE_DOLLAR).await;
     wait_served(&app, &b.owner, UNDER).await;
@@ -155,6 +162,22 @@ async fn the_market_is_sampled_and_bucketed() {
     assert_eq!(under["owners"], 1);
     assert_eq!(under["debt_value_wad_under_water"], (100 * WAD).to_string());
     assert_eq!(under["bad_debt_value_wad"], "0");
+    // Deposits and borrows are the pools' status totals at the sample's prices
+    // (none moved since it).
+    let (_, status) = app.get("/api/pools/status").await;
+    let sum = |field: &str| {
+        let pools = status["pools"].as_array().unwrap();
+        pools
+            .iter()
+            .map(|p| p[field].as_str().unwrap().parse::<u128>().unwrap())
+            .sum::<u128>()
+            .to_string()
+    };
+    // 70 SOL at $12 and 70 USDC; 30 of each borrowed.
+    assert_eq!(sum("deposits_value_wad"), (910 * WAD).to_string());
+    assert_eq!(sum("borrows_value_wad"), (390 * WAD).to_string());
+    assert_eq!(under["deposits_value_wad"], sum("deposits_value_wad"));
+    assert_eq!(under["borrows_value_wad"], sum("borrows_value_wad"));
     let (status, buckets) = app.get("/api/history/market?resolution=1h").await;
     assert_eq!(status, 200);
     let buckets = buckets["points"].as_array().unwrap();
@@ -162,6 +185,10 @@ async fn the_market_is_sampled_and_bucketed() {
     let total: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
     assert!(total >= samples.len() as u64, "{buckets:?}");
     assert_eq!(buckets.last().unwrap()["owners_under_water_max"], 1);
+    assert_eq!(
+        buckets.last().unwrap()["deposits_value_wad"],
+        samples.last().unwrap()["deposits_value_wad"]
+    );
 }
 
 #[actix_rt::test]

@@ -153,7 +153,9 @@ async fn buckets_equal_a_brute_force_aggregation_of_the_points() {
 }
 
 /// Market samples every `step_us` from `start_us`, with the stored rollups of
-/// every resolution over them (what the history writer keeps), by SQL.
+/// every resolution over them (what the history writer keeps), by SQL. The
+/// first hour's samples have no deposits or borrows (recorded before the
+/// market recorded them).
 async fn seed_market(db: &tokio_postgres::Client, start_us: i64, step_us: i64, n: i64) {
     let day = DateTime::<Utc>::from_timestamp_micros(start_us)
         .unwrap()
@@ -165,9 +167,12 @@ async fn seed_market(db: &tokio_postgres::Client, start_us: i64, step_us: i64, n
     }
     db.execute(
         "INSERT INTO history_market (cluster, at, owners, owners_under_water, owners_at_risk,
-             debt_value_wad_under_water, bad_debt_value_wad)
+             debt_value_wad_under_water, bad_debt_value_wad, deposits_value_wad,
+             borrows_value_wad)
          SELECT 'localnet', to_timestamp(($1::bigint + g * $2::bigint) / 1e6), 600,
-             (g * 7919) % 37, 5, g::numeric * 1000, 0
+             (g * 7919) % 37, 5, g::numeric * 1000, 0,
+             CASE WHEN g >= 360 THEN g::numeric * 10000000 END,
+             CASE WHEN g >= 360 THEN (g * 7919 % 1000)::numeric * 10000000 END
          FROM generate_series(0, $3::bigint - 1) g",
         &[&start_us, &step_us, &n],
     )
@@ -179,7 +184,8 @@ async fn seed_market(db: &tokio_postgres::Client, start_us: i64, step_us: i64, n
              SELECT DISTINCT ON (start) 'localnet', $1::int2, start,
                  count(*) OVER w, at, owners, owners_under_water,
                  max(owners_under_water) OVER w, owners_at_risk,
-                 debt_value_wad_under_water, bad_debt_value_wad
+                 debt_value_wad_under_water, bad_debt_value_wad, deposits_value_wad,
+                 borrows_value_wad
              FROM (SELECT *, to_timestamp(floor(extract(epoch FROM at)::float8 / $2::float8) * $2::float8) AS start
                    FROM history_market) m
              WINDOW w AS (PARTITION BY start)
@@ -239,7 +245,12 @@ async fn market_buckets_hold_only_the_samples_in_the_range() {
                     "{resolution} {range}: {bucket}"
                 );
                 assert_eq!(bucket["owners_under_water_max"], max, "{bucket}");
-                for field in ["owners_under_water", "debt_value_wad_under_water"] {
+                for field in [
+                    "owners_under_water",
+                    "debt_value_wad_under_water",
+                    "deposits_value_wad",
+                    "borrows_value_wad",
+                ] {
                     assert_eq!(bucket[field], last[field], "{resolution} {field}");
                 }
             }

@@ -519,6 +519,10 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     const moved = page.locator('[data-card="under"] .trend');
     await moved.filter({ hasText: /[+−±]\d+ in \d+ h/ }).waitFor();
     await moved.locator("polyline").waitFor({ state: "attached" });
+    // Deposits and borrows too, recorded with every market sample.
+    for (const card of ["deposits", "borrows"]) {
+      await page.locator(`[data-card="${card}"] .trend`).filter({ hasText: /^ ?[+−±]\$[\d,.]+[KMB]? in \d+ h$/ }).waitFor();
+    }
     if (await page.locator('[data-card="bad-debt"].trouble').count()) throw new Error("no bad debt, in the colour of trouble");
     await page.locator("#latest-events tbody tr", { hasText: "went under water" }).first().waitFor();
   }, "#market-chart svg");

@@ -809,9 +809,11 @@ export interface components {
          */
         MarketBucketWire: {
             bad_debt_value_wad: components["schemas"]["Decimal"];
+            borrows_value_wad?: components["schemas"]["Decimal"] | null;
             /** Format: int64 */
             count: number;
             debt_value_wad_under_water: components["schemas"]["Decimal"];
+            deposits_value_wad?: components["schemas"]["Decimal"] | null;
             /** Format: int64 */
             owners: number;
             /** Format: int64 */
@@ -839,8 +841,10 @@ export interface components {
             at: components["schemas"]["Time"];
             /** @description Sum over owners of max(0, debt - collateral). */
             bad_debt_value_wad: components["schemas"]["Decimal"];
+            borrows_value_wad?: components["schemas"]["Decimal"] | null;
             /** @description Sum of the debt value of the owners under water. */
             debt_value_wad_under_water: components["schemas"]["Decimal"];
+            deposits_value_wad?: components["schemas"]["Decimal"] | null;
             /**
              * Format: int64
              * @description Owners with at least one priced position.

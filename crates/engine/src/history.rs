@@ -485,12 +485,15 @@ impl Engine {
                 bad = bad.saturating_add(sums.bad_debt());
             }
         }
+        let (deposits, borrows) = self.market_totals();
         MarketSample {
             owners: self.index.len() as u64,
             under_water: self.ranking.len() as u64,
             at_risk: self.watched_below(AT_RISK_BELOW).len() as u64,
             debt_under_water: narrow(debt),
             bad_debt: narrow(bad),
+            deposits,
+            borrows,
         }
     }
 
@@ -500,13 +503,28 @@ impl Engine {
         let book = self
             .shock(&[], 0)
             .expect("a shock of no pool names no pool");
+        let (deposits, borrows) = self.market_totals();
         MarketSample {
             owners: book.owners,
             under_water: book.liquidatable_before,
             at_risk: self.watched_below(AT_RISK_BELOW).len() as u64,
             debt_under_water: narrow(book.debt_value_wad_liquidatable_after),
             bad_debt: narrow(book.bad_debt_value_wad_after),
+            deposits,
+            borrows,
         }
+    }
+
+    /// Every pool's deposits and borrows at its price, summed: the pools'
+    /// status totals (`PoolEntry::totals_value_wad`).
+    fn market_totals(&self) -> (U256, U256) {
+        let (mut deposits, mut borrows) = (Big::ZERO, Big::ZERO);
+        for pool in self.pools.values() {
+            let (d, b) = pool.totals_value_wad();
+            deposits = deposits.saturating_add(d);
+            borrows = borrows.saturating_add(b);
+        }
+        (narrow(deposits), narrow(borrows))
     }
 }
 
@@ -521,6 +539,10 @@ pub struct MarketSample {
     pub at_risk: u64,
     pub debt_under_water: U256,
     pub bad_debt: U256,
+    /// Every pool's total deposits at its price (the pools' status sum).
+    pub deposits: U256,
+    /// Every pool's total borrows at its price.
+    pub borrows: U256,
 }
 
 /// One position's move as the liquidation inference reads it, valued at the

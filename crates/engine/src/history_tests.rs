@@ -133,13 +133,22 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
-    /// The market sample read from the owners under water is the book's.
+    /// The market sample read from the owners under water is the book's, and
+    /// its deposits and borrows are the sums of the pools' status.
     #[test]
     fn the_market_sample_is_the_books(ops in proptest::collection::vec(op(), 1..60)) {
         let (mut engine, mut model) = fresh(1_000);
         for (t, op) in ops.iter().enumerate() {
             apply(&mut engine, &mut model, op, t as i64);
-            prop_assert_eq!(engine.market_sample(), engine.market_sample_of_book(), "op {} {:?}", t, op);
+            let sample = engine.market_sample();
+            prop_assert_eq!(sample, engine.market_sample_of_book(), "op {} {:?}", t, op);
+            let served = super::pool_status::Served { cluster: "localnet", explorer_query: "" };
+            let status = super::pool_status::pool_status(&engine, t as i64, 60, served);
+            let sum = |f: fn(&lendex_wire::pools::PoolStatus) -> &String| {
+                status.pools.iter().map(|p| f(p).parse::<U256>().unwrap()).fold(U256::ZERO, |a, b| a + b)
+            };
+            prop_assert_eq!(sample.deposits, sum(|p| &p.deposits_value_wad));
+            prop_assert_eq!(sample.borrows, sum(|p| &p.borrows_value_wad));
         }
     }
 }

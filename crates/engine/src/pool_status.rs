@@ -4,7 +4,6 @@
 
 use super::Engine;
 use lendex_domain::rates::utilization_wad;
-use lendex_domain::wad::{Big, value_wad};
 use lendex_wire::pools::{PoolStatus, PoolStatusResponse};
 
 /// Where the answer is served: the cluster and its explorer link's query.
@@ -23,17 +22,8 @@ pub fn pool_status(
     let mut pools: Vec<PoolStatus> = engine
         .pools()
         .map(|p| {
-            let pricing = &p.state.pricing;
-            // Token amounts valued as §3 values deposits and debt.
-            let value = |amount: u64| match pricing.price() {
-                Some((price, expo)) => value_wad(Big::from(amount), price, expo, pricing.decimals),
-                None => Big::ZERO,
-            };
-            (
-                p,
-                value(p.state.total_deposits),
-                value(p.state.total_borrows),
-            )
+            let (deposits_value, borrows_value) = p.totals_value_wad();
+            (p, deposits_value, borrows_value)
         })
         .map(|(p, deposits_value, borrows_value)| PoolStatus {
             pool_address: p.address_text.to_string(),

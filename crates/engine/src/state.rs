@@ -5,7 +5,7 @@ use super::{FastSet, PoolId, Slot};
 use lendex_domain::liquidation::LiquidationTerms;
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::rates::RateModel;
-use lendex_domain::wad::{PoolPricing, PositionAmounts};
+use lendex_domain::wad::{Big, PoolPricing, PositionAmounts, value_wad};
 
 /// What the engine knows of a pool (the cache's columns of `pools`).
 #[derive(Debug, Clone, PartialEq)]
@@ -98,5 +98,17 @@ impl PoolEntry {
     /// on-chain last update is older than `max_age` seconds at `now`.
     pub fn oracle_stale(&self, now: i64, max_age: i64) -> bool {
         self.state.pricing.oracle_price.is_some() && now - self.state.last_update_ts > max_age
+    }
+
+    /// The pool's total deposits and total borrows in USD (WAD), valued as §3
+    /// values an account's deposits and debt: zero while the pool has no price.
+    /// The one valuation behind the pools' status and the market's history.
+    pub fn totals_value_wad(&self) -> (Big, Big) {
+        let pricing = &self.state.pricing;
+        let value = |amount: u64| match pricing.price() {
+            Some((price, expo)) => value_wad(Big::from(amount), price, expo, pricing.decimals),
+            None => Big::ZERO,
+        };
+        (value(self.state.total_deposits), value(self.state.total_borrows))
     }
 }

@@ -60,6 +60,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0013_processed_overlay",
         include_str!("../../../sql/0013_processed_overlay.sql"),
     ),
+    (
+        "0014_market_totals",
+        include_str!("../../../sql/0014_market_totals.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

@@ -198,6 +198,14 @@ pub struct MarketPointWire {
     /// Sum over owners of max(0, debt - collateral).
     #[schema(value_type = DecimalText)]
     pub bad_debt_value_wad: String,
+    /// Every pool's total deposits at its oracle price (the sum of GET
+    /// /api/pools/status's deposits_value_wad); null in samples recorded
+    /// before the market recorded it.
+    #[schema(value_type = Option<DecimalText>)]
+    pub deposits_value_wad: Option<String>,
+    /// Every pool's total borrows at its oracle price; null as above.
+    #[schema(value_type = Option<DecimalText>)]
+    pub borrows_value_wad: Option<String>,
 }
 
 impl From<&MarketPoint> for MarketPointWire {
@@ -209,6 +217,8 @@ impl From<&MarketPoint> for MarketPointWire {
             owners_at_risk: p.at_risk,
             debt_value_wad_under_water: p.debt_under_water.to_string(),
             bad_debt_value_wad: p.bad_debt.to_string(),
+            deposits_value_wad: p.deposits.map(|v| v.to_string()),
+            borrows_value_wad: p.borrows.map(|v| v.to_string()),
         }
     }
 }
@@ -228,6 +238,11 @@ pub struct MarketBucketWire {
     pub debt_value_wad_under_water: String,
     #[schema(value_type = DecimalText)]
     pub bad_debt_value_wad: String,
+    /// The last sample's deposits and borrows (null as in a sample).
+    #[schema(value_type = Option<DecimalText>)]
+    pub deposits_value_wad: Option<String>,
+    #[schema(value_type = Option<DecimalText>)]
+    pub borrows_value_wad: Option<String>,
 }
 
 impl From<&MarketBucket> for MarketBucketWire {
@@ -241,6 +256,8 @@ impl From<&MarketBucket> for MarketBucketWire {
             owners_at_risk: b.last.at_risk,
             debt_value_wad_under_water: b.last.debt_under_water.to_string(),
             bad_debt_value_wad: b.last.bad_debt.to_string(),
+            deposits_value_wad: b.last.deposits.map(|v| v.to_string()),
+            borrows_value_wad: b.last.borrows.map(|v| v.to_string()),
         }
     }
 }

@@ -109,9 +109,11 @@ pub async fn seed(url: &str, owners: i64, days: u64, points_per_day: i64, pools:
         db.execute(
             &format!(
                 "INSERT INTO history_market (cluster, at, owners, owners_under_water, owners_at_risk,
-                     debt_value_wad_under_water, bad_debt_value_wad)
+                     debt_value_wad_under_water, bad_debt_value_wad, deposits_value_wad,
+                     borrows_value_wad)
                  SELECT 'localnet', $1::date + s * interval '10 s', $2, (random() * 500)::bigint,
-                     (random() * 2000)::bigint, {value} * 1000, {value}
+                     (random() * 2000)::bigint, {value} * 1000, {value}, {value} * 50000,
+                     {value} * 30000
                  FROM generate_series(0, 8639) s"
             ),
             &[&day, &owners],
@@ -148,7 +150,9 @@ pub async fn seed(url: &str, owners: i64, days: u64, points_per_day: i64, pools:
                      (array_agg(owners ORDER BY at DESC))[1], (array_agg(owners_under_water ORDER BY at DESC))[1],
                      max(owners_under_water), (array_agg(owners_at_risk ORDER BY at DESC))[1],
                      (array_agg(debt_value_wad_under_water ORDER BY at DESC))[1],
-                     (array_agg(bad_debt_value_wad ORDER BY at DESC))[1]
+                     (array_agg(bad_debt_value_wad ORDER BY at DESC))[1],
+                     (array_agg(deposits_value_wad ORDER BY at DESC))[1],
+                     (array_agg(borrows_value_wad ORDER BY at DESC))[1]
                  FROM history_market GROUP BY 1, 3"
             ),
             &[&code],

@@ -90,16 +90,16 @@ const dollars = (text) => (text === null || text === undefined ? 0 : Number(BigI
 function usd(text, { compact = false } = {}) {
   if (text === null || text === undefined) return "—";
   const v = BigInt(text);
-  if (compact && v >= 10n ** 24n) {
-    const digits = { notation: "compact", minimumFractionDigits: 2, maximumFractionDigits: 2 };
-    return `$${dollars(text).toLocaleString("en-US", digits)}`;
-  }
+  if (compact && v >= 10n ** 24n) return usdCompactNumber(dollars(text));
   const cents = v / 10n ** 16n;
   const whole = (cents / 100n).toLocaleString("en-US");
   return `$${whole}.${(cents % 100n).toString().padStart(2, "0")}`;
 }
 /** Dollars (a Number) in the same format. */
 const usdNumber = (v) => `$${v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+/** The same, from a million as `$1.23M`. */
+const usdCompactNumber = (v) => (Math.abs(v) < 1e6 ? usdNumber(v)
+  : `$${v.toLocaleString("en-US", { notation: "compact", minimumFractionDigits: 2, maximumFractionDigits: 2 })}`);
 /** A count with thousands separators. */
 const count = (n) => Number(n).toLocaleString("en-US");
 /** A fraction as a percent: 0.0512 → 5.12%. */

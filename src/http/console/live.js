@@ -182,8 +182,12 @@ loadOverview();
 
 // ---- the overview's movement ----------------------------------------------------------
 /** The market cards' history: how each read over the last 24 h (hourly
- *  buckets from GET /api/history/market, read once a minute). */
+ *  buckets from GET /api/history/market, read once a minute). `of` is null
+ *  for a bucket recorded before the market recorded that figure. */
+const wadOrNull = (v) => (v === null || v === undefined ? null : dollars(v));
 const TRENDS = {
+  deposits: { of: (b) => wadOrNull(b.deposits_value_wad), now: dollars, say: usdCompactNumber },
+  borrows: { of: (b) => wadOrNull(b.borrows_value_wad), now: dollars, say: usdCompactNumber },
   under: { of: (b) => b.owners_under_water_max ?? b.owners_under_water, now: Number, say: (d) => count(d) },
   "at-risk": { of: (b) => b.owners_at_risk, now: Number, say: (d) => count(d) },
   "debt-under": { of: (b) => dollars(b.debt_value_wad_under_water), now: dollars, say: usdNumber },
@@ -203,11 +207,13 @@ function drawTrends() {
   for (const [card, t] of Object.entries(TRENDS)) {
     const dd = $(`[data-card="${card}"] dd`);
     dd.querySelector(".trend")?.remove();
-    if (!trend || trend.buckets.length < 1 || dd.dataset.value === undefined || dd.dataset.value === "") continue;
-    const values = trend.buckets.map(t.of).concat(t.now(dd.dataset.value));
+    if (!trend || dd.dataset.value === undefined || dd.dataset.value === "") continue;
+    const known = trend.buckets.map(t.of).filter((v) => v !== null);
+    if (known.length < 1) continue;
+    const values = known.concat(t.now(dd.dataset.value));
     const change = values[values.length - 1] - values[0];
     // Over the day, or over the hours of history there are.
-    const span = `in ${trend.full ? 24 : trend.buckets.length} h`;
+    const span = `in ${trend.full && known.length === trend.buckets.length ? 24 : known.length} h`;
     const el = document.createElement("small");
     el.className = `trend ${change > 0 ? "up" : change < 0 ? "down" : ""}`;
     el.textContent = `${change > 0 ? "+" : change < 0 ? "−" : "±"}${t.say(Math.abs(change))} ${span}`;

@@ -78,6 +78,10 @@ pub struct MarketPoint {
     pub at_risk: u64,
     pub debt_under_water: U256,
     pub bad_debt: U256,
+    /// Every pool's deposits and borrows at its price; None in samples
+    /// recorded before the market recorded them.
+    pub deposits: Option<U256>,
+    pub borrows: Option<U256>,
 }
 
 /// The samples of one interval: their count, the last one's values, and the
@@ -301,6 +305,7 @@ mod tests {
             let points: Vec<MarketPoint> = ats.iter().zip(&under).map(|(at, u)| MarketPoint {
                 at_us: *at, owners: 100, under_water: *u, at_risk: 3,
                 debt_under_water: U256::from(*u), bad_debt: U256::ZERO,
+                deposits: Some(U256::from(*at as u64)), borrows: None,
             }).collect();
             let whole = market_buckets(&points, 5 * MIN);
             // Stored rollups of the first samples, merged with partials of the rest.

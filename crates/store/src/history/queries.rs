@@ -89,17 +89,19 @@ pub const COPY_PRICES: &str =
 
 pub const INSERT_MARKET: &str = "INSERT INTO history_market
         (cluster, at, owners, owners_under_water, owners_at_risk,
-         debt_value_wad_under_water, bad_debt_value_wad)
+         debt_value_wad_under_water, bad_debt_value_wad, deposits_value_wad, borrows_value_wad)
     SELECT $1, t.* FROM unnest($2::timestamptz[], $3::int8[], $4::int8[], $5::int8[],
-        $6::numeric[], $7::numeric[]) AS t";
+        $6::numeric[], $7::numeric[], $8::numeric[], $9::numeric[]) AS t";
 
 /// A batch's market samples merged into the stored buckets (one partial per
 /// bucket: the batch's count, last sample and most under water).
 pub const MERGE_MARKET_BUCKETS: &str = "INSERT INTO history_market_buckets AS b
         (cluster, resolution, start, count, last_at, owners, owners_under_water,
-         owners_under_water_max, owners_at_risk, debt_value_wad_under_water, bad_debt_value_wad)
+         owners_under_water_max, owners_at_risk, debt_value_wad_under_water, bad_debt_value_wad,
+         deposits_value_wad, borrows_value_wad)
     SELECT $1, t.* FROM unnest($2::int2[], $3::timestamptz[], $4::int8[], $5::timestamptz[],
-        $6::int8[], $7::int8[], $8::int8[], $9::int8[], $10::numeric[], $11::numeric[]) AS t
+        $6::int8[], $7::int8[], $8::int8[], $9::int8[], $10::numeric[], $11::numeric[],
+        $12::numeric[], $13::numeric[]) AS t
     ON CONFLICT (cluster, resolution, start) DO UPDATE SET
         count = b.count + EXCLUDED.count,
         last_at = EXCLUDED.last_at,
@@ -108,7 +110,9 @@ pub const MERGE_MARKET_BUCKETS: &str = "INSERT INTO history_market_buckets AS b
         owners_under_water_max = GREATEST(b.owners_under_water_max, EXCLUDED.owners_under_water_max),
         owners_at_risk = EXCLUDED.owners_at_risk,
         debt_value_wad_under_water = EXCLUDED.debt_value_wad_under_water,
-        bad_debt_value_wad = EXCLUDED.bad_debt_value_wad";
+        bad_debt_value_wad = EXCLUDED.bad_debt_value_wad,
+        deposits_value_wad = EXCLUDED.deposits_value_wad,
+        borrows_value_wad = EXCLUDED.borrows_value_wad";
 
 // ---- partitions ---------------------------------------------------------------
 
@@ -153,15 +157,16 @@ pub const PRICES: &str = "SELECT at, slot, price, conf, expo
     FROM history_prices WHERE pool_id = $1 AND at >= $2 AND at < $3 ORDER BY at LIMIT $4";
 
 pub const MARKET: &str = "SELECT at, owners, owners_under_water, owners_at_risk,
-        debt_value_wad_under_water, bad_debt_value_wad
+        debt_value_wad_under_water, bad_debt_value_wad, deposits_value_wad, borrows_value_wad
     FROM history_market WHERE cluster = $1 AND at >= $2 AND at < $3 ORDER BY at LIMIT $4";
 
 pub const MARKET_BEFORE: &str = "SELECT at, owners, owners_under_water, owners_at_risk,
-        debt_value_wad_under_water, bad_debt_value_wad
+        debt_value_wad_under_water, bad_debt_value_wad, deposits_value_wad, borrows_value_wad
     FROM history_market WHERE cluster = $1 AND at < $2 ORDER BY at DESC LIMIT 1";
 
 pub const MARKET_BUCKETS: &str = "SELECT start, count, last_at, owners, owners_under_water,
-        owners_under_water_max, owners_at_risk, debt_value_wad_under_water, bad_debt_value_wad
+        owners_under_water_max, owners_at_risk, debt_value_wad_under_water, bad_debt_value_wad,
+        deposits_value_wad, borrows_value_wad
     FROM history_market_buckets
     WHERE cluster = $1 AND resolution = $2 AND start >= $3 AND start < $4 ORDER BY start LIMIT $5";
 

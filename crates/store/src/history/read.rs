@@ -172,6 +172,8 @@ fn market_point(row: &Row) -> DbResult<MarketPoint> {
         at_risk: count(row, 3),
         debt_under_water: row.try_get::<_, NumericU256>(4)?.0,
         bad_debt: row.try_get::<_, NumericU256>(5)?.0,
+        deposits: row.try_get::<_, Option<NumericU256>>(6)?.map(|w| w.0),
+        borrows: row.try_get::<_, Option<NumericU256>>(7)?.map(|w| w.0),
     })
 }
 
@@ -276,6 +278,8 @@ async fn stored_market_buckets(
                     at_risk: count(row, 6),
                     debt_under_water: row.try_get::<_, NumericU256>(7)?.0,
                     bad_debt: row.try_get::<_, NumericU256>(8)?.0,
+                    deposits: row.try_get::<_, Option<NumericU256>>(9)?.map(|w| w.0),
+                    borrows: row.try_get::<_, Option<NumericU256>>(10)?.map(|w| w.0),
                 },
                 under_water_max: count(row, 5),
             })

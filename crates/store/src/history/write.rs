@@ -322,6 +322,8 @@ fn market_point(at_us: i64, m: &MarketSample) -> MarketPoint {
         at_risk: m.at_risk,
         debt_under_water: m.debt_under_water,
         bad_debt: m.bad_debt,
+        deposits: Some(m.deposits),
+        borrows: Some(m.borrows),
     }
 }
 
@@ -405,7 +407,10 @@ async fn insert_market(
     let wide = |f: fn(&MarketPoint) -> U256| -> Vec<NumericU256> {
         points.iter().map(|p| NumericU256(f(p))).collect()
     };
-    let params: [&(dyn ToSql + Sync); 7] = [
+    let totals = |f: fn(&MarketPoint) -> Option<U256>| -> Vec<Option<NumericU256>> {
+        points.iter().map(|p| f(p).map(NumericU256)).collect()
+    };
+    let params: [&(dyn ToSql + Sync); 9] = [
         &cluster,
         &ats,
         &count(|p| p.owners),
@@ -413,6 +418,8 @@ async fn insert_market(
         &count(|p| p.at_risk),
         &wide(|p| p.debt_under_water),
         &wide(|p| p.bad_debt),
+        &totals(|p| p.deposits),
+        &totals(|p| p.borrows),
     ];
     tx.execute(queries::INSERT_MARKET, &params).await?;
     let mut partials: Vec<(i16, MarketBucket)> = Vec::new();
@@ -440,7 +447,10 @@ async fn insert_market(
         .iter()
         .map(|(_, b)| NumericU256(b.last.bad_debt))
         .collect();
-    let params: [&(dyn ToSql + Sync); 11] = [
+    let last_totals = |f: fn(&MarketPoint) -> Option<U256>| -> Vec<Option<NumericU256>> {
+        partials.iter().map(|(_, b)| f(&b.last).map(NumericU256)).collect()
+    };
+    let params: [&(dyn ToSql + Sync); 13] = [
         &cluster,
         &resolutions,
         &starts,
@@ -452,6 +462,8 @@ async fn insert_market(
         &column(|b| b.last.at_risk as i64),
         &debts,
         &bads,
+        &last_totals(|p| p.deposits),
+        &last_totals(|p| p.borrows),
     ];
     tx.execute(queries::MERGE_MARKET_BUCKETS, &params).await?;
     Ok(())
