@@ -26,7 +26,7 @@ use actix_web::{HttpResponse, ResponseError, web};
 
 use crate::error::ApiError;
 use handlers::{
-    admin, auth, console, health, history, liquidations, metrics, pools, positions, risk,
+    addresses, admin, auth, console, health, history, liquidations, metrics, pools, positions, risk,
     transactions,
 };
 
@@ -87,6 +87,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(read(
             resource("/api/pools/{pool}/prices", GET),
             history::prices,
+        ))
+        .service(read(
+            resource("/api/addresses/{address}", GET),
+            addresses::lookup,
         ))
         .service(read(resource("/api/history/events", GET), history::events))
         .service(read(resource("/api/history/market", GET), history::market))

@@ -1,6 +1,7 @@
 //! Integration tests of the HTTP API against a real PostgreSQL. One test binary
 //! (modules below) so the suite links once.
 
+mod addresses;
 mod admin_api;
 mod auth_handshake;
 mod balancer;

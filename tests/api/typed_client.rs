@@ -70,6 +70,12 @@ async fn every_public_route_answers_in_its_wire_type() {
         lendex.detail(&owner).await.unwrap()
     })
     .await;
+    for address in [owner, usdc] {
+        lossless(app, &format!("/api/addresses/{address}"), async || {
+            lendex.address(&address).await.unwrap()
+        })
+        .await;
+    }
     lossless(app, "/api/positions/unhealthy", async || {
         lendex.unhealthy(&q).await.unwrap()
     })

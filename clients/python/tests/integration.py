@@ -45,6 +45,11 @@ check("unhealthy", len(under) >= 1)
 owner = under[0]["owner"]
 check("positions", len(client.positions(owner)["positions"]) >= 1)
 check("detail", len(client.detail(owner)["positions"]) >= 1)
+held = client.positions(owner)["positions"][0]
+found = client.address(held["position_address"])
+check("address of a position", (found["kind"], found["owner"], found["pool_address"]) == ("position", owner, held["pool_address"]))
+check("address of a pool", client.address(pool)["kind"] == "pool")
+check("address of a wallet", client.address(owner)["kind"] == "wallet")
 check("owner history", isinstance(client.owner_history(owner)["points"], list))
 quotes = client.liquidations(limit=5)["liquidations"]
 check("liquidations", len(quotes) >= 1 and int(quotes[0]["repay_amount"]) > 0)

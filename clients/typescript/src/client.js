@@ -110,6 +110,9 @@ export class LendexClient {
   detail(user, query = {}, options) {
     return this.#viewed("detail", `/api/positions/${encodeURIComponent(user)}/detail`, query, options);
   }
+  address(address, options) {
+    return this.#get(`/api/addresses/${encodeURIComponent(address)}`, {}, options);
+  }
   ownerHistory(user, query = {}, options) {
     return this.#get(`/api/positions/${encodeURIComponent(user)}/history`, query, options);
   }

@@ -131,6 +131,8 @@ export class LendexClient {
 
   positions(user: Pubkey, query?: ReadQuery<"list_positions">, options?: RequestOptions): Promise<Schemas["PositionsResponse"]>;
   detail(user: Pubkey, query?: ReadQuery<"detail">, options?: RequestOptions): Promise<Schemas["DetailResponse"]>;
+  /** What the index knows an address as: a pool, a position (with its pool and owner), a wallet, or unknown. */
+  address(address: Pubkey, options?: RequestOptions): Promise<Schemas["AddressResponse"]>;
   ownerHistory(user: Pubkey, query?: QueryOf<"owner_history">, options?: RequestOptions): Promise<Schemas["OwnerHistoryResponse"]>;
   syncPosition(poolAddress: Pubkey, user: Pubkey, options?: RequestOptions): Promise<Schemas["SyncPositionResponse"]>;
   unhealthy(query?: ReadQuery<"unhealthy">, options?: RequestOptions): Promise<Schemas["UnhealthyResponse"]>;

@@ -4,6 +4,22 @@
  */
 
 export interface paths {
+    "/api/addresses/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["lookup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/allowlist": {
         parameters: {
             query?: never;
@@ -421,6 +437,19 @@ export interface components {
             role: components["schemas"]["Role"];
             /** @description Base58 ed25519 signature of the message for `add_admin:<pubkey>:<role>`. */
             signature: components["schemas"]["WalletSignature"];
+        };
+        /**
+         * @description What the index knows the address as, the first that holds of: a listed
+         *     pool, a position account, a wallet holding positions or with recorded
+         *     history; else unknown.
+         * @enum {string}
+         */
+        AddressKind: "pool" | "position" | "wallet" | "unknown";
+        AddressResponse: {
+            address: components["schemas"]["Pubkey"];
+            kind: components["schemas"]["AddressKind"];
+            owner?: components["schemas"]["Pubkey"] | null;
+            pool_address?: components["schemas"]["Pubkey"] | null;
         };
         /** @description docs/design.md §16.6. */
         Admin: {
@@ -1401,6 +1430,56 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    lookup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a wallet, a pool or a position account */
+                address: components["schemas"]["Pubkey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description what the index knows the address as (unknown: nothing yet) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddressResponse"];
+                };
+            };
+            /** @description invalid (not a base58 32-byte address) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_admins: {
         parameters: {
             query?: never;

@@ -37,6 +37,13 @@ await check("unhealthy", () => assert.ok(under.length >= 1));
 const owner = under[0].owner;
 await check("positions", async () => assert.ok((await client.positions(owner)).positions.length >= 1));
 await check("detail", async () => assert.ok((await client.detail(owner)).positions.length >= 1));
+await check("addresses", async () => {
+  const { positions: held } = await client.positions(owner);
+  const found = await client.address(held[0].position_address);
+  assert.deepEqual([found.kind, found.owner, found.pool_address], ["position", owner, held[0].pool_address]);
+  assert.equal((await client.address(pool)).kind, "pool");
+  assert.equal((await client.address(owner)).kind, "wallet");
+});
 await check("owner history", async () => assert.ok(Array.isArray((await client.ownerHistory(owner)).points)));
 await check("liquidations", async () => {
   const { liquidations } = await client.liquidations({ limit: 5 });

@@ -5,6 +5,7 @@
 use lendex_domain::forks::Commitment;
 use lendex_domain::pubkey::Pubkey;
 use lendex_wire::{
+    addresses::AddressResponse,
     admin::{AllowlistResponse, MeResponse},
     health::HealthResponse,
     history::{HistoryEventsResponse, MarketHistoryResponse, OwnerHistoryResponse, PricesResponse},
@@ -72,6 +73,12 @@ impl Client {
     /// GET /api/positions/{user}: every position of a wallet.
     pub async fn positions(&self, owner: &Pubkey) -> Result<PositionsResponse, Error> {
         self.get(&format!("/api/positions/{owner}")).await
+    }
+
+    /// GET /api/addresses/{address}: a wallet, a pool or a position account,
+    /// with the position's pool and owner.
+    pub async fn address(&self, address: &Pubkey) -> Result<AddressResponse, Error> {
+        self.get(&format!("/api/addresses/{address}")).await
     }
 
     /// GET /api/positions/{user}/detail: the account's health and its parts.

@@ -424,6 +424,26 @@ pub const PRUNE_POOL_POSITIONS: &str = "DELETE FROM positions
     WHERE cluster = $1 AND pool_address = $2 AND slot < $3 AND NOT (position_address = ANY($4::text[]))
     RETURNING owner, position_address";
 
+// ---- addresses ----------------------------------------------------------------
+
+/// What the index knows address $2 of cluster $1 as, the first that holds
+/// (rank): a listed pool; a position account (its pool and owner); a wallet
+/// holding a position, or with recorded history. No row: unknown. Each arm is
+/// one primary-key or leading-column index probe.
+pub const LOOKUP_ADDRESS: &str = "SELECT kind, pool, owner FROM (
+        SELECT 1 AS rank, 'pool' AS kind, pool_address AS pool, NULL::text AS owner
+        FROM pools WHERE cluster = $1 AND pool_address = $2
+        UNION ALL
+        SELECT 2, 'position', pool_address, owner
+        FROM positions WHERE cluster = $1 AND position_address = $2
+        UNION ALL
+        (SELECT 3, 'wallet', NULL, owner
+         FROM positions WHERE cluster = $1 AND owner = $2 LIMIT 1)
+        UNION ALL
+        SELECT 4, 'wallet', NULL, owner
+        FROM history_owners WHERE cluster = $1 AND owner = $2
+    ) found ORDER BY rank LIMIT 1";
+
 // ---- health-factor cache ----------------------------------------------------------
 
 macro_rules! cache_pool_select {

@@ -5,6 +5,7 @@
 //! A crate of its own: it depends on the domain alone, so a body cannot grow
 //! a dependency on the server.
 
+pub mod addresses;
 pub mod admin;
 pub mod auth;
 pub mod error;

@@ -1,5 +1,6 @@
 //! One file per resource of the API.
 
+pub mod addresses;
 pub mod admin;
 pub mod auth;
 pub mod console;

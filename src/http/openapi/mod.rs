@@ -8,7 +8,7 @@ use utoipa::openapi::schema::Ref;
 use utoipa::openapi::{ContentBuilder, ResponseBuilder};
 
 use super::handlers::{
-    admin, auth, health, history, liquidations, pools, positions, risk, transactions,
+    addresses, admin, auth, health, history, liquidations, pools, positions, risk, transactions,
 };
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::{CursorText, TimeParam};
@@ -37,6 +37,7 @@ use crate::wire::formats::{CursorText, TimeParam};
         positions::unhealthy,
         positions::unhealthy_stream,
         positions::detail,
+        addresses::lookup,
         liquidations::liquidations,
         liquidations::at_risk,
         risk::shock,
@@ -164,7 +165,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 28);
+        assert_eq!(operations, 29);
         // Every reference resolves (openapi-spec-validator refuses the document otherwise).
         fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
             match v {
@@ -202,6 +203,11 @@ mod tests {
                 vec!["ok", "degraded", "draining"],
             ),
             ("SyncCheck", "role", vec!["leader", "follower"]),
+            (
+                "AddressResponse",
+                "kind",
+                vec!["pool", "position", "wallet", "unknown"],
+            ),
             (
                 "LaneCheck",
                 "lane",

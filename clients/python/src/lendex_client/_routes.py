@@ -98,6 +98,11 @@ class Routes:
     def detail(self, user: str, **query):
         return self._viewed("detail", f"/api/positions/{_key(user)}/detail", **query)
 
+    def address(self, address: str):
+        """What the index knows an address as: a pool, a position (with its
+        pool and owner), a wallet, or unknown."""
+        return self._get(f"/api/addresses/{_key(address)}")
+
     def owner_history(self, user: str, **query):
         return self._get(f"/api/positions/{_key(user)}/history", **query)
 
