@@ -468,6 +468,17 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     if ((await page.evaluate(() => document.activeElement?.dataset.pool)) !== sol) throw new Error("the found pool is not focused");
     await page.goto(`${api}/console#/wallet?owner=${owner}&range=24h`);
     await page.locator("#wallet-health svg").waitFor();
+    // And a position account's: its owner's account opens, that position's
+    // row marked, the pair in the URL.
+    const held = listed.positions[listed.positions.length - 1];
+    await page.fill('#wallet-form input[name="owner"]', held.position_address);
+    await page.click('#wallet-form button[type="submit"]');
+    await page.locator(`#account-positions tr.found[data-position="${held.position_address}"]`).waitFor();
+    if ((await page.locator("#account-positions tr.found").count()) !== 1) throw new Error("more than the position marked");
+    if (!page.url().includes(`owner=${owner}`) || !page.url().includes(`position=${held.position_address}`)) {
+      throw new Error(`the position's owner is not in the URL: ${page.url()}`);
+    }
+    if ((await page.inputValue('#wallet-form input[name="owner"]')) !== owner) throw new Error("the box does not show the owner found");
   }, "#wallet-health svg");
 
   await step("17-events", page, async () => {

@@ -15,8 +15,9 @@ function distance(lp) {
   return `at a ${lp.direction === "below" ? "fall" : "rise"} of ${percent(Math.abs(lp.distance_bps) / 10000, 1)}`;
 }
 
-/** What the account panel shows of `owner`; errors in its own line. */
-async function loadAccount(owner) {
+/** What the account panel shows of `owner`, the row of `position` (a
+ *  position account a search named) marked; errors in its own line. */
+async function loadAccount(owner, position = "") {
   const panel = $("#account-panel");
   panel.hidden = !owner;
   if (!owner) return;
@@ -85,8 +86,13 @@ async function loadAccount(owner) {
       lp ? stacked(oraclePrice(lp.price, lp.expo, null), distance(lp)) : "—",
     ]);
     tr.dataset.pool = p.pool_address;
+    tr.dataset.position = accounts.get(p.pool_address) ?? "";
+    if (position && tr.dataset.position === position) tr.classList.add("found");
     return tr;
   }), "No position.");
+  if (position && ![...accounts.values()].includes(position)) {
+    stateText(note, "empty", `The position ${short(position)} is no longer held by this wallet.`);
+  }
   // The quotes route lists the most profitable first, at most 200 of them:
   // an owner missing from a full list may have a smaller one.
   const listed = quotes.ok ? quotes.data.liquidations : [];

@@ -138,12 +138,13 @@ views.set("market", (params) => { market.range = RANGES[params.get("range")] ? p
 setInterval(() => { if (route().name === "market") loadMarket(); }, 15000);
 
 // ---- a wallet's page ------------------------------------------------------------------------
-const walletView = { owner: "", range: "24h", health: null, values: null };
+// `position`: the position account a search named, marked in the account's table.
+const walletView = { owner: "", position: "", range: "24h", health: null, values: null };
 const UNDER = 1;
 async function loadWallet() {
   const form = $("#wallet-form");
   form.owner.value = walletView.owner;
-  rangeButtons("wallet", walletView.range, (r) => { walletView.range = r; setParams({ owner: walletView.owner, range: r }); loadWallet(); });
+  rangeButtons("wallet", walletView.range, (r) => { walletView.range = r; setParams({ owner: walletView.owner, position: walletView.position, range: r }); loadWallet(); });
   const box = $("#wallet-state");
   const owner = walletView.owner;
   if (!owner) {
@@ -153,7 +154,7 @@ async function loadWallet() {
     $("#wallet-events").tBodies[0].replaceChildren();
     return;
   }
-  loadAccount(owner).catch((e) => stateText($("#account-note"), "error", `The account cannot be read: ${e.message}.`));
+  loadAccount(owner, walletView.position).catch((e) => stateText($("#account-note"), "error", `The account cannot be read: ${e.message}.`));
   const to = Date.now();
   const from = to - RANGES[walletView.range];
   if (!walletView.health) stateText(box, "loading", "Loading the wallet's history…");
@@ -236,25 +237,35 @@ function drawWallet(owner, points, events, from, to) {
   if (walletView.values) walletView.values.update(values); else walletView.values = chart($("#wallet-values"), values);
 }
 
-$("#wallet-form").addEventListener("submit", (event) => {
+// One search box for a wallet, a pool or a position account: the service
+// says which (GET /api/addresses/{address}); unreachable, a listed pool is
+// still known here, and anything else opens as a wallet.
+$("#wallet-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const form = event.target;
-  const owner = form.owner.value.trim();
-  if (!isPubkey(owner)) return fieldError(form, "Enter a wallet or pool address (base58, 32 bytes).", form.owner);
+  const address = form.owner.value.trim();
+  if (!isPubkey(address)) return fieldError(form, "Enter a wallet, pool or position address (base58, 32 bytes).", form.owner);
   fieldError(form, null);
+  const res = await api("GET", `/api/addresses/${address}`);
+  const kind = res.ok ? res.data.kind : state.tokens?.has(address) ? "pool" : "wallet";
   // A pool's address opens the pools, its row found and focused.
-  if (state.tokens?.has(owner)) {
-    state.found = { pool: owner, focus: true };
+  if (kind === "pool") {
+    state.found = { pool: address, focus: true };
     location.hash = "#/pools";
     return;
   }
-  walletView.owner = owner;
-  setParams({ owner, range: walletView.range });
+  // A position's opens its owner's account, the position's row marked.
+  const position = kind === "position" ? address : "";
+  const owner = kind === "position" ? res.data.owner : address;
+  Object.assign(walletView, { owner, position });
+  setParams({ owner, position, range: walletView.range });
   loadWallet();
 });
 views.set("wallet", (params) => {
   const owner = params.get("owner") ?? walletView.owner;
   walletView.owner = isPubkey(owner) ? owner : "";
+  const position = params.get("position") ?? "";
+  walletView.position = walletView.owner && isPubkey(position) ? position : "";
   if (RANGES[params.get("range")]) walletView.range = params.get("range");
   loadWallet();
 });
