@@ -479,6 +479,25 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
       throw new Error(`the position's owner is not in the URL: ${page.url()}`);
     }
     if ((await page.inputValue('#wallet-form input[name="owner"]')) !== owner) throw new Error("the box does not show the owner found");
+    // Every section opens from its URL alone (a bookmark, a shared link):
+    // a fresh page on each, this account's with its position marked, no
+    // script error (every script is loaded before the route is shown).
+    const sections = await page.$$eval("a[data-view]", (links) => links.map((a) => a.getAttribute("href")));
+    for (const href of sections.map((h) => (h === "#/wallet" ? new URL(page.url()).hash : h))) {
+      const fresh = await context.newPage();
+      const errors = [];
+      fresh.on("pageerror", (e) => errors.push(e.message));
+      try {
+        await fresh.goto(`${api}/console${href}`);
+        const name = href.slice(2).split("?")[0];
+        await fresh.locator(`#view-${name}`).waitFor();
+        if (name === "wallet") await fresh.locator(`#account-positions tr.found[data-position="${held.position_address}"]`).waitFor();
+        await fresh.waitForTimeout(300);
+      } finally {
+        await fresh.close();
+      }
+      if (errors.length) throw new Error(`${href} opened alone: ${errors.join("; ")}`);
+    }
   }, "#wallet-health svg");
 
   await step("17-events", page, async () => {

@@ -19,8 +19,8 @@ const SCRIPTS: [(&str, &str); 9] = [
     ("admin.js", include_str!("../console/admin.js")),
     ("feed.js", include_str!("../console/feed.js")),
     ("risk.js", include_str!("../console/risk.js")),
-    ("history.js", include_str!("../console/history.js")),
     ("account.js", include_str!("../console/account.js")),
+    ("history.js", include_str!("../console/history.js")),
 ];
 
 /// Only this origin's scripts, styles and connections, and never in a frame (a
