@@ -546,13 +546,24 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     // The overview's movement: each market card's change over its history
     // and a sparkline of its hours (read once a minute: asked for now).
     await page.evaluate(() => loadTrend());
+    // The test's history is minutes long: the change is since its first
+    // sample and says so in minutes (not "in 1 h", a bucket's last value).
     const moved = page.locator('[data-card="under"] .trend');
-    await moved.filter({ hasText: /[+−±]\d+ in \d+ h/ }).waitFor();
+    await moved.filter({ hasText: /[+−±]\d+ in \d+ min$/ }).waitFor();
     await moved.locator("polyline").waitFor({ state: "attached" });
     // Deposits and borrows too, recorded with every market sample.
     for (const card of ["deposits", "borrows"]) {
-      await page.locator(`[data-card="${card}"] .trend`).filter({ hasText: /^ ?[+−±]\$[\d,.]+[KMB]? in \d+ h$/ }).waitFor();
+      await page.locator(`[data-card="${card}"] .trend`).filter({ hasText: /^ ?[+−±]\$[\d,.]+[KMB]? in \d+ min$/ }).waitFor();
     }
+    // Measured from the API's first sample of the day, against the card's value.
+    const day = await json(`${api}/api/history/market?from=${Date.now() - 86400e3}&limit=1`);
+    const base = day.initial ?? day.points[0];
+    const [shown, expected] = await page.evaluate((base) => {
+      const dd = $('[data-card="deposits"] dd');
+      const change = dollars(dd.dataset.value) - dollars(base.deposits_value_wad);
+      return [dd.querySelector(".trend").textContent.trim(), `${change > 0 ? "+" : change < 0 ? "−" : "±"}${usdCompactNumber(Math.abs(change))} in `];
+    }, base);
+    if (!shown.startsWith(expected)) throw new Error(`deposits moved "${shown}", from the first sample "${expected}"`);
     if (await page.locator('[data-card="bad-debt"].trouble').count()) throw new Error("no bad debt, in the colour of trouble");
     await page.locator("#latest-events tbody tr", { hasText: "went under water" }).first().waitFor();
   }, "#market-chart svg");

@@ -181,9 +181,9 @@ for (const [card, from] of [
 loadOverview();
 
 // ---- the overview's movement ----------------------------------------------------------
-/** The market cards' history: how each read over the last 24 h (hourly
- *  buckets from GET /api/history/market, read once a minute). `of` is null
- *  for a bucket recorded before the market recorded that figure. */
+/** The overview's history: how each card read over the last 24 h (GET
+ *  /api/history/market, read once a minute). `of` reads a sample or a bucket;
+ *  null where it was recorded before the market recorded that figure. */
 const wadOrNull = (v) => (v === null || v === undefined ? null : dollars(v));
 const TRENDS = {
   deposits: { of: (b) => wadOrNull(b.deposits_value_wad), now: dollars, say: usdCompactNumber },
@@ -196,27 +196,43 @@ const TRENDS = {
 let trend = null;
 async function loadTrend() {
   const to = Date.now();
-  const res = await api("GET", `/api/history/market?from=${to - 86400e3}&to=${to}&resolution=1h&limit=48`);
-  if (!res.ok) return;
-  trend = { buckets: res.data.points, full: Boolean(res.data.initial) };
+  const range = `from=${to - 86400e3}&to=${to}`;
+  // Hourly buckets draw the sparkline; the change is measured from the
+  // day's first sample (or the last one before the day, when history is
+  // older): a bucket holds its last sample, so with less than a day of
+  // history the first bucket's value may be seconds old.
+  const [hours, first] = await Promise.all([
+    api("GET", `/api/history/market?${range}&resolution=1h&limit=48`),
+    api("GET", `/api/history/market?${range}&limit=1`),
+  ]);
+  if (!hours.ok || !first.ok) return;
+  const base = first.data.initial ? { at: to - 86400e3, point: first.data.initial }
+    : first.data.points[0] ? { at: Date.parse(first.data.points[0].at), point: first.data.points[0] } : null;
+  trend = { base, buckets: hours.data.points };
   drawTrends();
 }
-/** Each market card's change over the day (or the hours of history there
- *  are) and a sparkline of its hours, under its value. */
+/** A span of time as a trend says it: minutes under an hour, else hours. */
+function span(ms) {
+  const minutes = Math.max(1, Math.round(ms / 60000));
+  return minutes < 60 ? `${minutes} min` : `${Math.min(24, Math.round(minutes / 60))} h`;
+}
+/** Each card's change since the day's first value it has (a figure recorded
+ *  later than the day's first sample starts at the first bucket holding it)
+ *  and a sparkline through the hours, under its value. */
 function drawTrends() {
   for (const [card, t] of Object.entries(TRENDS)) {
     const dd = $(`[data-card="${card}"] dd`);
     dd.querySelector(".trend")?.remove();
-    if (!trend || dd.dataset.value === undefined || dd.dataset.value === "") continue;
-    const known = trend.buckets.map(t.of).filter((v) => v !== null);
+    if (!trend?.base || dd.dataset.value === undefined || dd.dataset.value === "") continue;
+    const known = [[trend.base.at, t.of(trend.base.point)], ...trend.buckets.map((b) => [Date.parse(b.start), t.of(b)])]
+      .filter(([, v]) => v !== null);
     if (known.length < 1) continue;
-    const values = known.concat(t.now(dd.dataset.value));
+    const values = known.map(([, v]) => v).concat(t.now(dd.dataset.value));
     const change = values[values.length - 1] - values[0];
-    // Over the day, or over the hours of history there are.
-    const span = `in ${trend.full && known.length === trend.buckets.length ? 24 : known.length} h`;
     const el = document.createElement("small");
     el.className = `trend ${change > 0 ? "up" : change < 0 ? "down" : ""}`;
-    el.textContent = `${change > 0 ? "+" : change < 0 ? "−" : "±"}${t.say(Math.abs(change))} ${span}`;
+    el.textContent = `${change > 0 ? "+" : change < 0 ? "−" : "±"}${t.say(Math.abs(change))} in ${span(Date.now() - known[0][0])}`;
+    el.title = `since ${when(new Date(known[0][0]))}`;
     const [lo, hi] = [Math.min(...values), Math.max(...values)];
     const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     svg.setAttribute("viewBox", "0 0 60 14");
