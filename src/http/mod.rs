@@ -26,8 +26,8 @@ use actix_web::{HttpResponse, ResponseError, web};
 
 use crate::error::ApiError;
 use handlers::{
-    addresses, admin, auth, console, health, history, liquidations, metrics, pools, positions, risk,
-    transactions,
+    addresses, admin, auth, console, health, history, liquidations, metrics, pools, positions,
+    risk, transactions,
 };
 
 /// Every route. A known path with an unknown method is 405 with the JSON error

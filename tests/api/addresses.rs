@@ -41,15 +41,29 @@ async fn an_address_is_named_a_pool_a_position_a_wallet_or_unknown() {
     .unwrap();
     let unknown = Pubkey::new_unique().to_string();
     let answer = |address: &str, kind: &str, pool: Value, owner: Value| {
-        json!({"address": address, "kind": kind, "pool_address": pool, "owner": owner})
+        json!({
+            "address": address,
+            "kind": kind,
+            "pool_address": pool,
+            "owner": owner,
+        })
     };
     for (address, expected) in [
         (&pool, answer(&pool, "pool", json!(pool), Value::Null)),
-        (&position, answer(&position, "position", json!(pool), json!(owner))),
+        (
+            &position,
+            answer(&position, "position", json!(pool), json!(owner)),
+        ),
         (&owner, answer(&owner, "wallet", Value::Null, json!(owner))),
         (&past, answer(&past, "wallet", Value::Null, json!(past))),
-        (&elsewhere, answer(&elsewhere, "unknown", Value::Null, Value::Null)),
-        (&unknown, answer(&unknown, "unknown", Value::Null, Value::Null)),
+        (
+            &elsewhere,
+            answer(&elsewhere, "unknown", Value::Null, Value::Null),
+        ),
+        (
+            &unknown,
+            answer(&unknown, "unknown", Value::Null, Value::Null),
+        ),
     ] {
         let (status, body) = app.get(&format!("/api/addresses/{address}")).await;
         assert_eq!((status, &body), (200, &expected));

@@ -21,11 +21,8 @@ pub fn pool_status(
 ) -> PoolStatusResponse {
     let mut pools: Vec<PoolStatus> = engine
         .pools()
-        .map(|p| {
-            let (deposits_value, borrows_value) = p.totals_value_wad();
-            (p, deposits_value, borrows_value)
-        })
-        .map(|(p, deposits_value, borrows_value)| PoolStatus {
+        .map(|p| (p, p.totals_value_wad()))
+        .map(|(p, (deposits_value, borrows_value))| PoolStatus {
             pool_address: p.address_text.to_string(),
             symbol: p.state.symbol.clone(),
             decimals: p.state.pricing.decimals,

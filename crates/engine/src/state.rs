@@ -109,6 +109,9 @@ impl PoolEntry {
             Some((price, expo)) => value_wad(Big::from(amount), price, expo, pricing.decimals),
             None => Big::ZERO,
         };
-        (value(self.state.total_deposits), value(self.state.total_borrows))
+        (
+            value(self.state.total_deposits),
+            value(self.state.total_borrows),
+        )
     }
 }

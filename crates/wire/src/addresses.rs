@@ -50,7 +50,11 @@ mod tests {
 
     #[test]
     fn each_kind_the_query_names_is_the_kind_served() {
-        for kind in [AddressKind::Pool, AddressKind::Position, AddressKind::Wallet] {
+        for kind in [
+            AddressKind::Pool,
+            AddressKind::Position,
+            AddressKind::Wallet,
+        ] {
             let name = serde_json::to_value(kind).unwrap();
             assert_eq!(AddressKind::named(name.as_str().unwrap()), Some(kind));
         }

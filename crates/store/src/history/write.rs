@@ -448,7 +448,10 @@ async fn insert_market(
         .map(|(_, b)| NumericU256(b.last.bad_debt))
         .collect();
     let last_totals = |f: fn(&MarketPoint) -> Option<U256>| -> Vec<Option<NumericU256>> {
-        partials.iter().map(|(_, b)| f(&b.last).map(NumericU256)).collect()
+        partials
+            .iter()
+            .map(|(_, b)| f(&b.last).map(NumericU256))
+            .collect()
     };
     let params: [&(dyn ToSql + Sync); 13] = [
         &cluster,
