@@ -286,8 +286,12 @@ pub struct SyncGauges {
     pub slot_tree_problem: bool,
 }
 
+/// A yes/no state as a gauge reads it: 1 or 0.
+fn flag(b: bool) -> f64 {
+    f64::from(u8::from(b))
+}
+
 pub fn sync(g: &SyncGauges) {
-    let flag = |b: bool| f64::from(u8::from(b));
     let unix = |at: DateTime<Utc>| at.timestamp_millis() as f64 / 1000.0;
     gauge!(SYNC_LEADER).set(flag(g.leader));
     gauge!(SYNC_FRESH).set(flag(g.fresh));
@@ -337,7 +341,7 @@ pub fn held(g: &HeldGauges) {
     gauge!(SSE_MAX).set(g.streams_max as f64);
     gauge!(LONG_POLLS_HELD).set(g.long_polls_held as f64);
     gauge!(LONG_POLLS_MAX).set(g.long_polls_max as f64);
-    gauge!(DRAINING).set(f64::from(u8::from(g.draining)));
+    gauge!(DRAINING).set(flag(g.draining));
 }
 
 /// Log lines that could not be written (`crate::logging`).
