@@ -4,10 +4,14 @@ tests/integration.py against a real service."""
 
 import asyncio
 import json
+import pathlib
+import time
 
 import httpx
 import nacl.signing
 import pytest
+
+import lendex_client
 
 from lendex_client import (
     AsyncClient,
@@ -174,3 +178,90 @@ def test_the_async_client_says_the_same():
         await client.aclose()
 
     asyncio.run(run())
+
+
+def readme_block(language):
+    """The first fenced block of that language in the package's README."""
+    text = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    return text.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_loop_prints_candidates_and_passes_over_reset_and_resync(monkeypatch, capsys):
+    quote = {"repay_amount": "5", "debt_pool": "P"}
+    body = (
+        b'id: 1.1\nevent: candidate_start\ndata: {"owner":"A","account_health_factor_wad":"900000000000000000","liquidation":null}\n\n'
+        b'event: resync\ndata: {"reason":"subscriber too slow","resync":"/api/positions/unhealthy"}\n\n'
+    )
+    after = (
+        b'event: reset\ndata: {"reason":"unknown epoch"}\n\n'
+        b'id: 2.1\nevent: candidate_update\ndata: {"owner":"B","account_health_factor_wad":"800000000000000000","liquidation":'
+        + json.dumps(quote).encode() + b"}\n\n"
+    )
+
+    def script(request, n):
+        if n <= 2:
+            return httpx.Response(200, content=[body, after][n - 1])
+        return httpx.Response(400, json={"error": "invalid"})
+
+    handler, _ = scripted(script)
+
+    class Scripted(Client):
+        def __init__(self, url):
+            super().__init__(url, transport=httpx.MockTransport(handler))
+
+    monkeypatch.setattr(lendex_client, "Client", Scripted)
+    with pytest.raises(LendexError):
+        exec(readme_block("python"), {})
+    assert capsys.readouterr().out.splitlines() == ["candidate_start A 0.9000 ", "candidate_update B 0.8000 repay 5 in P"]
+
+
+def test_a_held_poll_outlasts_the_client_timeout():
+    """A transport that times out as a real one would: a hold longer than the
+    request's read timeout ends in ReadTimeout. At the defaults (10 s timeout,
+    25 s holds) the quiet holds must end in 304s and the change come at once."""
+
+    def script(request, n):
+        if n > 6:  # a client that never got past the holds: end it, not hang
+            return httpx.Response(400, json={"error": "invalid"})
+        hold = int(request.url.params.get("wait_ms", "0")) / 1000
+        if hold > request.extensions["timeout"]["read"]:
+            raise httpx.ReadTimeout("read timed out", request=request)
+        if n == 1:
+            return httpx.Response(200, json={"n": 1}, headers={"etag": '"1"'})
+        if n <= 3:
+            return httpx.Response(304, headers={"etag": '"1"'})
+        return httpx.Response(200, json={"n": 2}, headers={"etag": '"2"'})
+
+    handler, calls = scripted(script)
+    client = Client("http://lendex.test", transport=httpx.MockTransport(handler))
+    answers = client.watch("liquidations", {"limit": 50})
+    assert next(answers).body == {"n": 1}
+    started = time.monotonic()
+    assert next(answers).body == {"n": 2}
+    assert time.monotonic() - started < 0.5  # no backoff: no hold counted as a failure
+    assert [c.url.params.get("wait_ms") for c in calls] == [None, "25000", "25000", "25000"]
+    assert calls[1].extensions["timeout"]["read"] == 35.0
+    assert calls[0].extensions["timeout"]["read"] == 10.0  # other calls keep the client's own
+
+
+def test_both_feeds_stop():
+    frames = b"".join(f'id: 1.{i}\nevent: candidate_update\ndata: {{"owner":"A{i}"}}\n\n'.encode() for i in range(5))
+    handler, calls = scripted(lambda request, n: httpx.Response(200, content=frames))
+    feed = Client("http://lendex.test", transport=httpx.MockTransport(handler)).unhealthy_stream()
+    seen = []
+    for event in feed:
+        seen.append(event.data["owner"])
+        if len(seen) == 2:
+            feed.stop()
+    assert seen == ["A0", "A1"] and len(calls) == 1
+
+    async def run():
+        feed = AsyncClient("http://lendex.test", transport=httpx.MockTransport(handler)).unhealthy_stream()
+        seen = []
+        async for event in feed:
+            seen.append(event.data["owner"])
+            if len(seen) == 3:
+                feed.stop()
+        return seen
+
+    assert asyncio.run(run()) == ["A0", "A1", "A2"]

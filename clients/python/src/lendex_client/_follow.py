@@ -16,11 +16,22 @@ class Event(NamedTuple):
     """One event of the feed: `candidate_start`, `candidate_update`,
     `candidate_stop` (data: the owner, its health factor, positions, best
     quote), `reset` (the service could not resume: a snapshot follows) or
-    `resync` (this client read too slowly; the feed resumes by itself)."""
+    `resync` (this client read too slowly; the feed resumes by itself).
+    Only candidate events carry an owner: test `is_candidate` first."""
 
     id: Optional[str]
     event: str
     data: Any
+
+    @property
+    def is_candidate(self) -> bool:
+        """A `candidate_*` event (data: an owner and its quote); False for the
+        feed's own news, `reset` and `resync`, whose data is only a reason."""
+        return self.event in CANDIDATE_EVENTS
+
+
+#: The events that carry an owner.
+CANDIDATE_EVENTS = frozenset({"candidate_start", "candidate_update", "candidate_stop"})
 
 
 class Follow:
@@ -41,6 +52,11 @@ class Follow:
         self._attempts = 0
         self._connected = False
         self._parser = SseParser()
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Ends the iteration at its next event or reconnect."""
+        self._stopped = True
 
     def _attempt(self) -> dict:
         """Before each connection: says so when it is a reconnect; the pause

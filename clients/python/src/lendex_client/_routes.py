@@ -6,6 +6,8 @@ import random
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 from urllib.parse import quote
 
+import httpx
+
 #: Routes that read a view (design §15): the client's `commitment` applies.
 VIEWED = {"unhealthy", "liquidations", "at_risk", "positions", "detail", "stream"}
 
@@ -37,6 +39,9 @@ class Request(NamedTuple):
     query: Dict[str, Any]
     body: Any = None
     headers: Optional[Dict[str, str]] = None
+    #: Seconds the service may take to answer past the client's own timeout:
+    #: a held long poll's wait, which must never read as a failure.
+    hold: float = 0.0
 
 
 def clean(query: Dict[str, Any]) -> Dict[str, str]:
@@ -154,10 +159,21 @@ def poll_request(client: Routes, route: str, params: Dict[str, Any], etag: Optio
     if route not in WATCHABLE:
         raise ValueError(f"{route} is not a route that long-polls")
     query = {k: v for k, v in params.items() if k != "user"}
+    hold = 0.0
     if wait_ms > 0:
         query["wait_ms"] = min(wait_ms, MAX_WAIT_MS)
+        hold = query["wait_ms"] / 1000
     headers = {"if-none-match": etag} if etag else {}
-    return Request("GET", WATCHABLE[route](params), client._with_view(route, query), None, headers)
+    return Request("GET", WATCHABLE[route](params), client._with_view(route, query), None, headers, hold)
+
+
+def timeout_for(base: "httpx.Timeout", request: Request) -> "httpx.Timeout":
+    """The client's timeout, its read and pool phases lengthened by the hold a
+    long poll asked for: a hold that runs its course answers 304, not a timeout."""
+    if not request.hold:
+        return base
+    longer = lambda t: None if t is None else t + request.hold
+    return httpx.Timeout(connect=base.connect, read=longer(base.read), write=base.write, pool=longer(base.pool))
 
 
 def stream_request(client: Routes, commitment: Optional[str], last_event_id: Optional[str]) -> Request:

@@ -16,7 +16,7 @@ class AsyncFeed(Follow):
     """`Feed` over asyncio: `async for event in feed`."""
 
     async def __aiter__(self) -> AsyncIterator[Event]:
-        while True:
+        while not self._stopped:
             attempt = self._attempt()
             await asyncio.sleep(attempt["pause"])
             try:
@@ -29,6 +29,8 @@ class AsyncFeed(Follow):
                     async for chunk in response.aiter_bytes():
                         for event in self._events(chunk):
                             yield event
+                            if self._stopped:
+                                return
             except httpx.HTTPError:
                 self._dropped()
 
@@ -54,7 +56,8 @@ class AsyncClient(routes.Routes):
     async def _send(self, request: routes.Request) -> httpx.Response:
         try:
             return await self._http.request(request.method, request.path, params=routes.clean(request.query),
-                                            json=request.body, headers=request.headers)
+                                            json=request.body, headers=request.headers,
+                                            timeout=routes.timeout_for(self._http.timeout, request))
         except httpx.HTTPError as e:
             raise TransportError(str(e) or type(e).__name__) from e
 

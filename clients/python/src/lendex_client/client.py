@@ -42,14 +42,6 @@ def signed_message(client_nonce: Dict[str, str], action: str, signer: Signer) ->
 class Feed(Follow):
     """The liquidation feed, followed: iterate it for Events (see Follow)."""
 
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._stopped = False
-
-    def stop(self) -> None:
-        """Ends the iteration at its next event or reconnect."""
-        self._stopped = True
-
     def __iter__(self) -> Iterator[Event]:
         while not self._stopped:
             attempt = self._attempt()
@@ -91,7 +83,8 @@ class Client(routes.Routes):
     def _send(self, request: routes.Request) -> httpx.Response:
         try:
             return self._http.request(request.method, request.path, params=routes.clean(request.query),
-                                      json=request.body, headers=request.headers)
+                                      json=request.body, headers=request.headers,
+                                      timeout=routes.timeout_for(self._http.timeout, request))
         except httpx.HTTPError as e:
             raise TransportError(str(e) or type(e).__name__) from e
 
