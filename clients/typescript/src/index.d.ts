@@ -81,13 +81,22 @@ export interface Candidate {
   rolled_back?: true;
 }
 
+/** An event that carries an owner. */
+export type CandidateEvent = { id: string; event: "candidate_start" | "candidate_update" | "candidate_stop"; data: Candidate };
+
 /** One event of the liquidation feed. */
 export type FeedEvent =
-  | { id: string; event: "candidate_start" | "candidate_update" | "candidate_stop"; data: Candidate }
+  | CandidateEvent
   /** The service could not resume from the id given: the snapshot follows. */
   | { id: string | null; event: "reset"; data: { reason: string } }
   /** This client read too slowly; the feed resumes (or resets) by itself. */
   | { id: string | null; event: "resync"; data: { reason: string } };
+
+/** The event names that carry an owner. */
+export const CANDIDATE_EVENTS: readonly CandidateEvent["event"][];
+/** True for a `candidate_*` event (its data has an owner); false for `reset`
+ *  and `resync`, whose data is only a reason. */
+export function isCandidate(event: FeedEvent): event is CandidateEvent;
 
 export class Feed implements AsyncIterable<FeedEvent> {
   /** The id of the last frame read: resume from here, here or elsewhere. */

@@ -1,7 +1,7 @@
 // @lendex/client: Lendex from Node 18+ or a browser. See README.md.
 export { LendexClient } from "./client.js";
 export { LendexError, RefusedError, TransportError } from "./errors.js";
-export { Feed, SILENCE_MS } from "./stream.js";
+export { CANDIDATE_EVENTS, Feed, SILENCE_MS, isCandidate } from "./stream.js";
 export { MAX_WAIT_MS, WATCHABLE } from "./polls.js";
 export { SseParser } from "./sse.js";
 export { backoffMs } from "./backoff.js";

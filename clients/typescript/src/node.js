@@ -11,8 +11,14 @@ export function defaultKeypairPath() {
   return join(homedir(), ".config", "solana", "id.json");
 }
 
-/** A signer over the keypair file at `path`. */
+/** `~` or `~/...` as the shell reads it (the Solana CLI's paths are written so). */
+function expandHome(path) {
+  return path === "~" || path.startsWith("~/") ? join(homedir(), path.slice(2)) : path;
+}
+
+/** A signer over the keypair file at `path` (`~/` is the home folder). */
 export async function keypairFile(path = defaultKeypairPath()) {
+  path = expandHome(path);
   let bytes;
   try {
     bytes = JSON.parse(await readFile(path, "utf8"));

@@ -114,6 +114,15 @@ export class Feed {
   }
 }
 
+/** The events that carry an owner (data: a Candidate). */
+export const CANDIDATE_EVENTS = Object.freeze(["candidate_start", "candidate_update", "candidate_stop"]);
+
+/** True for a `candidate_*` event; false for the feed's own news, `reset` and
+ *  `resync`, whose data is only a reason. */
+export function isCandidate(event) {
+  return CANDIDATE_EVENTS.includes(event.event);
+}
+
 function parseData(frame) {
   if (frame.data === null) return null;
   try {

@@ -1,6 +1,6 @@
 // Compiled by `npm run typecheck` (never run): what a bot author writes
 // type-checks, and what the document forbids does not.
-import { LendexClient, LendexError, formatWad, keypairSigner, type FeedEvent } from "../src/index.js";
+import { LendexClient, LendexError, formatWad, isCandidate, keypairSigner, type FeedEvent } from "../src/index.js";
 import { keypairFile } from "../src/node.js";
 
 async function bot(client: LendexClient): Promise<void> {
@@ -23,6 +23,13 @@ async function bot(client: LendexClient): Promise<void> {
       const owner: string = e.data.owner;
       void owner;
     }
+  }
+  for await (const e of client.unhealthyStream()) {
+    // @ts-expect-error: reset and resync carry no owner; narrow first
+    void e.data.owner;
+    if (!isCandidate(e)) continue;
+    const hf: string = e.data.account_health_factor_wad;
+    void hf;
   }
   const signer = keypairSigner(new Uint8Array(64));
   await client.addAdmin(signer, "11111111111111111111111111111111", "pool_admin", { label: "bot" });

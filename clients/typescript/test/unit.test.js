@@ -2,6 +2,9 @@
 // long polls and the feed's resume logic. tests/api/clients.rs runs the
 // package against a real service.
 import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import nacl from "tweetnacl";
@@ -17,6 +20,7 @@ import {
   keypairSigner,
   walletSigner,
 } from "../src/index.js";
+import { keypairFile } from "../src/node.js";
 
 /** A fetch that answers from `script(url, init, n)` and records the calls. */
 function scripted(script) {
@@ -223,4 +227,53 @@ test("an aborted feed ends its iteration", async () => {
   const events = [];
   for await (const event of client.unhealthyStream({ signal: controller.signal })) events.push(event);
   assert.deepEqual(events, []);
+});
+
+test("the README's feed loop prints candidates and passes over reset and resync", async () => {
+  const readme = await readFile(new URL("../README.md", import.meta.url), "utf8");
+  const block = readme.split("```js\n")[1].split("```")[0];
+  const frames = [
+    'id: 1.1\nevent: candidate_start\ndata: {"owner":"A","account_health_factor_wad":"900000000000000000","liquidation":null}\n\n',
+    'event: resync\ndata: {"reason":"subscriber too slow","resync":"/api/positions/unhealthy"}\n\n',
+  ];
+  const after = [
+    'event: reset\ndata: {"reason":"unknown epoch"}\n\n',
+    'id: 2.1\nevent: candidate_update\ndata: {"owner":"B","account_health_factor_wad":"800000000000000000","liquidation":{"repay_amount":"5","debt_pool":"P"}}\n\n',
+  ];
+  const { fetch } = scripted((url, init, n) => (n === 1 ? stream(...frames) : n === 2 ? stream(...after) : json(400, { error: "invalid" })));
+  // The block as printed, importing this checkout and fetching from the script.
+  const dir = await mkdtemp(join(tmpdir(), "lendex-readme-"));
+  const file = join(dir, "loop.mjs");
+  const index = new URL("../src/index.js", import.meta.url).href;
+  await writeFile(file, block.replace('"@lendex/client"', JSON.stringify(index)));
+  const printed = [];
+  const { fetch: realFetch } = globalThis;
+  const log = console.log;
+  globalThis.fetch = fetch;
+  console.log = (...args) => printed.push(args.join(" "));
+  try {
+    await assert.rejects(import(file), (e) => e instanceof LendexError && e.error === "invalid");
+  } finally {
+    globalThis.fetch = realFetch;
+    console.log = log;
+    await rm(dir, { recursive: true });
+  }
+  assert.deepEqual(printed, ["candidate_start A 0.9000 ", "candidate_update B 0.8000 repay 5 in P"]);
+});
+
+test("keypairFile reads ~/ as the home folder, as the Solana CLI writes it", async () => {
+  const home = await mkdtemp(join(tmpdir(), "lendex-home-"));
+  const saved = process.env.HOME;
+  const seed = new Uint8Array(32).fill(7);
+  const pair = nacl.sign.keyPair.fromSeed(seed);
+  await mkdir(join(home, "keys"));
+  await writeFile(join(home, "keys", "bot.json"), JSON.stringify([...pair.secretKey]));
+  process.env.HOME = home;
+  try {
+    const signer = await keypairFile("~/keys/bot.json");
+    assert.equal(signer.publicKey, keypairSigner(pair.secretKey).publicKey);
+  } finally {
+    process.env.HOME = saved;
+    await rm(home, { recursive: true });
+  }
 });
