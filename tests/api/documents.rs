@@ -1,5 +1,6 @@
-//! The documents a newcomer reads stay true to the tree: every path the README
-//! and `docs/` name exists, and the configuration reference, `config.toml`
+//! The documents a newcomer reads stay true to the tree: every path the README,
+//! BENCHMARKS.md and `docs/` name exists (or, in a dated entry, says what it is
+//! `(now ...)`), every file they name by itself is somewhere in it, and the configuration reference, `config.toml`
 //! and the code's defaults list the same keys with the same values.
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ fn exists(path: &Path) -> bool {
 }
 
 fn documents() -> Vec<PathBuf> {
-    let mut docs = vec![repo().join("README.md")];
+    let mut docs = vec![repo().join("README.md"), repo().join("BENCHMARKS.md")];
     let mut more: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -104,8 +105,39 @@ fn tree_paths(text: &str) -> Vec<String> {
     paths
 }
 
+/// Every file name in the tree (what git would keep: no build output, no
+/// installed packages).
+fn file_names() -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut dirs = vec![repo()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir() {
+                if !["target", "node_modules", ".git"].contains(&name.as_str())
+                    && !name.starts_with(".venv")
+                {
+                    dirs.push(entry.path());
+                }
+            } else {
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+/// A dated entry may name what has since moved: "`old.rs` (now `new.rs`)" is
+/// true to the tree when the new path is.
+fn renamed_to<'a>(text: &'a str, span: &str) -> Option<&'a str> {
+    let end = span.as_ptr() as usize - text.as_ptr() as usize + span.len() + 1;
+    let rest = text.get(end..)?.strip_prefix(" (now `")?;
+    rest.split('`').next()
+}
+
 /// What a document names that is not in the tree.
 fn missing_paths(doc: &Path) -> Vec<String> {
+    let names = file_names();
     let text = std::fs::read_to_string(doc).unwrap();
     let here = doc.parent().unwrap();
     let mut missing = Vec::new();
@@ -119,6 +151,9 @@ fn missing_paths(doc: &Path) -> Vec<String> {
         }
     }
     for span in code_spans(&text) {
+        if renamed_to(&text, span).is_some_and(|now| exists(&repo().join(now))) {
+            continue;
+        }
         let span = span.trim_end_matches(['.', ',', ';', ':']);
         let placeholder = span.contains(['<', '{', '*', '…', ':', '=', '?', ' ']);
         // Absolute paths, and what a run makes (.surfpool/, .cluster/, target/).
@@ -139,6 +174,14 @@ fn missing_paths(doc: &Path) -> Vec<String> {
             if !found {
                 missing.push(format!("path {span}"));
             }
+        } else if !span.contains('/')
+            && FILE_ENDINGS.iter().any(|e| span.ends_with(e))
+            && span
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_.-".contains(c))
+            && !names.contains(span)
+        {
+            missing.push(format!("file {span}"));
         }
     }
     if text.contains("```") {
@@ -176,7 +219,7 @@ fn the_path_check_finds_what_is_missing() {
     let doc = dir.join("probe.md");
     std::fs::write(
         &doc,
-        "See `src/engine/gone.rs`, `chain/nowhere.rs`, [a](nothing.md), `src/app.rs`.\n\n```\nsrc/\n  missing_file.rs   no such file\n  app.rs            is here\n```\n",
+        "See `src/engine/gone.rs`, `chain/nowhere.rs`, [a](nothing.md), `src/app.rs`, `vanished.rs`, `app.rs`, `src/old.rs` (now `src/app.rs`), `src/older.rs` (now `src/gone.rs`).\n\n```\nsrc/\n  missing_file.rs   no such file\n  app.rs            is here\n```\n",
     )
     .unwrap();
     let missing = missing_paths(&doc);
@@ -187,6 +230,9 @@ fn the_path_check_finds_what_is_missing() {
             "link nothing.md",
             "path src/engine/gone.rs",
             "path chain/nowhere.rs",
+            "file vanished.rs",
+            "path src/older.rs",
+            "path src/gone.rs",
             "tree src/missing_file.rs"
         ]
     );
