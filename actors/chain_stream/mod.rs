@@ -4,7 +4,8 @@
 //! into index writes within milliseconds, where the poll took up to
 //! `sync.interval_seconds`.
 //!
-//! Updates are gathered (what arrives within 20 ms, at most 100 accounts) and
+//! Updates are gathered into batches that end with their slot (docs/design.md
+//! §14: a gRPC slot's status, a websocket's announcement of a later slot) and
 //! go through the one ingest step (`crate::ingest`): a websocket's under §7's
 //! slot rule, with re-reads (`notified`); a gRPC stream's as written, under
 //! the (slot, write version) order rule (`streamed`). Each write's changes go
@@ -56,11 +57,17 @@ const GATHER_SLOT_FOR: Duration = Duration::from_millis(100);
 const GATHER_MAX: usize = 100;
 const GATHER_SLOT_MAX: usize = 10_000;
 
-/// Past `GATHER_MAX`, a batch still takes accounts while they are of its
-/// last slot (the next one may be too), up to `GATHER_SLOT_MAX`.
-fn slot_still_open(batch: &[AccountUpdate]) -> bool {
-    batch.len() < GATHER_SLOT_MAX && matches!(batch, [.., a, b] if a.slot == b.slot)
+/// Past `GATHER_MAX`, a batch still takes accounts while they may be of its
+/// slot, up to `GATHER_SLOT_MAX`: a gRPC batch while its last two share a
+/// slot (the next one may too); a websocket batch until its slot is over.
+fn slot_still_open(batch: &[AccountUpdate], by_slot: bool) -> bool {
+    batch.len() < GATHER_SLOT_MAX && (!by_slot || matches!(batch, [.., a, b] if a.slot == b.slot))
 }
+/// A websocket batch holds until the slot it began in is over (the node's
+/// slot notification of a later slot), so that writes of one slot apply as
+/// one change: two prices written in one slot never flip an account under
+/// and back. At most this long (two slots) when no later slot is announced.
+const HOLD_SLOT_FOR: Duration = Duration::from_millis(800);
 /// How often the source's slot is held against the RPC node's (lag).
 const LAG_EVERY: Duration = Duration::from_secs(5);
 
@@ -207,16 +214,31 @@ async fn apply_updates(
             }
         }
         let first = tokio::time::Instant::now();
-        let mut until = first + GATHER_FOR;
-        // (A websocket's slots prove nothing: some nodes stamp the subscription's.)
+        // (A websocket's notification slots prove nothing: some nodes stamp
+        // the subscription's. Its slot notifications say when a slot is over.)
         let by_slot = matches!(deps.source, Source::Grpc(_));
-        while batch.len() < GATHER_MAX || (by_slot && slot_still_open(&batch)) {
+        // The slot a websocket batch began in, once the node announces slots.
+        let began_in = state.source_slot.filter(|_| !by_slot);
+        let mut until = first
+            + if began_in.is_some() {
+                HOLD_SLOT_FOR
+            } else {
+                GATHER_FOR
+            };
+        let whole_slot = by_slot || began_in.is_some();
+        while batch.len() < GATHER_MAX || (whole_slot && slot_still_open(&batch, by_slot)) {
             match tokio::time::timeout_at(until, rx.recv()).await {
                 Ok(Some(StreamEvent::Account(account))) => batch.push(account),
                 Ok(Some(other)) => {
-                    // A slot's status comes after its writes: the batch is whole.
-                    let closes = matches!(other, StreamEvent::Slot(s)
-                        if s.status.confirms() && batch.iter().all(|a| a.slot <= s.slot));
+                    // gRPC: a slot's status comes after its writes. Websocket:
+                    // a later slot began, so the batch's slot is over.
+                    let closes = match (&other, began_in) {
+                        (StreamEvent::Slot(s), Some(began)) => s.slot > began,
+                        (StreamEvent::Slot(s), None) => {
+                            by_slot && s.status.confirms() && batch.iter().all(|a| a.slot <= s.slot)
+                        }
+                        _ => false,
+                    };
                     state.on(deps, other, to).await;
                     if closes {
                         break;

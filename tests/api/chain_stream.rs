@@ -246,3 +246,72 @@ async fn a_larger_position_account_is_still_found() {
         "a 200-byte position account was not indexed"
     );
 }
+
+/// Two prices written in one slot apply as one change on the websocket
+/// source (the demo's walk writes its pools back to back): an account that
+/// the first write alone would sink and the second lifts again never goes
+/// under in the feed, since at the slot's end it never was.
+#[actix_rt::test]
+async fn the_writes_of_one_slot_apply_as_one_change() {
+    let m = market(|c| c.sync.interval_seconds = 60).await;
+    let app = &m.t.app;
+    assert!(
+        eventually(Duration::from_secs(15), async || {
+            stream_check(app).await["stream"]["connected"] == true
+        })
+        .await
+    );
+    // 1,000 USDC (x0.8) against 30 SOL: $800 against $600 at $1 and $20.
+    let owner = m.account(1_000_000_000, 30_000_000_000).await;
+    let hf = async || -> u128 {
+        let detail = app.get(&format!("/api/positions/{owner}/detail")).await.1;
+        detail["positions"][0]["health_factor_wad"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let wad = 1_000_000_000_000_000_000u128;
+    let (mut usdc, mut sol) = (m.usdc_data.clone(), m.sol_data.clone());
+    let put = async |pool: &Pubkey, data: &LendingPool| {
+        m.t.chain.set(pool, &m.t.program, &encode_pool(data)).await;
+    };
+    // Let the source hear a few slots: it holds a batch until a later one.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for attempt in 0..8 {
+        let mut feed = crate::fixtures::feeds::Feed::open(&m, None).await;
+        let before = m.t.chain.slot().await;
+        // SOL to $30 alone: $900 of debt against $800, under water...
+        sol.oracle_price = Some(30 * USD);
+        put(&m.sol, &sol).await;
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        // ...and USDC to $2 in the same slot: $1,600 against $900.
+        usdc.oracle_price = Some(2 * USD);
+        put(&m.usdc, &usdc).await;
+        let after = m.t.chain.slot().await;
+        assert!(
+            eventually(Duration::from_secs(10), async || hf().await > wad * 3 / 2).await,
+            "the index never held both prices"
+        );
+        if before == after {
+            let frames = feed.read(20, Duration::from_secs(2)).await;
+            let about: Vec<_> = frames
+                .iter()
+                .filter(|f| f.data["owner"] == owner.as_str())
+                .collect();
+            assert!(
+                about.is_empty(),
+                "attempt {attempt}: flipped within slot {before}: {about:?}"
+            );
+            return;
+        }
+        // The writes straddled a slot: under, then recovered, is the truth
+        // there. Put both back (SOL first: never under) and try again.
+        sol.oracle_price = Some(20 * USD);
+        put(&m.sol, &sol).await;
+        usdc.oracle_price = Some(USD);
+        put(&m.usdc, &usdc).await;
+        assert!(eventually(Duration::from_secs(10), async || hf().await < wad * 7 / 5).await);
+    }
+    panic!("no two writes landed in one slot in eight attempts");
+}

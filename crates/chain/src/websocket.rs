@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::source::{AccountUpdate, Ended, StreamEvent};
+use super::source::{AccountUpdate, Ended, SlotUpdate, StreamEvent};
 use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
+use lendex_domain::forks::SlotStatus;
 use lendex_domain::pubkey::Pubkey;
 
 /// Connecting and subscribing must finish within this.
@@ -47,8 +48,9 @@ pub fn ws_url(ws_url: &str, rpc_url: &str) -> String {
     format!("{scheme}://{authority}{path}")
 }
 
-/// The two subscription requests (ids 1: pools, 2: positions).
-pub fn subscriptions(program: &Pubkey) -> [String; 2] {
+/// The subscription requests (ids 1: pools, 2: positions, 3: slots). The
+/// slots say when a slot is over, so that its writes apply as one change.
+pub fn subscriptions(program: &Pubkey) -> [String; 3] {
     let request = |id: u64, discriminator: &[u8; 8]| {
         json!({
             "jsonrpc": "2.0", "id": id, "method": "programSubscribe",
@@ -60,9 +62,11 @@ pub fn subscriptions(program: &Pubkey) -> [String; 2] {
         })
         .to_string()
     };
+    let slots = json!({ "jsonrpc": "2.0", "id": 3, "method": "slotSubscribe" }).to_string();
     [
         request(1, &POOL_DISCRIMINATOR),
         request(2, &POSITION_DISCRIMINATOR),
+        slots,
     ]
 }
 
@@ -79,6 +83,8 @@ pub enum Frame {
         error: String,
     },
     Account(AccountUpdate),
+    /// The node began processing this slot (after `parent`).
+    Slot(SlotUpdate),
     Other,
 }
 
@@ -93,6 +99,17 @@ pub fn parse_frame(text: &str) -> Frame {
         return Frame::Refused {
             id,
             error: v["error"].to_string(),
+        };
+    }
+    if v["method"] == "slotNotification" {
+        let result = &v["params"]["result"];
+        return match result["slot"].as_u64() {
+            Some(slot) => Frame::Slot(SlotUpdate {
+                slot,
+                parent: result["parent"].as_u64(),
+                status: SlotStatus::Processed,
+            }),
+            None => Frame::Other,
         };
     }
     if v["method"] != "programNotification" {
@@ -158,7 +175,9 @@ pub async fn run_connection(
         // Refused outright, or no handshake once connected: not answering.
         Err(reason) => return Ended::unreachable(reason),
     };
-    for request in subscriptions(program) {
+    let requests = subscriptions(program);
+    let wanted = requests.len();
+    for request in requests {
         if let Err(e) = socket.send(Message::text(request)).await {
             return Ended::reached(format!("subscribe failed: {e}"));
         }
@@ -196,7 +215,7 @@ pub async fn run_connection(
                 // A websocket resends nothing: what the socket missed
                 // while down is the reconciliation's.
                 let subscribed = StreamEvent::Subscribed { replayed: false };
-                if confirmed == 2 && to.send(subscribed).await.is_err() {
+                if confirmed == wanted && to.send(subscribed).await.is_err() {
                     return Ended::reached("stopped");
                 }
             }
@@ -205,6 +224,11 @@ pub async fn run_connection(
             }
             Frame::Account(account) => {
                 if to.send(StreamEvent::Account(account)).await.is_err() {
+                    return Ended::reached("stopped");
+                }
+            }
+            Frame::Slot(update) => {
+                if to.send(StreamEvent::Slot(update)).await.is_err() {
                     return Ended::reached("stopped");
                 }
             }
@@ -234,8 +258,9 @@ mod tests {
     #[test]
     fn subscription_requests_filter_on_each_discriminator() {
         let program = Pubkey::new_from_array([3; 32]);
-        let [pools, positions] =
+        let [pools, positions, slots] =
             subscriptions(&program).map(|s| serde_json::from_str::<Value>(&s).unwrap());
+        assert_eq!(slots["method"], "slotSubscribe");
         assert_eq!(pools["method"], "programSubscribe");
         assert_eq!(pools["params"][0], program.to_string());
         assert_eq!(pools["params"][1]["commitment"], "confirmed");
@@ -291,6 +316,16 @@ mod tests {
         assert_eq!(
             parse_frame(r#"{"method":"slotNotification"}"#),
             Frame::Other
+        );
+        assert_eq!(
+            parse_frame(
+                r#"{"jsonrpc":"2.0","method":"slotNotification","params":{"result":{"parent":75,"root":44,"slot":76},"subscription":3}}"#
+            ),
+            Frame::Slot(SlotUpdate {
+                slot: 76,
+                parent: Some(75),
+                status: SlotStatus::Processed
+            })
         );
     }
 }
