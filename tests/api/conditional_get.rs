@@ -327,3 +327,117 @@ async fn every_view_read_names_its_view_and_refuses_another() {
     assert_eq!(data["commitment"], "confirmed");
     assert_eq!(data["liquidation"]["commitment"], "confirmed", "{data}");
 }
+
+/// One GET as bytes on the wire (no client decoding anything): the status,
+/// the headers (names lowercased) and the body.
+async fn raw_get(
+    base: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, std::collections::HashMap<String, String>, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(answer[..end].to_vec()).unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let fields = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, fields, answer[end + 4..].to_vec())
+}
+
+/// The console's own files: gzipped when the browser takes gzip, as they are
+/// when it does not (or weighs it 0), each with its tag, and 304 with no body
+/// while the browser holds that tag, so a second visit downloads nothing.
+#[actix_rt::test]
+async fn the_console_files_are_compressed_and_revalidated() {
+    let app = spawn_app().await;
+    let index = get_text(&app.http, &app.url("/console")).await;
+    let mut files = vec!["/console".to_string()];
+    for part in index
+        .split("src=\"/console/")
+        .skip(1)
+        .chain(index.split("href=\"/console/").skip(1))
+    {
+        files.push(format!("/console/{}", &part[..part.find('"').unwrap()]));
+    }
+    assert!(files.len() >= 10, "{files:?}");
+    let (mut plain_total, mut gzip_total) = (0, 0);
+    for file in &files {
+        let (status, head, plain) = raw_get(&app.base, file, &[]).await;
+        assert_eq!(status, 200, "{file}");
+        assert!(!head.contains_key("content-encoding"), "{file}");
+        let plain_tag = head["etag"].clone();
+        assert_eq!(head["cache-control"], "no-cache");
+        assert!(head["vary"].contains("Accept-Encoding"));
+
+        let (status, head, zipped) = raw_get(
+            &app.base,
+            file,
+            &[("Accept-Encoding", "br;q=1.0, gzip;q=0.8")],
+        )
+        .await;
+        assert_eq!(status, 200, "{file}");
+        assert_eq!(head["content-encoding"], "gzip", "{file}");
+        let gzip_tag = head["etag"].clone();
+        assert_ne!(gzip_tag, plain_tag, "{file}: one tag for two encodings");
+        let mut unzipped = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(&zipped[..]),
+            &mut unzipped,
+        )
+        .unwrap();
+        assert_eq!(unzipped, plain, "{file}: the gzip is not the file");
+        (plain_total, gzip_total) = (plain_total + plain.len(), gzip_total + zipped.len());
+
+        let (_, head, _) = raw_get(
+            &app.base,
+            file,
+            &[("Accept-Encoding", "gzip;q=0, identity")],
+        )
+        .await;
+        assert!(!head.contains_key("content-encoding"), "{file}: gzip;q=0");
+
+        for (encoding, tag) in [("gzip", &gzip_tag), ("identity", &plain_tag)] {
+            let (status, head, body) = raw_get(
+                &app.base,
+                file,
+                &[("Accept-Encoding", encoding), ("If-None-Match", tag)],
+            )
+            .await;
+            assert_eq!(status, 304, "{file} {encoding}");
+            assert_eq!(&head["etag"], tag);
+            assert!(body.is_empty());
+        }
+        // Another build's tag is not this one's.
+        let (status, _, _) = raw_get(
+            &app.base,
+            file,
+            &[("Accept-Encoding", "gzip"), ("If-None-Match", "\"0000\"")],
+        )
+        .await;
+        assert_eq!(status, 200, "{file}");
+    }
+    assert!(
+        gzip_total * 2 < plain_total,
+        "gzip {gzip_total} of {plain_total} bytes"
+    );
+}
