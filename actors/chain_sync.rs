@@ -17,6 +17,8 @@ use futures_util::{StreamExt, TryStreamExt};
 use crate::chain::settings::{ChainSource, RpcConfig};
 use crate::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::chain_stream::{SlotReport, Source, StreamDeps, StreamReport, stream_forever};
+use crate::chain_tip::TipRecorder;
+use crate::db::chain_tip::{ChainTip, RecordTip};
 use crate::db::queries;
 use crate::db_writer::Writers;
 use crate::domain::forks::Commitment;
@@ -125,6 +127,8 @@ pub struct ChainSync {
     again: bool,
     status: SyncStatus,
     running: bool,
+    /// The slots recorded for the followers while leading.
+    tips: TipRecorder,
 }
 
 impl ChainSync {
@@ -170,6 +174,7 @@ impl ChainSync {
                 lag_slots: None,
             },
             running: false,
+            tips: TipRecorder::default(),
         }
     }
 
@@ -248,6 +253,7 @@ impl Handler<LeaderChanged> for ChainSync {
 
     fn handle(&mut self, msg: LeaderChanged, ctx: &mut Self::Context) {
         self.status.leader = msg.0;
+        self.tips.forget();
         if !self.status.enabled {
             return; // the lease is held for history alone
         }
@@ -313,12 +319,41 @@ impl Handler<StreamReport> for ChainSync {
                 stream.last_error = Some(reason);
             }
             StreamReport::AccountUpdate { at } => stream.last_notification_at = Some(at),
-            StreamReport::Slots(slots) => stream.slots = slots,
+            StreamReport::Slots(slots) => {
+                let tip = ChainTip {
+                    processed: slots.processed,
+                    confirmed: slots.confirmed,
+                };
+                stream.slots = slots;
+                if self.status.leader
+                    && let Some(tip) = self.tips.report(tip)
+                {
+                    self.record_tip(tip, ctx);
+                }
+            }
             StreamReport::Reconcile { why } => {
                 tracing::info!(why, "the live source asked for a reconcile");
                 self.start_refresh(ctx);
             }
         }
+    }
+}
+
+impl ChainSync {
+    /// Writes the leader's slots for the followers; the next waits for it.
+    fn record_tip(&mut self, tip: ChainTip, ctx: &mut Context<Self>) {
+        let writer = self.refresher.deps.writer.clone();
+        let cluster = self.refresher.deps.ingest.cluster;
+        let write =
+            async move { crate::db_writer::write(&writer, RecordTip { cluster, tip }).await };
+        ctx.spawn(write.into_actor(self).map(|result, act, ctx| {
+            if let Err(e) = &result {
+                tracing::debug!(error = %e, "the chain tip was not recorded; the next slot tries again");
+            }
+            if let Some(next) = act.tips.written(result.is_ok()) {
+                act.record_tip(next, ctx);
+            }
+        }));
     }
 }
 

@@ -20,6 +20,7 @@
 pub mod chain_reader;
 pub mod chain_stream;
 pub mod chain_sync;
+pub mod chain_tip;
 pub mod db_writer;
 pub mod error;
 pub mod health_cache;

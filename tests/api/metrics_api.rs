@@ -193,6 +193,15 @@ async fn chain_reads_and_the_stream_are_scraped() {
     assert_eq!(value(&after, "lendex_sync_stream_connected"), 1.0);
     assert!(value(&after, "lendex_rpc_gate_wait_seconds_count") > 0.0);
     assert!(value(&after, r#"lendex_sync_reconciles_total{outcome="ok"}"#) >= 1.0);
+    // Health tells the same lag the gauge exports (the console's chain card
+    // reads it there), not the tip's distance from the last refresh.
+    let (_, health) = t.app.get("/api/health").await;
+    let lag = health["checks"]["sync"]["lagSlots"].as_u64();
+    assert_eq!(
+        lag.map(|l| l as f64),
+        Some(value(&scrape(&t.app).await, "lendex_sync_lag_slots")),
+        "{health}"
+    );
 }
 
 /// The `lendex_` and `process_` series a text names (a dashboard's queries, a

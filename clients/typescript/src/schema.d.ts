@@ -1238,7 +1238,8 @@ export interface components {
             commitment: string;
             /**
              * Format: int64
-             * @description The highest confirmed slot the source reported.
+             * @description The highest confirmed slot the source reported (a follower: the
+             *     leader's, as for `processed_slot`).
              */
             confirmed_slot?: number | null;
             connected: boolean;
@@ -1248,8 +1249,9 @@ export interface components {
             /**
              * Format: int64
              * @description The processed view's slot: the best chain's tip, or the highest
-             *     confirmed slot when the best chain is empty. Null until known (and
-             *     on a follower, which reads no source).
+             *     confirmed slot when the best chain is empty. Null until known. A
+             *     follower, which reads no source, reports the leader's as recorded in
+             *     the database (null when none was recorded in the last 30 s).
              */
             processed_slot?: number | null;
             /**
@@ -1273,6 +1275,15 @@ export interface components {
             /** @description The cluster this replica indexes: mainnet, devnet or localnet. */
             cluster: string;
             enabled: boolean;
+            /**
+             * Format: int64
+             * @description How far the chain's tip had moved past the last complete refresh's
+             *     oldest read when it finished: the figure /metrics exports as
+             *     `lendex_sync_lag_slots`. Between refreshes the live source (`stream`)
+             *     keeps the index at the tip, so the tip minus `slot` is not a lag.
+             *     Null before the first refresh, and where the tip could not be read.
+             */
+            lagSlots?: number | null;
             lastError?: string | null;
             lastRefreshAt?: string | null;
             /**

@@ -3,6 +3,7 @@
 //! connection. Reads are made here; writes are applied by the database-writer
 //! actor, which commits them.
 
+pub mod chain_tip;
 pub mod chain_writes;
 pub mod engine_rows;
 pub mod error;

@@ -64,6 +64,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0014_market_totals",
         include_str!("../../../sql/0014_market_totals.sql"),
     ),
+    (
+        "0015_chain_tip",
+        include_str!("../../../sql/0015_chain_tip.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

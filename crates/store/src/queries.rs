@@ -627,3 +627,15 @@ pub const OVERLAY_POOLS: &str = concat!(
 pub const OVERLAY_CLOSED: &str = "SELECT o.image->>'position_address' AS position_address,
         o.image->>'owner' AS owner, (o.image->>'slot')::bigint AS slot
     FROM processed_overlay o WHERE o.cluster = $1 AND o.kind = 'c'";
+
+/// The leader's slots for cluster $1: processed $2, confirmed $3.
+pub const RECORD_TIP: &str =
+    "INSERT INTO chain_tip (cluster, processed_slot, confirmed_slot, updated_at)
+     VALUES ($1, $2, $3, now())
+     ON CONFLICT (cluster) DO UPDATE
+     SET processed_slot = EXCLUDED.processed_slot, confirmed_slot = EXCLUDED.confirmed_slot,
+         updated_at = EXCLUDED.updated_at";
+
+/// Cluster $1's slots, if recorded within the last $2 seconds.
+pub const READ_TIP: &str = "SELECT processed_slot, confirmed_slot FROM chain_tip
+     WHERE cluster = $1 AND updated_at > now() - make_interval(secs => $2)";

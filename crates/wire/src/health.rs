@@ -135,6 +135,13 @@ pub struct SyncCheck {
     pub role: SyncRole,
     /// Lowest context slot of the last complete refresh (0 before the first).
     pub slot: u64,
+    /// How far the chain's tip had moved past the last complete refresh's
+    /// oldest read when it finished: the figure /metrics exports as
+    /// `lendex_sync_lag_slots`. Between refreshes the live source (`stream`)
+    /// keeps the index at the tip, so the tip minus `slot` is not a lag.
+    /// Null before the first refresh, and where the tip could not be read.
+    #[serde(rename = "lagSlots")]
+    pub lag_slots: Option<u64>,
     #[serde(rename = "lastRefreshAt")]
     pub last_refresh_at: Option<String>,
     /// Duration of the last complete refresh.
@@ -165,10 +172,12 @@ pub struct StreamCheck {
     #[schema(example = "confirmed")]
     pub commitment: Cow<'static, str>,
     /// The processed view's slot: the best chain's tip, or the highest
-    /// confirmed slot when the best chain is empty. Null until known (and
-    /// on a follower, which reads no source).
+    /// confirmed slot when the best chain is empty. Null until known. A
+    /// follower, which reads no source, reports the leader's as recorded in
+    /// the database (null when none was recorded in the last 30 s).
     pub processed_slot: Option<u64>,
-    /// The highest confirmed slot the source reported.
+    /// The highest confirmed slot the source reported (a follower: the
+    /// leader's, as for `processed_slot`).
     pub confirmed_slot: Option<u64>,
     /// Why the processed view cannot be trusted now (the slot tree overflowed
     /// or was contradicted): health is `degraded` while this is set.

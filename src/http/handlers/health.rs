@@ -148,7 +148,37 @@ async fn rpc_check(state: &AppState) -> RpcCheck {
     }
 }
 
+/// A tip older than this is a leader gone, not the chain's tip.
+const TIP_FRESH_SECONDS: f64 = 30.0;
+
+/// The leader's slots as it recorded them, for a follower (which reads no
+/// source of its own): None when unreadable or stale.
+async fn leader_tip(state: &AppState) -> Option<crate::db::chain_tip::ChainTip> {
+    let read = async {
+        let client = state.db.get().await.ok()?;
+        crate::db::chain_tip::read(&**client, state.cluster.as_str(), TIP_FRESH_SECONDS)
+            .await
+            .ok()
+            .flatten()
+    };
+    tokio::time::timeout(CHECK_DEADLINE, read)
+        .await
+        .ok()
+        .flatten()
+}
+
 async fn sync_check(state: &AppState) -> SyncCheck {
+    let mut check = sync_check_here(state).await;
+    if check.role == SyncRole::Follower
+        && let Some(tip) = leader_tip(state).await
+    {
+        check.stream.processed_slot = tip.processed;
+        check.stream.confirmed_slot = tip.confirmed;
+    }
+    check
+}
+
+async fn sync_check_here(state: &AppState) -> SyncCheck {
     match tokio::time::timeout(CHECK_DEADLINE, state.sync.send(GetSyncStatus)).await {
         Ok(Ok(status)) => {
             let last = status.last_complete.as_ref();
@@ -162,6 +192,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
                     SyncRole::Follower
                 },
                 slot: last.map(|(_, r)| r.slot).unwrap_or(0),
+                lag_slots: status.lag_slots,
                 last_refresh_at: last
                     .map(|(at, _)| at.to_rfc3339_opts(SecondsFormat::Millis, true)),
                 last_refresh_ms: last.map(|(_, r)| r.took.as_millis() as u64),
@@ -189,6 +220,7 @@ async fn sync_check(state: &AppState) -> SyncCheck {
             enabled: true,
             role: SyncRole::Follower,
             slot: 0,
+            lag_slots: None,
             last_refresh_at: None,
             last_refresh_ms: None,
             positions: None,
