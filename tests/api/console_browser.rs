@@ -116,6 +116,8 @@ async fn the_console_in_a_browser() {
                 link.retarget(&replica.base);
                 link.up();
             }
+            // SOL at $33 while the account page is open: it must follow.
+            "READY_FOR_NUDGE" => m.set_sol_price(33 * USD).await,
             "READY_FOR_PAUSE" => link.pause(),
             "READY_FOR_RESUME" => link.resume(),
             "READY_FOR_DOWN" => link.down(),

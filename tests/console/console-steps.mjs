@@ -38,6 +38,24 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     const atRisk = await json(`${api}/api/positions/at-risk?below=1100000000000000000&limit=200`);
     if ((await card("at-risk").getAttribute("data-value")) !== String(atRisk.accounts.length)) throw new Error("at risk");
     await page.locator('[data-card="chain"] dd').filter({ hasText: /\d/ }).waitFor();
+    // The chain card's lag is the service's (lendex_sync_lag_slots, in
+    // health as lagSlots) with its live source named: with the tip 25 slots
+    // past the last refresh and the live source at the tip, it says 1, not 25.
+    const probe = await context.newPage();
+    try {
+      await probe.route("**/api/health", async (route) => {
+        const real = await route.fetch();
+        const health = await real.json();
+        health.checks.rpc = { ok: true, slot: 1000 };
+        Object.assign(health.checks.sync, { role: "leader", enabled: true, slot: 975, lagSlots: 1 });
+        Object.assign(health.checks.sync.stream, { source: "websocket", connected: true });
+        await route.fulfill({ response: real, json: health });
+      });
+      await probe.goto(`${api}/console#/market`);
+      await probe.locator('[data-card="chain"] dd small', { hasText: "lag 1 slot · websocket" }).waitFor();
+    } finally {
+      await probe.close();
+    }
     await page.locator("#link-state", { hasText: "live" }).waitFor();
     // The market is the first section; the pools are a tab away, with their own URL.
     await page.locator("#view-market").waitFor();
@@ -423,7 +441,9 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     const shownHf = `${hf / 10n ** 18n}.${(hf % 10n ** 18n).toString().padStart(18, "0").slice(0, 4)}`;
     await page.locator("#account-hf.under", { hasText: shownHf }).waitFor();
     await page.locator("#account-asof", { hasText: /^As of .*slot/ }).waitFor();
-    if (!(await page.locator("#account-asof a").getAttribute("href")).includes("/block/")) throw new Error("the slot is not linked");
+    for (const href of await page.locator("#account-asof a").evaluateAll((links) => links.map((a) => a.href))) {
+      if (!href.includes("/block/")) throw new Error("a slot is not linked");
+    }
     await page.locator("#account-positions tbody", { hasText: /interest .* · \$/ }).waitFor().catch(() => {});
     if (!/· \$[\d,]+\.\d\d/.test(await page.locator("#account-positions tbody").textContent())) throw new Error("positions without their value");
     if ((await page.locator("#account-positions tbody tr[data-pool]").count()) !== detail.positions.length) throw new Error("account positions");
@@ -437,12 +457,68 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     }
     const repay = await page.evaluate((q) => tokens(q.repay_amount, q.debt_pool), quote);
     await page.locator("#account-quote", { hasText: `Best quote: repay ${repay}` }).waitFor();
+    // The quote's own slot beside the chain's, each of its pools' oracle age.
+    const quoteSlot = await page.evaluate((slot) => count(slot), quote.slot);
+    await page.locator("#account-asof", { hasText: `quote at slot ${quoteSlot}` }).waitFor();
+    for (const p of detail.positions) {
+      const symbol = await page.evaluate((pool) => symbolOf(pool), p.pool_address);
+      await page.locator("#account-quote .account-oracles", { hasText: symbol }).waitFor();
+    }
+    await page.locator("#account-quote .account-oracles .oracle-age").first().waitFor();
+    // Live: a price moves on chain while the page is open. The page holds a
+    // long poll on the owner's detail with its ETag, so the new health factor
+    // shows as soon as the API has it (a refresh every 15 s is no follow).
+    const holds = [];
+    const onRequest = (r) => {
+      const url = new URL(r.url());
+      if (url.pathname === `/api/positions/${owner}/detail` && url.searchParams.get("wait_ms") && r.headers()["if-none-match"]) holds.push(r);
+    };
+    page.on("request", onRequest);
+    try {
+      await ask("READY_FOR_NUDGE");
+      let moved;
+      const asked = Date.now();
+      while (Date.now() - asked < 20000) {
+        moved = BigInt((await json(`${api}/api/positions/${owner}/detail`)).positions[0].health_factor_wad);
+        if (moved !== hf) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      if (moved === hf) throw new Error("the API never saw the price move");
+      const changedAt = Date.now();
+      const movedHf = `${moved / 10n ** 18n}.${(moved % 10n ** 18n).toString().padStart(18, "0").slice(0, 4)}`;
+      // Within a second on a quiet machine; the bound leaves room for a slow day
+      // and is still well short of the old 15 s refresh.
+      await page.locator("#account-hf", { hasText: movedHf }).waitFor({ timeout: 5000 });
+      console.error(`account page followed the API in ${Date.now() - changedAt} ms`);
+      if (!holds.length) throw new Error("the account page does not hold a long poll with the detail's ETag");
+    } finally {
+      page.off("request", onRequest);
+    }
     // Minutes of history in the hour asked: the axis starts at the first
     // point, and says so; the values stay within a factor of 3, so the
     // health factor's axis is linear, fitted to them with 1.0 in view.
     await page.locator("#wallet-state.short", { hasText: "History starts at" }).waitFor();
     const label = await page.locator("#wallet-health svg").getAttribute("aria-label");
     if (!label.includes("on a linear scale fitted to its values")) throw new Error(`the health axis: ${label}`);
+    // The labelled range holds the whole line, 1.0 included, and the shade
+    // of time under water has its name in the legend.
+    const fit = await page.evaluate(() => {
+      const svg = document.querySelector("#wallet-health svg");
+      // The left axis's labels (the time axis's are centred under the plot).
+      const yTicks = [...svg.querySelectorAll('text.tick[text-anchor="end"]')];
+      const ticks = yTicks.map((t) => Number(t.getAttribute("y")) - 4);
+      const line = svg.querySelector("path.series").getAttribute("d");
+      // "No debt" is drawn on the plot's top edge, above the numbers, by design.
+      const plotTop = Math.min(...[...svg.querySelectorAll("line.axis")].map((l) => Number(l.getAttribute("y1"))));
+      const ys = [...line.matchAll(/M-?[\d.]+,(-?[\d.]+)|V(-?[\d.]+)/g)].map((m) => Number(m[1] ?? m[2]))
+        .filter((y) => Math.abs(y - plotTop) > 0.6);
+      const one = Number(svg.querySelector("line.rule").getAttribute("y1"));
+      return { top: Math.min(...ticks), bottom: Math.max(...ticks), low: Math.max(...ys), high: Math.min(...ys), one, labels: yTicks.map((t) => t.textContent) };
+    });
+    if (fit.low > fit.bottom + 1 || fit.high < fit.top - 1 || fit.one > fit.bottom + 1 || fit.one < fit.top - 1) {
+      throw new Error(`the health line leaves its labelled range: ${JSON.stringify(fit)}`);
+    }
+    await page.locator("#wallet-health text.legend", { hasText: "under water" }).waitFor({ state: "attached" });
     await page.click('#view-wallet .range button[data-range="24h"]');
     if (!page.url().includes("range=24h")) throw new Error(`the range is not in the URL: ${page.url()}`);
     // One crosshair across the page's charts; a drag zooms both, reset shows them whole.
@@ -498,6 +574,14 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
       }
       if (errors.length) throw new Error(`${href} opened alone: ${errors.join("; ")}`);
     }
+    // A wallet with nothing after one with positions: the header names the one asked.
+    const nobody = "11111111111111111111111111111111";
+    await page.fill('#wallet-form input[name="owner"]', nobody);
+    await page.click('#wallet-form button[type="submit"]');
+    await page.locator("#account-note", { hasText: "This wallet holds no position" }).waitFor();
+    await page.locator(`#account-owner [title="${nobody}"]`).first().waitFor({ state: "attached" });
+    if (await page.locator(`#account-owner [title="${owner}"]`).count()) throw new Error("the empty wallet's header names the previous wallet");
+    await page.goto(`${api}/console#/wallet?owner=${owner}&range=24h`);
   }, "#wallet-health svg");
 
   await step("17-events", page, async () => {
@@ -555,6 +639,29 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     for (const card of ["deposits", "borrows"]) {
       await page.locator(`[data-card="${card}"] .trend`).filter({ hasText: /^ ?[+−±]\$[\d,.]+[KMB]? in \d+ min$/ }).waitFor();
     }
+    // No figure of the overview breaks inside itself ("−$274,71 / 6.15",
+    // "in 3 / min"), at either width: each number and each span, measured as
+    // laid out, sits on one line.
+    for (const viewport of [WIDE, NARROW]) {
+      await page.setViewportSize(viewport);
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+      const broken = await page.evaluate(() => {
+        const out = [];
+        const walker = document.createTreeWalker(document.querySelector("#overview .cards"), NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (const m of node.data.matchAll(/[−+±]?\$?\d[\d,.]*[KMB]?|in \d+ (min|h)/g)) {
+            const range = document.createRange();
+            range.setStart(node, m.index);
+            range.setEnd(node, m.index + m[0].length);
+            const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+            if (lines.size > 1) out.push(m[0]);
+          }
+        }
+        return out;
+      });
+      if (broken.length) throw new Error(`figures broken across lines at ${viewport.width} px: ${broken.join(", ")}`);
+    }
+    await page.setViewportSize(WIDE);
     // Measured from the API's first sample of the day, against the card's value.
     const day = await json(`${api}/api/history/market?from=${Date.now() - 86400e3}&limit=1`);
     const base = day.initial ?? day.points[0];

@@ -126,10 +126,14 @@ function chart(container, spec) {
     const legendEnd = width - 4 - (hasRight ? (axes[1].label ?? "").length * 6.2 + 10 : 0);
     const legend = [];
     let row = 0;
-    for (let lx = legendStart, i = 0; i < s.series.length; i++) {
-      const w = 28 + s.series[i].name.length * 6.2;
+    // Each series, then each kind of shaded range (by its label): a shade
+    // with no name in the legend is a colour the reader has to guess.
+    const bandKinds = [...new Map((s.bands ?? []).filter((b) => b.label).map((b) => [b.label, { name: b.label, color: b.color, band: true }])).values()];
+    const entries = [...s.series, ...bandKinds];
+    for (let lx = legendStart, i = 0; i < entries.length; i++) {
+      const w = 28 + entries[i].name.length * 6.2;
       if (lx > legendStart && lx + w - 8 > legendEnd) { row += 1; lx = legendStart; }
-      legend.push({ se: s.series[i], x: lx, row });
+      legend.push({ se: entries[i], x: lx, row });
       lx += w;
     }
     const T = 26 + row * 14;
@@ -153,6 +157,13 @@ function chart(container, spec) {
       if (axis.min === undefined) lo = Math.min(0, lo);
       if (hi <= lo) hi = lo + 1;
       const ticks = niceTicks(lo, hi, narrow ? 4 : 5, axis.integer);
+      // The labelled range holds the data at both ends: the axis reaches down
+      // to the tick under its lowest value as it reaches up to the one above.
+      const step = ticks.length > 1 ? ticks[1] - ticks[0] : 0;
+      if (step && ticks[0] > lo + step * 1e-9) {
+        ticks.unshift(Number((ticks[0] - step).toPrecision(12)));
+        lo = ticks[0];
+      }
       hi = Math.max(hi, ticks[ticks.length - 1]);
       return { axis, y: (v) => height - B - ((v - lo) / (hi - lo)) * (height - T - B), ticks };
     });
@@ -209,7 +220,9 @@ function chart(container, spec) {
       parts.push(svgEl("path", { d: `M${px - 5},${T - 8}h10l-5,7z`, fill: m.color, class: "marker" }, m.label));
     }
     for (const { se, x, row: r } of legend) {
-      parts.push(svgEl("line", { x1: x, y1: 12 + r * 14, x2: x + 16, y2: 12 + r * 14, stroke: se.color, "stroke-width": 2, "stroke-dasharray": se.dash ?? "" }));
+      parts.push(se.band
+        ? svgEl("rect", { x, y: 6 + r * 14, width: 16, height: 11, fill: se.color, stroke: "rgb(180 35 24 / .35)", class: "legend-band" })
+        : svgEl("line", { x1: x, y1: 12 + r * 14, x2: x + 16, y2: 12 + r * 14, stroke: se.color, "stroke-width": 2, "stroke-dasharray": se.dash ?? "" }));
       parts.push(svgEl("text", { x: x + 20, y: 16 + r * 14, class: "legend" }, se.name));
     }
     const cursorLine = svgEl("line", { x1: 0, y1: T, x2: 0, y2: height - B, class: "cursor", visibility: "hidden" });

@@ -250,8 +250,8 @@ async function api(method, path, body, headers = {}, deadlineMs = 8000) {
       signal: abort.signal,
     });
     let data = null;
-    try { data = await res.json(); } catch (_) { /* empty body */ }
-    return { ok: res.ok, status: res.status, data };
+    try { data = await res.json(); } catch (_) { /* empty body (a 304) */ }
+    return { ok: res.ok, status: res.status, data, etag: res.headers.get("etag") };
   } catch (e) {
     const timedOut = e.name === "AbortError";
     return { ok: false, status: 0, data: { error: timedOut ? "no answer in time" : "the service cannot be reached" } };

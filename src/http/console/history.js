@@ -148,13 +148,13 @@ async function loadWallet() {
   const box = $("#wallet-state");
   const owner = walletView.owner;
   if (!owner) {
-    loadAccount("");
+    showAccount("");
     stateText(box, "empty", "Enter a wallet, or open one from the feed, the events or the risk lens.");
     for (const id of ["#wallet-health", "#wallet-values"]) $(id).hidden = true;
     $("#wallet-events").tBodies[0].replaceChildren();
     return;
   }
-  loadAccount(owner, walletView.position).catch((e) => stateText($("#account-note"), "error", `The account cannot be read: ${e.message}.`));
+  showAccount(owner, walletView.position);
   const to = Date.now();
   const from = to - RANGES[walletView.range];
   if (!walletView.health) stateText(box, "loading", "Loading the wallet's history…");

@@ -113,9 +113,14 @@ async function checkLink() {
   }
   $("#cluster").textContent = checks.sync.cluster;
   if (typeof showChainState === "function") showChainState(checks.sync);
+  // The lag is the service's own figure (lendex_sync_lag_slots), not the tip
+  // minus the last refresh's slot: the live source keeps the index at the tip
+  // between refreshes, so that difference only counts the seconds since one.
+  const stream = checks.sync.stream;
   setCard("chain", checks.rpc.ok ? count(checks.rpc.slot) : "—",
-    checks.rpc.ok && checks.sync.role === "leader" && checks.sync.slot
-      ? `lag ${count(Math.max(0, checks.rpc.slot - checks.sync.slot))} slots` : checks.sync.role,
+    checks.sync.role === "leader" && checks.sync.lagSlots !== null && checks.sync.lagSlots !== undefined
+      ? `lag ${count(checks.sync.lagSlots)} ${checks.sync.lagSlots === 1 ? "slot" : "slots"} · ${stream.source}${stream.connected ? "" : " down"}`
+      : checks.sync.role,
     String(checks.rpc.slot));
   tickAges();
 }
@@ -128,7 +133,10 @@ setInterval(checkLink, 3000);
 function setCard(name, value, note, exact = "") {
   const dd = document.querySelector(`[data-card="${name}"] dd`);
   dd.dataset.value = exact;
-  dd.replaceChildren(value);
+  const figure = document.createElement("span");
+  figure.className = "figure";
+  figure.append(value);
+  dd.replaceChildren(figure);
   if (note) {
     const small = document.createElement("small");
     small.textContent = note;
@@ -176,7 +184,7 @@ for (const [card, from] of [
   ["at-risk", "accounts at or above 1.0 and below 1.1 (GET /api/positions/at-risk)"],
   ["bad-debt", "debt no collateral covers, summed over accounts (GET /api/risk/shock)"],
   ["profit", "what liquidating every account under water pays, after the protocol's fee (GET /api/risk/shock)"],
-  ["chain", "the RPC's slot, and how far the last reconciliation is behind it (GET /api/health)"],
+  ["chain", "the RPC's slot; the index's lag behind the tip (lendex_sync_lag_slots) and its live source (GET /api/health)"],
 ]) document.querySelector(`[data-card="${card}"]`).title = from;
 loadOverview();
 
@@ -231,7 +239,14 @@ function drawTrends() {
     const change = values[values.length - 1] - values[0];
     const el = document.createElement("small");
     el.className = `trend ${change > 0 ? "up" : change < 0 ? "down" : ""}`;
-    el.textContent = `${change > 0 ? "+" : change < 0 ? "−" : "±"}${t.say(Math.abs(change))} in ${span(Date.now() - known[0][0])}`;
+    // Two pieces that never break inside: the change, and its span.
+    const figure = document.createElement("span");
+    figure.className = "figure";
+    figure.textContent = `${change > 0 ? "+" : change < 0 ? "−" : "±"}${t.say(Math.abs(change))}`;
+    const over = document.createElement("span");
+    over.className = "figure";
+    over.textContent = `in ${span(Date.now() - known[0][0])}`;
+    el.append(figure, " ", over);
     el.title = `since ${when(new Date(known[0][0]))}`;
     const [lo, hi] = [Math.min(...values), Math.max(...values)];
     const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
