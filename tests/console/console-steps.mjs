@@ -65,6 +65,12 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     if (!/%/.test(first) || !/\$/.test(first)) throw new Error(`a pool row without APY or dollars: ${first}`);
     await page.locator("#pools .badge.fresh, #pools .badge.stale").first().waitFor();
     await page.locator(`#unregistered tr:has([title="${env("UNREGISTERED")}"])`).waitFor();
+    // Signed out, the row says both ways to register it: which wallets sign
+    // in, and the command line with this pool's address.
+    const how = await page.locator(`#unregistered tr:has([title="${env("UNREGISTERED")}"])`).textContent();
+    if (!how.includes("Wallet Standard") || !how.includes(`lendex remote --keypair <authority keypair> register-pool ${env("UNREGISTERED")}`)) {
+      throw new Error(`the unregistered pool's row: ${how}`);
+    }
     for (const hidden of ["#role", "#sign-out", "#register-pool"]) {
       if (await page.locator(hidden).isVisible()) throw new Error(`${hidden} shown while signed out`);
     }
@@ -279,6 +285,8 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     const processed = page.locator('#feed-controls select[name="view"] option[value="processed"]');
     await page.waitForFunction(() => document.querySelector('#feed-controls select[name="view"] option[value="processed"]').title !== "");
     if (!(await processed.evaluate((o) => o.disabled))) throw new Error("processed selectable on a confirmed service");
+    // And says so on the page, not only in the disabled option's tooltip.
+    await page.locator("#feed-view-note", { hasText: "This service reads the chain at confirmed" }).waitFor();
     if (await row.locator(".view-mark").count()) throw new Error("a confirmed row marked");
     // Steady: two more rows by the feed's own path; when their order flips
     // the rows hold their places (said beside the totals) until the next
@@ -393,6 +401,8 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     await page.click('#shock-form button[type="submit"]');
     const shocked = page.locator(`#shock-accounts tr[data-owner="${env("SHOCKED")}"]`);
     await shocked.waitFor();
+    // Each account opens its page here, not only in the outside explorer.
+    await shocked.locator(`a.account-link[href="#/wallet?owner=${env("SHOCKED")}"]`).waitFor();
     const summary = await page.locator("#shock-summary").textContent();
     if (!summary.includes("1 newly under water")) throw new Error(`summary "${summary}"`);
     // One story with the curve: the holders as it counts them, then everyone, as of when.

@@ -354,6 +354,10 @@ function register(...wallets) {
   const list = $("#wallet-list");
   list.replaceChildren(...state.wallets.map((w, i) => new Option(w.name, String(i))));
   if (!state.wallets.length) list.append(new Option("No wallet found", ""));
+  // Which wallets work, on hover and for screen readers beside the greyed button.
+  const help = state.wallets.length ? "" : "Sign-in needs a browser wallet that signs messages through the Wallet Standard (Phantom, Solflare, Backpack).";
+  list.title = help;
+  $("#connect").title = help;
   $("#connect").disabled = !state.wallets.length || state.busy;
   return () => {};
 }

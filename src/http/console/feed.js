@@ -278,6 +278,14 @@ function offerViews() {
   if (!option || commitment === undefined) return;
   option.disabled = commitment !== "processed";
   option.title = option.disabled ? "this service reads the chain at confirmed" : "the best chain now: tentative, a second or two ahead";
+  // Said on the page, not only in a tooltip on a disabled option.
+  $("#feed-view-note").textContent = option.disabled
+    ? "View: confirmed. This service reads the chain at confirmed, so the processed view (the best chain now, a second or two " +
+      "ahead, rows tentative until confirmed) is not offered; a service run with rpc.commitment = \"processed\" over gRPC offers it."
+    : feed.view === "processed"
+      ? "View: processed, the best chain now, a second or two ahead of confirmed. Rows newer than the last confirmed slot are " +
+        "marked tentative; a row a dead or losing fork took back says so."
+      : "View: confirmed. The processed view shows the best chain a second or two sooner, its newest rows tentative.";
 }
 
 /** The feed's badge: live while the stream is open and the service answers;

@@ -106,6 +106,8 @@ async function loadUnregistered() {
   unregistered = res.data.pools;
   renderUnregistered();
 }
+/** The wallets sign-in works with, as said wherever sign-in is asked for. */
+const WALLETS_THAT_WORK = "a browser wallet that signs messages through the Wallet Standard: Phantom, Solflare, Backpack";
 function renderUnregistered() {
   const table = $("#unregistered");
   if (unregistered === null) return;
@@ -117,7 +119,10 @@ function renderUnregistered() {
     oraclePrice(p.oracle_price, p.oracle_expo, null),
     (td) => {
       if (!admin) {
-        td.textContent = "its authority may register it (sign in)";
+        // Two ways, both said: the authority's wallet here, or its keypair file.
+        const line = document.createElement("code");
+        line.textContent = `lendex remote --keypair <authority keypair> register-pool ${p.pool_address}`;
+        td.append(`Its authority may register it: sign in with that wallet (${WALLETS_THAT_WORK}), or run `, line, ".");
         return;
       }
       if (p.authority !== state.account.address) {

@@ -121,7 +121,16 @@ $("#shock-form").addEventListener("submit", async (event) => {
   const table = $("#shock-accounts");
   const rows = s.accounts.map((a) => {
     const tr = tableRow(table, [
-      (td) => addressCell(td, a.owner, { link: true, full: false }),
+      (td) => {
+        addressCell(td, a.owner, { link: true, full: false });
+        // The account page here, beside the outside explorer.
+        const page = document.createElement("a");
+        page.href = `#/wallet?owner=${a.owner}`;
+        page.className = "account-link";
+        page.textContent = "account";
+        page.setAttribute("aria-label", `Open the account of ${a.owner}`);
+        td.append(" ", page);
+      },
       wad(a.account_health_factor_wad),
       wad(a.shocked_health_factor_wad),
       a.liquidation ? usd(a.liquidation.profit_value_wad) : "—",
