@@ -288,46 +288,82 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     // And says so on the page, not only in the disabled option's tooltip.
     await page.locator("#feed-view-note", { hasText: "This service reads the chain at confirmed" }).waitFor();
     if (await row.locator(".view-mark").count()) throw new Error("a confirmed row marked");
-    // Steady: two more rows by the feed's own path; when their order flips
-    // the rows hold their places (said beside the totals) until the next
-    // re-sort, which changing the sort brings at once; a tiny move does not
-    // flash; reduced motion stops the flash.
+    // Steady: two more rows by the feed's own path. Away from the table the
+    // rows are always in their order; with the keyboard (or pointer) on it,
+    // they hold their places and say so, re-sorting at once when the sort
+    // changes and when the focus leaves; a tiny move does not flash;
+    // reduced motion stops the flash.
+    await page.mouse.move(0, 0);
     const steady = await page.evaluate(async () => {
       const mk = (owner, hf, profit) => ({ owner, account_health_factor_wad: hf, positions: [], slot: 1, commitment: "confirmed",
         published_at_ms: Date.now(), liquidation: null, profit });
       const [a, b] = ["ZZZZtestOwnerAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1", "ZZZZtestOwnerBBBBBBBBBBBBBBBBBBBBBBBBBBBBB2"];
       const order = () => [...document.querySelectorAll("#feed tbody tr")].map((tr) => tr.dataset.owner).filter((o) => o === a || o === b);
       const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      document.activeElement?.blur();
       $('#feed-controls select[name="sort"]').value = "hf";
       feed.resort = true;
       feedEvent("candidate_start", mk(a, "500000000000000000"));
       feedEvent("candidate_start", mk(b, "600000000000000000"));
       await frame();
       const first = order();
+      // Nobody on the table: the new order at once, as many times as prices move.
       feedEvent("candidate_update", mk(a, "700000000000000000"));
       await frame();
-      const held = order();
-      // The keyboard on row B's history link: the re-sort moves B's row (it is
-      // taken out and put back before A), and the focus stays on it.
+      const settled = order();
+      const noCue = $("#feed-order").hidden;
+      // The keyboard on row B's history link: B moves to 0.8 and A now comes
+      // first, but the rows hold still under the focus, and say so.
       const focusLink = document.querySelector(`#feed tr[data-owner="${b}"] a.history-link`);
       focusLink.focus();
+      feedEvent("candidate_update", mk(b, "800000000000000000"));
+      await frame();
+      const held = order();
       const cue = $("#feed-order").hidden ? "" : $("#feed-order").textContent;
-      feedEvent("candidate_update", mk(b, "600000000000000001"));
+      // (The move to 0.8 flashed it; a tiny one after must not.)
+      document.querySelector(`#feed tr[data-owner="${b}"] td.hf`).classList.remove("changed");
+      feedEvent("candidate_update", mk(b, "800000000000000001"));
       await frame();
       const tiny = document.querySelector(`#feed tr[data-owner="${b}"] td.hf`).classList.contains("changed");
+      // Asked for: a change of the sort re-sorts at once, the focus kept on its row.
       $('#feed-controls select[name="sort"]').dispatchEvent(new Event("input", { bubbles: true }));
       await frame();
       const resorted = order();
       const focusKept = document.activeElement === focusLink;
+      // Held again, then the focus leaves the table: in order at once.
+      feedEvent("candidate_update", mk(a, "900000000000000000"));
+      await frame();
+      const heldAgain = order();
+      focusLink.blur();
+      await frame();
+      const released = order();
       for (const o of [a, b]) feedEvent("candidate_stop", mk(o, "1"));
       await frame();
-      return { first, held, cue, tiny, resorted, focusKept, left: order().length };
+      return { first, settled, noCue, held, cue, tiny, resorted, focusKept, heldAgain, released, left: order().length };
     });
     const [a, b] = ["ZZZZtestOwnerAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1", "ZZZZtestOwnerBBBBBBBBBBBBBBBBBBBBBBBBBBBBB2"];
-    if (steady.first.join() !== [a, b].join() || steady.held.join() !== [a, b].join() || steady.resorted.join() !== [b, a].join()
-      || !steady.cue.includes("held in place") || steady.tiny || !steady.focusKept || steady.left !== 0) {
+    const ab = [a, b].join(), ba = [b, a].join();
+    if (steady.first.join() !== ab || steady.settled.join() !== ba || !steady.noCue || steady.held.join() !== ba
+      || !steady.cue.includes("held in place while your pointer or keyboard is on the table") || steady.tiny
+      || steady.resorted.join() !== ab || !steady.focusKept || steady.heldAgain.join() !== ab || steady.released.join() !== ba
+      || steady.left !== 0) {
       throw new Error(`a steady feed: ${JSON.stringify(steady)}`);
     }
+    // The feed's filters are in the URL: a shared link opens the same view.
+    await page.selectOption('#feed-controls select[name="sort"]', "profit");
+    await page.fill('#feed-controls input[name="min_profit"]', "0.5");
+    await page.waitForFunction(() => location.hash.includes("sort=profit") && location.hash.includes("min_profit=0.5"));
+    const shared = await context.newPage();
+    try {
+      await shared.goto(page.url());
+      await shared.locator("#view-feed").waitFor();
+      const got = await shared.evaluate(() => [$('#feed-controls select[name="sort"]').value, $('#feed-controls input[name="min_profit"]').value]);
+      if (got.join() !== "profit,0.5") throw new Error(`a shared feed link opened with ${got}`);
+    } finally {
+      await shared.close();
+    }
+    await page.selectOption('#feed-controls select[name="sort"]', "hf");
+    await page.fill('#feed-controls input[name="min_profit"]', "");
     await page.emulateMedia({ reducedMotion: "reduce" });
     const animation = await row.locator("td.hf").evaluate((td) => { td.classList.add("changed"); return getComputedStyle(td).animationName; });
     await page.emulateMedia({ reducedMotion: "no-preference" });
@@ -595,6 +631,13 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
   }, "#wallet-health svg");
 
   await step("17-events", page, async () => {
+    await go(page, "events");
+    // The search box is in the header on every tab: an owner found from here
+    // opens its account page.
+    await page.fill('#wallet-form input[name="owner"]', owner);
+    await page.click('#wallet-form button[type="submit"]');
+    await page.locator(`#account-owner [title="${owner}"]`).first().waitFor();
+    if (!page.url().includes(`#/wallet?owner=${owner}`)) throw new Error(`the header's search opened ${page.url()}`);
     await go(page, "events");
     await page.selectOption('#events-filter select[name="kind"]', "under");
     await page.click('#events-filter button[type="submit"]');

@@ -432,9 +432,11 @@ async function loadTokens() {
   state.explorerQuery = res.data.explorer_query;
   $("#cluster").textContent = res.data.cluster;
   for (const select of document.querySelectorAll(".pool-filter, #feed-controls select[name=pool]")) {
-    const chosen = select.value;
+    // What was chosen, or what the URL asked for before the list came.
+    const chosen = select.value || select.dataset.wanted || "";
     select.replaceChildren(new Option("any", ""), ...[...state.tokens.values()].map(poolOption));
     select.value = chosen;
+    if (select.value === chosen) delete select.dataset.wanted;
   }
   return res.data;
 }

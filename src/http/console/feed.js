@@ -3,9 +3,10 @@
 // health factor, profit or repay value; filtered by pool and minimum profit;
 // totals of what is shown. A row is updated in place; a cell flashes only on a
 // move that matters (a new row, a health factor moving 1 %, a profit 5 %),
-// never with reduced motion. The order is held between re-sorts (at most every
-// 3 s, or at once when the sort or filters change), so rows do not jump under
-// a reader or a keyboard focus. Paused, events are kept and applied on resume. The browser
+// never with reduced motion. The table is always in its order, except while
+// the reader's pointer is over it or the keyboard's focus is in it: then rows
+// hold their places (and say so), and re-sort the moment it leaves, or at once
+// when the sort or filters change. Paused, events are kept and applied on resume. The browser
 // reconnects with the last event's id and the service replays what was
 // missed; only a `reset` (it could not) clears the rows before its snapshot.
 // On a service reading the chain at processed, the view switch shows the
@@ -18,15 +19,16 @@ const feedData = new Map();
 /** owner → its row. */
 const feedRows = new Map();
 const feed = { updated: null, paused: false, held: [], open: false, source: null, view: "confirmed",
-  order: [], sortedAt: null, resort: false, resortTimer: null };
+  order: [], resort: false, pointerIn: false };
 /** How long a row rolled back says so (a stop's row stays that long). */
 const ROLLED_BACK_MS = 4000;
 
 const profitOf = (d) => (d.liquidation ? BigInt(d.liquidation.profit_value_wad) : 0n);
 const repayOf = (d) => (d.liquidation ? BigInt(d.liquidation.repay_value_wad) : 0n);
 
-/** How often the order may change by itself. */
-const RESORT_MS = 3000;
+/** Whether the reader is on the table: rows must not move under a pointer
+ *  or a keyboard focus. */
+const feedEngaged = () => feed.pointerIn || $("#feed").contains(document.activeElement);
 
 /** Whether `now` moved from `before` by at least `share` of it. */
 const movedBy = (before, now, share) => before === undefined || before === 0n ||
@@ -157,22 +159,17 @@ function renderFeed() {
   }[sort];
   shown.sort(order);
   const ideal = shown.map((d) => d.owner);
-  const now = Date.now();
-  // Between re-sorts the rows keep their places; a new one enters at its
-  // sorted place among them.
+  // While the reader is on the table the rows keep their places; a new one
+  // enters at its sorted place among them.
   let owners = ideal;
-  if (!feed.resort && now - (feed.sortedAt ?? 0) < RESORT_MS) owners = heldOrder(feed.order, ideal);
-  else {
-    feed.sortedAt = now;
-    feed.resort = false;
-  }
+  if (!feed.resort && feedEngaged()) owners = heldOrder(feed.order, ideal);
+  feed.resort = false;
   feed.order = owners;
   const outOfOrder = owners.filter((o, i) => o !== ideal[i]).length;
   const cue = $("#feed-order");
   cue.hidden = outOfOrder === 0;
-  cue.textContent = `${count(outOfOrder)} rows held in place; re-sorting within ${RESORT_MS / 1000} s`;
-  clearTimeout(feed.resortTimer);
-  if (outOfOrder) feed.resortTimer = setTimeout(scheduleFeed, feed.sortedAt + RESORT_MS - now + 10);
+  cue.textContent = `${count(outOfOrder)} ${outOfOrder === 1 ? "row" : "rows"} held in place while your pointer or keyboard ` +
+    "is on the table; they re-sort when it leaves";
   const body = $("#feed tbody");
   const rows = owners.map((o) => feedRow(feedData.get(o)));
   // Moved only where the order changed: rows in place keep their state, and
@@ -342,9 +339,45 @@ $("#feed-controls").addEventListener("input", (event) => {
   // Asked for: the new order at once.
   feed.resort = true;
   scheduleFeed();
+  keepFeedFilters();
 });
-$("#feed-controls").addEventListener("submit", (event) => event.preventDefault());
 
-views.set("feed", () => scheduleFeed());
+/** The feed's filters in the URL, so that a view can be shared. */
+function keepFeedFilters() {
+  const form = $("#feed-controls");
+  setParams({ view: form.view.value === "confirmed" ? "" : form.view.value, sort: form.sort.value === "hf" ? "" : form.sort.value,
+    pool: form.pool.value, min_profit: form.min_profit.value });
+}
+
+/** The filters a URL names, set on the controls (a pool waits for the list). */
+function applyFeedFilters(params) {
+  const form = $("#feed-controls");
+  const sort = params.get("sort") ?? "hf";
+  if ([...form.sort.options].some((o) => o.value === sort)) form.sort.value = sort;
+  const pool = params.get("pool") ?? "";
+  form.pool.dataset.wanted = isPubkey(pool) ? pool : "";
+  if ([...form.pool.options].some((o) => o.value === pool)) form.pool.value = pool;
+  const minProfit = params.get("min_profit") ?? "";
+  form.min_profit.value = /^\d+(\.\d{1,2})?$/.test(minProfit) ? minProfit : "";
+  const view = params.get("view") ?? "confirmed";
+  const option = [...form.view.options].find((o) => o.value === view);
+  if (option && !option.disabled && view !== feed.view) {
+    form.view.value = view;
+    form.view.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  feed.resort = true;
+}
+$("#feed-controls").addEventListener("submit", (event) => event.preventDefault());
+// Leaving the table, by pointer or keyboard, lets the held rows re-sort.
+$("#feed").addEventListener("pointerenter", () => { feed.pointerIn = true; });
+$("#feed").addEventListener("pointerleave", () => { feed.pointerIn = false; scheduleFeed(); });
+$("#feed").addEventListener("focusout", (event) => { if (!$("#feed").contains(event.relatedTarget)) scheduleFeed(); });
+
+views.set("feed", (params) => {
+  // A shared link sets the filters; the tab alone keeps the reader's.
+  if ([...params.keys()].length) applyFeedFilters(params);
+  else keepFeedFilters();
+  scheduleFeed();
+});
 // Symbols and decimals first, so the first rows already show token amounts.
 loadTokens().catch(() => {}).finally(() => { openFeed(); renderFeed(); });

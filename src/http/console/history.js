@@ -237,7 +237,8 @@ function drawWallet(owner, points, events, from, to) {
   if (walletView.values) walletView.values.update(values); else walletView.values = chart($("#wallet-values"), values);
 }
 
-// One search box for a wallet, a pool or a position account: the service
+// One search box (in the header, on every tab) for a wallet, a pool or a
+// position account: the service
 // says which (GET /api/addresses/{address}); unreachable, a listed pool is
 // still known here, and anything else opens as a wallet.
 $("#wallet-form").addEventListener("submit", async (event) => {
@@ -254,12 +255,18 @@ $("#wallet-form").addEventListener("submit", async (event) => {
     location.hash = "#/pools";
     return;
   }
-  // A position's opens its owner's account, the position's row marked.
+  // A position's opens its owner's account, the position's row marked; from
+  // whatever tab the box was used on.
   const position = kind === "position" ? address : "";
   const owner = kind === "position" ? res.data.owner : address;
   Object.assign(walletView, { owner, position });
-  setParams({ owner, position, range: walletView.range });
-  loadWallet();
+  if (route().name === "wallet") {
+    setParams({ owner, position, range: walletView.range });
+    loadWallet();
+  } else {
+    const query = new URLSearchParams(Object.entries({ owner, position, range: walletView.range }).filter(([, v]) => v));
+    location.hash = `#/wallet?${query}`;
+  }
 });
 views.set("wallet", (params) => {
   const owner = params.get("owner") ?? walletView.owner;
