@@ -90,24 +90,46 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memmem::find(haystack, needle)
 }
 
-/// One round: the first and the last event after `started`, and how many came,
-/// where the round ends after `quiet` without an event.
+/// One round: the first and the last candidate event after `started`, and
+/// how many came, where the round ends after `quiet` without one. Only
+/// `candidate_*` events count; a `resync` or `reset` ends the run loudly, since
+/// a reader the service dropped (or could not resume) would time the drop, not
+/// the feed.
 pub async fn round(
     rx: &mut UnboundedReceiver<Event>,
     started: Instant,
     quiet: Duration,
 ) -> Option<(Duration, Duration, usize)> {
-    let first = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .ok()??
-        .at;
+    let first = loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .ok()??;
+        if is_candidate(&event) {
+            break event.at;
+        }
+    };
     let mut last = first;
     let mut events = 1;
     while let Ok(Some(event)) = tokio::time::timeout(quiet, rx.recv()).await {
-        last = event.at;
-        events += 1;
+        if is_candidate(&event) {
+            last = event.at;
+            events += 1;
+        }
     }
     Some((first - started, last - started, events))
+}
+
+/// Whether an event is a candidate's; the feed's own news ends the run.
+fn is_candidate(event: &Event) -> bool {
+    if matches!(event.name.as_str(), "resync" | "reset") {
+        eprintln!(
+            "the feed sent `{}` (id {:?}): this reader was dropped or could not resume, so the round \
+             would time that, not the feed; raise cache.subscriber_max_lag_bytes or read faster",
+            event.name, event.id
+        );
+        std::process::exit(2);
+    }
+    event.name.starts_with("candidate_")
 }
 
 /// Median and nearest-rank p99 (with fewer than 100 rounds, the slowest).
