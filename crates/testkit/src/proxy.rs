@@ -1,8 +1,9 @@
 //! A TCP proxy in front of a test's peer (surfpool's websocket or its HTTP RPC,
 //! PostgreSQL, a gRPC node) to cut connections, refuse new ones (accepted
 //! and closed: `down`; or nothing listening at all, as a killed process:
-//! `close`), freeze them (no close, nothing delivered either way), or, on a
-//! websocket, duplicate and reorder what the server sends.
+//! `close`), freeze them (no close, nothing delivered either way), slow what
+//! the server sends to a link's rate (`throttle`), or, on a websocket,
+//! duplicate and reorder what the server sends.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 pub struct TcpProxy {
     /// The proxy's address, in the upstream's scheme (`ws://`, `http://`, or
@@ -39,6 +41,8 @@ struct State {
     messing: bool,
     /// One per live connection: send true to freeze it; dropped to cut it.
     connections: Vec<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
+    /// Bytes a second new connections carry from the server to the client.
+    throttle: Option<u64>,
     /// New connections go here instead (`host:port`), once set.
     retargeted: Option<String>,
     /// The accept loop, while listening.
@@ -82,10 +86,10 @@ impl TcpProxy {
         let task = tokio::task::spawn_local(async move {
             while let Ok((client, _)) = listener.accept().await {
                 accepts.fetch_add(1, Ordering::SeqCst);
-                let (refusing, messing, pausing, to) = {
+                let (refusing, messing, pausing, throttle, to) = {
                     let s = accepting.lock().unwrap();
                     let to = s.retargeted.clone().unwrap_or_else(|| target.clone());
-                    (s.refusing, s.messing, s.pausing, to)
+                    (s.refusing, s.messing, s.pausing, s.throttle, to)
                 };
                 if refusing {
                     drop(client);
@@ -100,6 +104,7 @@ impl TcpProxy {
                     server,
                     frozen,
                     messing.then(|| counting.clone()),
+                    throttle,
                 ));
                 accepting.lock().unwrap().connections.push((freeze, task));
             }
@@ -171,6 +176,13 @@ impl TcpProxy {
         }
     }
 
+    /// From the next connection on, what the server sends reaches the client
+    /// at `bytes_per_second` at most (a slower link than loopback: what the
+    /// client has not taken waits in the server's socket, then its queue).
+    pub fn throttle(&self, bytes_per_second: u64) {
+        self.state.lock().unwrap().throttle = Some(bytes_per_second.max(1));
+    }
+
     /// From the next connection on, every notification the server sends
     /// arrives twice, and each one after the one that follows it.
     pub fn mess(&self) {
@@ -183,19 +195,32 @@ async fn pipe(
     server: TcpStream,
     frozen: watch::Receiver<bool>,
     messing: Option<Arc<AtomicUsize>>,
+    throttle: Option<u64>,
 ) {
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let up = copy(client_read, server_write, frozen.clone());
+    let up = copy(client_read, server_write, frozen.clone(), None);
     if let Some(count) = messing {
         tokio::join!(up, mess(server_read, client_write, count));
     } else {
-        tokio::join!(up, copy(server_read, client_write, frozen));
+        tokio::join!(up, copy(server_read, client_write, frozen, throttle));
     }
 }
 
-async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut frozen: watch::Receiver<bool>) {
-    let mut buf = vec![0u8; 16 * 1024];
+async fn copy(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut frozen: watch::Receiver<bool>,
+    throttle: Option<u64>,
+) {
+    // Throttled, it takes at most 10 ms of the rate at a time, and each
+    // piece leaves once the link has carried the one before (an idle link
+    // banks no credit).
+    let size = throttle.map_or(16 * 1024, |rate| {
+        (rate / 100).clamp(512, 16 * 1024) as usize
+    });
+    let mut buf = vec![0u8; size];
+    let mut free_at = Instant::now();
     loop {
         let n = match from.read(&mut buf).await {
             Ok(0) | Err(_) => return,
@@ -207,6 +232,10 @@ async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut frozen: watch
             if frozen.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
+        }
+        if let Some(rate) = throttle {
+            free_at = free_at.max(Instant::now()) + Duration::from_secs_f64(n as f64 / rate as f64);
+            tokio::time::sleep_until(free_at).await;
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;

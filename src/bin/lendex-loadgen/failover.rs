@@ -6,66 +6,11 @@
 //! the move, and checks each against a reference stream on a replica that
 //! lives: the same events, each once, no reset, no second snapshot.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{connect, key, market};
-
-/// What one subscriber received.
-#[derive(Default)]
-struct Seen {
-    /// Live events by id (tick, place): (name, when received, how often).
-    events: BTreeMap<(u64, u64), (String, Instant, u32)>,
-    first_snapshot: Option<u64>,
-    snapshots: u32,
-    resets: u32,
-    /// Dropped by its replica for falling behind (then resumed).
-    resyncs: u32,
-    connects: u32,
-}
-
-/// Follows `url`'s feed until `stop` with the typed client's feed, which
-/// reconnects with the last id by itself.
-fn follow(url: String, stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<Mutex<Seen>> {
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let state = seen.clone();
-    actix_rt::spawn(async move {
-        let lendex = lendex_client::Client::with_http(&url, reqwest::Client::new());
-        let mut feed = lendex.feed(&lendex_client::Query::new());
-        // The connection whose snapshot was counted.
-        let mut snapshot_of = 0;
-        while let Some(event) = feed.next_unless(&stop).await {
-            let Ok(event) = event else { break };
-            let at = Instant::now();
-            let mut s = state.lock().unwrap();
-            s.connects = feed.connects() as u32;
-            match event.name.as_str() {
-                "reset" => s.resets += 1,
-                "resync" => s.resyncs += 1,
-                _ => {}
-            }
-            let Some(id) = event.event_id() else {
-                continue;
-            };
-            let Some(idx) = id.place_in_tick() else {
-                // A snapshot's event: counted once a connection.
-                if snapshot_of != feed.connects() {
-                    snapshot_of = feed.connects();
-                    s.snapshots += 1;
-                    s.first_snapshot.get_or_insert(id.tick());
-                }
-                continue;
-            };
-            let tick = id.tick();
-            s.events
-                .entry((tick, idx))
-                .and_modify(|e| e.2 += 1)
-                .or_insert((event.name, at, 1));
-        }
-    });
-    seen
-}
+use crate::follow::{Seen, follow};
+use crate::{connect, market};
 
 pub async fn run(
     url: &str,
@@ -93,20 +38,7 @@ pub async fn run(
     // The move, and the kill while its frames go out.
     let base = market::pool_price(0);
     let moved_at = Instant::now();
-    let tx = db.transaction().await.unwrap();
-    tx.execute(
-        "UPDATE pools SET oracle_price = $1 WHERE cluster = 'localnet' AND pool_address = $2",
-        &[&(base * percent / 100), &key("load pool 0")],
-    )
-    .await
-    .unwrap();
-    let tick: i64 = tx
-        .query_one("SELECT lendex_feed_tick()", &[])
-        .await
-        .unwrap()
-        .get(0);
-    tx.commit().await.unwrap();
-    let tick = tick as u64;
+    let tick = market::move_pool_0(&mut db, base * percent / 100).await;
     tokio::time::sleep(kill_after).await;
     let killed = Instant::now();
     let status = std::process::Command::new("kill")
@@ -117,13 +49,7 @@ pub async fn run(
 
     // The move's events as the reference saw them; every subscriber must
     // come to hold the same.
-    let wanted = |s: &Seen| -> Vec<(u64, u64)> {
-        s.events
-            .keys()
-            .filter(|(t, _)| *t == tick)
-            .copied()
-            .collect()
-    };
+    let wanted = |s: &Seen| s.of_tick(tick);
     let deadline = Instant::now() + Duration::from_secs(60);
     let expected = loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -146,13 +72,13 @@ pub async fn run(
         resynced += usize::from(s.resyncs > 0);
         let got = wanted(&s);
         let twice = s.events.values().filter(|e| e.2 > 1).count();
-        if got != expected || s.resets > 0 || s.snapshots != 1 || twice > 0 {
+        if got != expected || s.resets > 0 || s.snapshots.len() != 1 || twice > 0 {
             bad.push(format!(
                 "subscriber {i}: {} of {} events, {} resets, {} snapshots, {twice} twice",
                 got.len(),
                 expected.len(),
                 s.resets,
-                s.snapshots
+                s.snapshots.len()
             ));
         }
         for ((t, _), (_, at, _)) in &s.events {
@@ -164,12 +90,8 @@ pub async fn run(
     let last_reference = truth
         .lock()
         .unwrap()
-        .events
-        .iter()
-        .filter(|((t, _), _)| *t == tick)
-        .map(|(_, (_, at, _))| *at - moved_at)
-        .max()
-        .unwrap_or_default();
+        .last_of_tick(tick)
+        .map_or(Duration::ZERO, |at| at - moved_at);
     println!(
         "move of {} events (tick {tick}); {moved} of {streams} subscribers reconnected \
          ({resynced} of them dropped for falling behind, the rest by the kill); \

@@ -24,9 +24,11 @@ mod baselines;
 mod chain;
 mod failover;
 mod feed;
+mod follow;
 mod forks;
 mod history;
 mod market;
+mod slow_link;
 mod sources;
 mod wire;
 use lendex::domain::wad::WAD;
@@ -246,6 +248,20 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         kill_after_ms: u64,
     },
+    /// Subscribers on links of `links_mb` MB/s each (a throttling proxy), and
+    /// one on loopback, while pool 0 sinks every owner and lifts them back,
+    /// `rounds` times: whether each is dropped, resumes or resets, and when
+    /// it holds the state after the move.
+    SlowLink {
+        #[arg(long, default_value = "http://127.0.0.1:18080")]
+        api: String,
+        #[arg(long, value_delimiter = ',', default_value = "1,4,16,64")]
+        links_mb: Vec<f64>,
+        #[arg(long, default_value_t = 10)]
+        rounds: usize,
+        #[arg(long, default_value_t = 30)]
+        percent: i64,
+    },
     /// Write `days` of history of `owners` straight into its partitions.
     HistorySeed {
         #[arg(long, default_value_t = 100_000)]
@@ -399,6 +415,12 @@ async fn main() {
             let db = &cli.database_url;
             failover::run(db, &api, &reference, streams, kill_pid, percent, kill_after).await
         }
+        Command::SlowLink {
+            api,
+            links_mb,
+            rounds,
+            percent,
+        } => slow_link::run(&cli.database_url, &api, &links_mb, rounds, percent).await,
         Command::HistorySeed {
             owners,
             days,

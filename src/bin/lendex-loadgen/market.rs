@@ -145,3 +145,22 @@ pub fn pool_account(i: usize, price: i64) -> lendex::domain::accounts::LendingPo
         oracle_expo: Some(-8),
     }
 }
+
+/// Sets pool 0's price in PostgreSQL, as the chain sync would, and returns
+/// the feed tick the change commits at (the tick of its events).
+pub async fn move_pool_0(db: &mut tokio_postgres::Client, price: i64) -> u64 {
+    let tx = db.transaction().await.unwrap();
+    tx.execute(
+        "UPDATE pools SET oracle_price = $1 WHERE cluster = 'localnet' AND pool_address = $2",
+        &[&price, &crate::key("load pool 0")],
+    )
+    .await
+    .unwrap();
+    let tick: i64 = tx
+        .query_one("SELECT lendex_feed_tick()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    tx.commit().await.unwrap();
+    tick as u64
+}
