@@ -29,7 +29,7 @@ pub async fn run(
         .collect();
     let all = || std::iter::once(&truth).chain(followers.iter());
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !all().all(|f| f.lock().unwrap().first_snapshot.is_some()) {
+    while !all().all(|f| !f.lock().unwrap().snapshots.is_empty()) {
         assert!(Instant::now() < deadline, "subscribers did not all connect");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

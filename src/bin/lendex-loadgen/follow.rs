@@ -12,7 +12,6 @@ use std::time::Instant;
 pub struct Seen {
     /// Live events by id (tick, place): (name, when received, how often).
     pub events: BTreeMap<(u64, u64), (String, Instant, u32)>,
-    pub first_snapshot: Option<u64>,
     /// Each connection's snapshot: the tick its state includes, and when its
     /// last event so far arrived.
     pub snapshots: Vec<(u64, Instant)>,
@@ -82,7 +81,6 @@ pub fn follow(url: String, stop: Arc<AtomicBool>) -> Arc<Mutex<Seen>> {
                 if snapshot_of != feed.connects() {
                     snapshot_of = feed.connects();
                     s.snapshots.push((id.tick(), at));
-                    s.first_snapshot.get_or_insert(id.tick());
                 } else if let Some(last) = s.snapshots.last_mut() {
                     last.1 = at;
                 }

@@ -58,10 +58,10 @@ pub async fn run(url: &str, api: &str, links_mb: &[f64], rounds: usize, percent:
         links.push((mb, proxy, seen, Vec::<Round>::new()));
     }
     let all_connected = |links: &[(f64, TcpProxy, Arc<Mutex<Seen>>, Vec<Round>)]| {
-        reference.lock().unwrap().first_snapshot.is_some()
+        !reference.lock().unwrap().snapshots.is_empty()
             && links
                 .iter()
-                .all(|l| l.2.lock().unwrap().first_snapshot.is_some())
+                .all(|l| !l.2.lock().unwrap().snapshots.is_empty())
     };
     let deadline = Instant::now() + Duration::from_secs(120);
     while !all_connected(&links) {
