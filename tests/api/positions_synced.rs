@@ -61,10 +61,10 @@ async fn a_resync_with_unchanged_data_moves_the_row_to_the_top() {
     let mut pools = Vec::new();
     for _ in 0..3 {
         let (pool, _) = t.create_and_register(6, Some(100_000_000), Some(-8)).await;
-        t.put_position(&pool, &owner_key, 1_000_000, 200_000).await;
-        pools.push(pool);
+        let position = t.put_position(&pool, &owner_key, 1_000_000, 200_000).await;
+        pools.push((pool, position.to_string()));
     }
-    for pool in &pools {
+    for (pool, _) in &pools {
         sync(&t, pool, &owner.pubkey()).await;
     }
     // The live source may re-read a position it was told of meanwhile (a
@@ -72,20 +72,38 @@ async fn a_resync_with_unchanged_data_moves_the_row_to_the_top() {
     // compared with the table once both are still.
     assert_served_as_stored(&t.app, &db, &owner.pubkey()).await;
     let first = served(&t.app, &owner.pubkey()).await;
+    let newest_before = first.iter().map(|(_, at)| *at).max().unwrap();
     // The row listed last is synced again, its data unchanged: 200 means
-    // committed, and the answer at once holds the new time, on top.
-    let (last, last_at) = first.last().unwrap().clone();
-    sync(&t, &pools[0], &owner.pubkey()).await;
+    // committed, and the answer at once holds the new time, newer than any
+    // time listed before, so on top of every row not stamped since.
+    let (last, _) = first.last().unwrap().clone();
+    let (pool, _) = pools
+        .iter()
+        .find(|(_, position)| *position == last)
+        .unwrap();
+    sync(&t, pool, &owner.pubkey()).await;
     let at_once = served(&t.app, &owner.pubkey()).await;
-    assert_eq!(at_once[0].0, last, "the answer moved the row to the top");
-    assert!(at_once[0].1 > last_at, "with its new time: {at_once:?}");
-    // The table holds that time for the row (a background re-read of another
-    // row may have stamped it later since: on top is not the table's to say
-    // at this instant), and the answer follows the table.
+    let (place, (_, synced_at)) = at_once
+        .iter()
+        .enumerate()
+        .find(|(_, (address, _))| *address == last)
+        .unwrap();
+    assert!(*synced_at > newest_before, "with its new time: {at_once:?}");
+    // Only a row a background re-read stamped later still may stand above it.
+    assert!(
+        at_once[..place].iter().all(|(_, at)| at >= synced_at),
+        "the answer moved the row to the top: {at_once:?}"
+    );
+    assert!(
+        at_once.windows(2).all(|w| w[0].1 >= w[1].1),
+        "newest first: {at_once:?}"
+    );
+    // The table holds that time for the row (a background re-read may have
+    // stamped it later since), and the answer follows the table.
     let now = stored(&db, &owner.pubkey()).await;
     let row = now.iter().find(|(address, _)| *address == last);
     assert!(
-        row.is_some_and(|(_, at)| *at >= at_once[0].1),
+        row.is_some_and(|(_, at)| at >= synced_at),
         "the database holds the new time: {now:?}, answered {at_once:?}"
     );
     assert_served_as_stored(&t.app, &db, &owner.pubkey()).await;
