@@ -18,8 +18,6 @@ use crate::chain::settings::{ChainSource, RpcConfig};
 use crate::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
 use crate::chain_stream::{SlotReport, Source, StreamDeps, StreamReport, stream_forever};
 use crate::chain_tip::TipRecorder;
-use crate::db::chain_tip::{ChainTip, RecordTip};
-use crate::db::queries;
 use crate::db_writer::Writers;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
@@ -28,6 +26,8 @@ use crate::health_cache::{HealthCache, Reaches, commit};
 use crate::ingest::Ingest;
 use crate::leader_lease::LeaderChanged;
 use crate::settings::SyncConfig;
+use lendex_store::chain_tip::{ChainTip, RecordTip};
+use lendex_store::queries;
 
 /// Pools scanned at once in a reconcile (the RPC gate bounds the requests).
 const PARALLEL_SCANS: usize = 8;

@@ -3,7 +3,7 @@
 //! flight, and the newest slots wait for the next, so a fast-moving tip
 //! costs one small write at a time and never queues behind itself.
 
-use crate::db::chain_tip::ChainTip;
+use lendex_store::chain_tip::ChainTip;
 
 #[derive(Default)]
 pub struct TipRecorder {

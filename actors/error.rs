@@ -6,7 +6,7 @@
 use std::error::Error;
 use std::sync::Arc;
 
-use crate::db::error::DbError;
+use lendex_store::error::DbError;
 
 type Cause = Arc<dyn Error + Send + Sync>;
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio_postgres::{Client, NoTls};
 
-use crate::db::queries;
+use lendex_store::queries;
 
 /// How often a follower tries the lock, and a leader checks its session.
 const EVERY: Duration = Duration::from_secs(1);

@@ -36,5 +36,4 @@ use lendex_domain as domain;
 use lendex_engine as engine;
 use lendex_feed as feed;
 use lendex_ingest as ingest;
-use lendex_store as db;
 use lendex_wire as wire;

@@ -7,7 +7,7 @@
 //! of concurrent uses, exactly one gets the row. The actor also purges expired rows.
 //!
 //! Issuing and spending go through the database writer's auth lane (see
-//! `db::nonces`): its own queue and connection, so spending a nonce runs first,
+//! `lendex_store::nonces`): its own queue and connection, so spending a nonce runs first,
 //! never behind the writes it gates, and concurrent handshakes share one
 //! INSERT or DELETE and one commit per batch. A reply comes after COMMIT: an
 //! issued nonce is durable, and a nonce reported spent is spent for every replica.
@@ -19,10 +19,10 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use rand::RngCore;
 
-use crate::db::nonces;
-use crate::db::queries;
 use crate::db_writer::{Writers, write};
 use crate::error::ActorResult;
+use lendex_store::nonces;
+use lendex_store::queries;
 
 pub struct NonceRegistry {
     /// For the purge.

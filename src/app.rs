@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use actix_web::web;
-use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::{ChainDeps, ChainSync};
@@ -20,7 +19,6 @@ use crate::actors::history::{Flush, HistoryWriter};
 use crate::actors::leader_lease::hold_lease;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
-use crate::db;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::StartError;
 use crate::feed::gate::StreamGate;
@@ -30,6 +28,7 @@ use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
 use crate::ingest::Ingest;
+use crate::store::Store;
 
 /// A started service: the server future to await, where it listens, and the writer
 /// to drain after the server has stopped.
@@ -48,14 +47,14 @@ pub struct Service {
 /// the server starts anyway, reports itself degraded, and migrates once it is up.
 pub async fn start(config: Config) -> Result<Service, StartError> {
     let config = Arc::new(config);
-    let pool = db::connect_pool(&config.database)?;
-    migrate_until_done(pool.clone(), config.auth.super_admin_pubkey.clone()).await?;
+    let store = Store::connect(&config.database)?;
+    migrate_until_done(store.clone(), config.auth.super_admin_pubkey.clone()).await?;
 
     // This replica's name in the NOTIFY of its own writes (sql/functions.sql).
     let origin = format!("{:016x}", rand::random::<u64>());
     let writer = Writers::start(&config.database, &origin)?;
     let nonces = NonceRegistry::new(
-        pool.clone(),
+        store.pool().clone(),
         writer.clone(),
         Duration::from_secs(config.auth.nonce_ttl_seconds),
         config.auth.max_nonces_per_wallet,
@@ -89,12 +88,19 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         rpc_url: &config.rpc.url,
         processed: config.rpc.commitment == crate::domain::forks::Commitment::Processed,
     };
-    let cache = HealthCache::new(pool.clone(), writer.clone(), origin, settings, link, leased);
+    let cache = HealthCache::new(
+        store.pool().clone(),
+        writer.clone(),
+        origin,
+        settings,
+        link,
+        leased,
+    );
     let rendered = cache.rendered();
     let rendered_processed = cache.rendered_processed();
     let cache = cache.start();
     let deps = ChainDeps {
-        db: pool.clone(),
+        db: store.pool().clone(),
         chain: chain.clone(),
         writer: writer.clone(),
         cache: cache.clone(),
@@ -131,7 +137,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     let state = web::Data::new(AppState {
         cluster: config.chain.cluster,
         ingest,
-        db: pool,
+        store,
         writer: writer.clone(),
         nonces,
         chain,
@@ -212,7 +218,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
 /// History's writer on a thread of its own with connections of its own: what
 /// it encodes and copies never holds up the health cache or the feed.
 fn start_history_writer(config: &Config) -> Result<Addr<HistoryWriter>, StartError> {
-    let db = db::connect_pool(&crate::config::DatabaseConfig {
+    let own = Store::connect(&crate::config::DatabaseConfig {
         pool_size: 2,
         ..config.database.clone()
     })?;
@@ -220,7 +226,7 @@ fn start_history_writer(config: &Config) -> Result<Addr<HistoryWriter>, StartErr
     let arbiter = actix::Arbiter::new();
     Ok(HistoryWriter::start_in_arbiter(
         &arbiter.handle(),
-        move |_| HistoryWriter::new(db, cluster, &history),
+        move |_| HistoryWriter::new(own.pool().clone(), cluster, &history),
     ))
 }
 
@@ -249,8 +255,8 @@ async fn stop_signal() {
 
 /// Migrates now if the database answers; otherwise keeps retrying in the background
 /// so the service can start degraded. A migration that fails on SQL is fatal.
-async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), StartError> {
-    match db::migrate::run(&pool, &super_admin).await {
+async fn migrate_until_done(store: Store, super_admin: String) -> Result<(), StartError> {
+    match store.migrate(&super_admin).await {
         Ok(applied) => {
             if !applied.is_empty() {
                 tracing::info!(?applied, "migrations applied");
@@ -262,7 +268,7 @@ async fn migrate_until_done(pool: Pool, super_admin: String) -> Result<(), Start
             actix_rt::spawn(async move {
                 loop {
                     tokio::time::sleep(Duration::from_secs(2)).await;
-                    match db::migrate::run(&pool, &super_admin).await {
+                    match store.migrate(&super_admin).await {
                         Ok(_) => {
                             tracing::info!("database reachable; migrations done");
                             break;

@@ -236,9 +236,9 @@ impl ResponseError for ApiError {
 
 /// The store's two failures: the database away (503) or ours (500), the
 /// cause kept for the log (docs/design.md §4.17).
-impl From<crate::db::error::DbError> for ApiError {
-    fn from(err: crate::db::error::DbError) -> Self {
-        use crate::db::error::DbError;
+impl From<crate::store::error::DbError> for ApiError {
+    fn from(err: crate::store::error::DbError) -> Self {
+        use crate::store::error::DbError;
         match err {
             DbError::Unavailable(cause) => ApiError::database(cause),
             DbError::Failed(cause) => ApiError::internal(cause),
@@ -256,20 +256,6 @@ impl From<crate::actors::error::ActorError> for ApiError {
             ActorError::Rpc(cause) => ApiError::rpc(cause),
             ActorError::Internal(cause) => ApiError::internal(cause),
         }
-    }
-}
-
-/// Statements run outside the store (health, the lease) are judged as the
-/// store judges them.
-impl From<tokio_postgres::Error> for ApiError {
-    fn from(err: tokio_postgres::Error) -> Self {
-        crate::db::error::DbError::from(err).into()
-    }
-}
-
-impl From<deadpool_postgres::PoolError> for ApiError {
-    fn from(err: deadpool_postgres::PoolError) -> Self {
-        crate::db::error::DbError::from(err).into()
     }
 }
 
@@ -336,9 +322,9 @@ pub enum StartError {
     #[error("bad configuration: {0}")]
     Config(String),
     #[error(transparent)]
-    Database(#[from] crate::db::error::SetupError),
+    Database(#[from] crate::store::error::SetupError),
     #[error("migration failed: {0}")]
-    Migration(#[source] crate::db::error::DbError),
+    Migration(#[source] crate::store::error::DbError),
     #[error("cannot listen on {bind}: {source}")]
     Listen {
         bind: String,

@@ -43,6 +43,6 @@ pub use lendex_feed as feed;
 /// Chain reads into index writes, pure (`crates/ingest`).
 pub use lendex_ingest as ingest;
 /// PostgreSQL at the edge: migrations, queries, writes, the change log (`crates/store`).
-pub use lendex_store as db;
+pub use lendex_store as store;
 /// Every request and response body, a crate of its own (`crates/wire`).
 pub use lendex_wire as wire;

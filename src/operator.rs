@@ -3,18 +3,19 @@
 //! `system`, through the same write commands the server uses.
 
 use crate::config::Config;
-use crate::db::{self, chain_writes, queries, writes};
 use crate::domain::accounts::mint_decimals;
 use crate::domain::enums::Role;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::CliResult;
+use crate::store::reads::{admins, pools};
+use crate::store::{Store, chain_writes, writes};
 
 /// The actor recorded for operator changes.
 pub const SYSTEM_ACTOR: &str = "system";
 
 pub async fn migrate(config: &Config) -> CliResult {
-    let pool = db::connect_pool(&config.database)?;
-    let applied = db::migrate::run(&pool, &config.auth.super_admin_pubkey).await?;
+    let store = Store::connect(&config.database)?;
+    let applied = store.migrate(&config.auth.super_admin_pubkey).await?;
     if applied.is_empty() {
         println!("schema up to date");
     } else {
@@ -45,14 +46,14 @@ pub async fn admin_add(
 ) -> CliResult {
     parse_pubkey(pubkey).map_err(|e| format!("bad pubkey: {e}"))?;
     let role = Role::parse(role).ok_or("role must be pool_admin or super_admin")?;
-    let pool = migrated_pool(config).await?;
+    let store = migrated_store(config).await?;
     let cmd = writes::AddAdmin {
         pubkey: pubkey.to_string(),
         role,
         label,
         actor: SYSTEM_ACTOR.to_string(),
     };
-    writes::apply_now(&pool, &cmd)
+    writes::apply_now(store.pool(), &cmd)
         .await
         .map_err(|e| e.to_string())?;
     println!("{pubkey} is an active {role}");
@@ -60,12 +61,12 @@ pub async fn admin_add(
 }
 
 pub async fn admin_revoke(config: &Config, pubkey: &str) -> CliResult {
-    let pool = migrated_pool(config).await?;
+    let store = migrated_store(config).await?;
     let cmd = writes::RevokeAdmin {
         pubkey: pubkey.to_string(),
         actor: SYSTEM_ACTOR.to_string(),
     };
-    if writes::apply_now(&pool, &cmd)
+    if writes::apply_now(store.pool(), &cmd)
         .await
         .map_err(|e| e.to_string())?
     {
@@ -77,18 +78,13 @@ pub async fn admin_revoke(config: &Config, pubkey: &str) -> CliResult {
 }
 
 pub async fn admin_list(config: &Config) -> CliResult {
-    let pool = migrated_pool(config).await?;
-    let client = pool.get().await.map_err(|e| e.to_string())?;
-    let rows = client
-        .query(queries::LIST_ALL_ADMINS, &[])
-        .await
-        .map_err(|e| e.to_string())?;
+    let store = migrated_store(config).await?;
+    let all = admins::all(&store).await.map_err(|e| e.to_string())?;
     println!(
         "{:<44}  {:<11}  {:<8}  {:<20}  label",
         "pubkey", "role", "state", "added_by"
     );
-    for admin in rows.iter().map(crate::db::rows::admin) {
-        let admin = admin?;
+    for admin in all {
         let state = if admin.revoked_at.is_some() {
             "revoked"
         } else {
@@ -111,20 +107,16 @@ pub async fn admin_list(config: &Config) -> CliResult {
 /// stored decimals that differ (the recovery for legacy rows defaulted to 9).
 /// Prints each change; fails if some mint could not be read.
 pub async fn repair_decimals(config: &Config) -> CliResult {
-    let pool = migrated_pool(config).await?;
+    let store = migrated_store(config).await?;
     let cluster = config.chain.cluster.as_str();
-    let rows = {
-        let client = pool.get().await.map_err(|e| e.to_string())?;
-        client
-            .query(queries::LIST_POOL_DECIMALS, &[&cluster])
-            .await
-            .map_err(|e| e.to_string())?
-    };
+    let rows = pools::decimals(&store, cluster)
+        .await
+        .map_err(|e| e.to_string())?;
     let rpc = crate::chain::rpc::gated_client(&config.rpc);
     let mut mints = Vec::with_capacity(rows.len());
     for row in &rows {
         mints.push(
-            parse_pubkey(row.get("token_mint"))
+            parse_pubkey(&row.token_mint)
                 .map_err(|e| format!("stored mint is not a pubkey: {e}"))?,
         );
     }
@@ -133,8 +125,7 @@ pub async fn repair_decimals(config: &Config) -> CliResult {
         .map_err(|e| format!("rpc unavailable: {e}"))?;
     let (mut fixed, mut unreadable) = (0, 0);
     for (row, read) in rows.iter().zip(reads) {
-        let address: String = row.get("pool_address");
-        let stored: i16 = row.get("decimals");
+        let (address, stored) = (row.pool_address.clone(), row.decimals);
         let Some(decimals) = read
             .account
             .as_ref()
@@ -142,7 +133,7 @@ pub async fn repair_decimals(config: &Config) -> CliResult {
         else {
             println!(
                 "{address}: mint {} is not a readable SPL mint; left at {stored}",
-                row.get::<_, &str>("token_mint")
+                row.token_mint
             );
             unreadable += 1;
             continue;
@@ -153,7 +144,7 @@ pub async fn repair_decimals(config: &Config) -> CliResult {
                 pool_address: address.clone(),
                 decimals,
             };
-            writes::apply_now(&pool, &cmd)
+            writes::apply_now(store.pool(), &cmd)
                 .await
                 .map_err(|e| e.to_string())?;
             println!("{address}: decimals {stored} -> {decimals}");
@@ -170,8 +161,8 @@ pub async fn repair_decimals(config: &Config) -> CliResult {
     Ok(())
 }
 
-async fn migrated_pool(config: &Config) -> CliResult<deadpool_postgres::Pool> {
-    let pool = db::connect_pool(&config.database)?;
-    db::migrate::run(&pool, &config.auth.super_admin_pubkey).await?;
-    Ok(pool)
+async fn migrated_store(config: &Config) -> CliResult<Store> {
+    let store = Store::connect(&config.database)?;
+    store.migrate(&config.auth.super_admin_pubkey).await?;
+    Ok(store)
 }

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use super::{Registered, StreamDeps, commit_slots};
 use crate::chain::source::AccountUpdate;
-use crate::db::chain_writes::AccountWrite;
-use crate::db::chain_writes::SyncPosition;
-use crate::db::registered::held_position;
 use crate::error::ActorResult;
 use crate::ingest::{Streamed, latest};
+use lendex_store::chain_writes::AccountWrite;
+use lendex_store::chain_writes::SyncPosition;
+use lendex_store::registered::held_position;
 
 pub(super) async fn apply(
     deps: &StreamDeps,

@@ -37,14 +37,14 @@ use crate::chain::grpc::{self, Resume};
 use crate::chain::source::{AccountUpdate, Backoff, Ended, StreamEvent, wait_out};
 use crate::chain::websocket;
 use crate::chain_reader::{ChainReader, GetSlot};
-use crate::db::chain_writes::{AccountWrite, SlotWrites};
-use crate::db::registered::is_registered;
 use crate::db_writer::Writers;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ActorResult;
 use crate::health_cache::{HealthCache, Reaches, commit};
 use crate::ingest::{Ingest, by_slot};
+use lendex_store::chain_writes::{AccountWrite, SlotWrites};
+use lendex_store::registered::is_registered;
 
 /// Updates gathered into one batch: what arrives within 20 ms, at most 100
 /// accounts. A gRPC batch ends at once at the status of its last slot (a

@@ -1,6 +1,6 @@
 //! The processed overlay, published (docs/design.md §15): what the slot tree
 //! holds of the best chain, as index writes laid over the confirmed view in
-//! PostgreSQL (`db::overlay`), so that every replica serves the same
+//! PostgreSQL (`lendex_store::overlay`), so that every replica serves the same
 //! processed view in the one order. Published as a difference from what was
 //! laid: at once when the source pauses, at most `PUBLISH_EVERY` apart while
 //! it does not. A new leader's first publication takes back whatever the
@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 
 use super::{Registered, StreamDeps};
 use crate::chain::source::AccountUpdate;
-use crate::db::chain_writes::{AccountWrite, SyncPosition};
-use crate::db::overlay::{self, PublishOverlay};
-use crate::db::registered::held_position;
 use crate::domain::forks::SlotTree;
 use crate::domain::pubkey::Pubkey;
 use crate::error::{ActorError, ActorResult};
 use crate::health_cache::{Reaches, commit};
 use crate::ingest::Streamed;
+use lendex_store::chain_writes::{AccountWrite, SyncPosition};
+use lendex_store::overlay::{self, PublishOverlay};
+use lendex_store::registered::held_position;
 
 /// While updates keep coming, the overlay is published at most this far apart.
 pub(super) const PUBLISH_EVERY: Duration = Duration::from_millis(20);
@@ -79,7 +79,7 @@ impl Publisher {
                     .db
                     .get()
                     .await
-                    .map_err(crate::db::error::DbError::from)?;
+                    .map_err(lendex_store::error::DbError::from)?;
                 let held = overlay::accounts(&**client, deps.ingest.cluster).await?;
                 held.into_iter().map(|account| (account, (0, 0))).collect()
             }

@@ -14,10 +14,10 @@ use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use crate::db::error::{DbError, DbResult};
-use crate::db::queries;
-use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ActorError, ActorResult};
+use lendex_store::error::{DbError, DbResult};
+use lendex_store::queries;
+use lendex_store::writes::{Lane, WriteCommand};
 
 /// A queued write with its reply channel, its output type erased.
 pub(super) trait QueuedWrite: Send {

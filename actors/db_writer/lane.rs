@@ -6,9 +6,9 @@
 //!
 //! Time is bounded: a stalled database answers 503 `database unavailable`
 //! within `database.write_timeout_ms` (5 s by default), shared out by
-//! `db::WriteBudget`: a write that waited in the queue past its share is
+//! `lendex_store::WriteBudget`: a write that waited in the queue past its share is
 //! answered 503 and never applied; the connection's own lock_timeout and
-//! statement_timeout (`db::writer_pool`) end a stalled statement inside the
+//! statement_timeout (`lendex_store::writer_pool`) end a stalled statement inside the
 //! run share, and a batch that still overruns it is abandoned with its
 //! connection, so PostgreSQL rolls it back.
 
@@ -19,9 +19,9 @@ use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::batch::{Pending, QueuedWrite, apply_batch};
-use crate::db::WriteBudget;
-use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ActorError, ActorResult};
+use lendex_store::WriteBudget;
+use lendex_store::writes::{Lane, WriteCommand};
 
 /// Most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -100,7 +100,7 @@ pub struct LaneWriter {
 }
 
 impl LaneWriter {
-    /// `pool` is the lane's own (see `db::writer_pool`), made with the same budget.
+    /// `pool` is the lane's own (see `lendex_store::writer_pool`), made with the same budget.
     pub fn new(lane: Lane, pool: Pool, budget: WriteBudget) -> LaneWriter {
         LaneWriter {
             pool,

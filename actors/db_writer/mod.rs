@@ -2,7 +2,7 @@
 //! allowlist and the audit log goes through it. (Handshake nonces are the nonce
 //! registry's own: spending one is an authentication step, see there.)
 //!
-//! Writes go to one of four lanes by concern (`db::writes::Lane`): each lane
+//! Writes go to one of four lanes by concern (`lendex_store::writes::Lane`): each lane
 //! is an actor with its own queue and connection (`lane.rs`), so a stall on one
 //! table never holds up the others. A lane batches what queues up while it
 //! commits (group commit) and applies a batch in one transaction, runs of a
@@ -18,11 +18,11 @@ use actix::prelude::*;
 
 pub use lane::{Drain, LaneStats, LaneWriter, Write};
 
-use crate::db::WriteBudget;
-use crate::db::error::SetupError;
-use crate::db::settings::DatabaseConfig;
-use crate::db::writes::{Lane, WriteCommand};
 use crate::error::{ActorError, ActorResult};
+use lendex_store::WriteBudget;
+use lendex_store::error::SetupError;
+use lendex_store::settings::DatabaseConfig;
+use lendex_store::writes::{Lane, WriteCommand};
 
 /// The four lanes, for handlers and actors to write through.
 #[derive(Clone)]
@@ -39,7 +39,7 @@ impl Writers {
     pub fn start(cfg: &DatabaseConfig, origin: &str) -> Result<Writers, SetupError> {
         let budget = WriteBudget::of(Duration::from_millis(cfg.write_timeout_ms));
         let lane = |lane: Lane| -> Result<Addr<LaneWriter>, SetupError> {
-            let pool = crate::db::writer_pool(cfg, budget, origin)?;
+            let pool = lendex_store::writer_pool(cfg, budget, origin)?;
             Ok(LaneWriter::new(lane, pool, budget).start())
         };
         Ok(Writers {

@@ -14,7 +14,6 @@ use super::listening::Listening;
 use super::messages::DatabaseNotice;
 use super::read_queue::{ReadQueue, Waiter};
 use super::write_back::{Pace, WriteBack};
-use crate::db::listen::listen_forever;
 use crate::db_writer::Writers;
 use crate::domain::forks::Commitment;
 use crate::engine::Engine;
@@ -22,6 +21,7 @@ use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
 use crate::feed::render::{self, Answer};
 use crate::settings::{CacheConfig, HealthConfig};
+use lendex_store::listen::listen_forever;
 
 /// How often subscribers whose connection closed are let go.
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
@@ -58,7 +58,7 @@ pub struct HealthCache {
     pub(super) db: Pool,
     writer: Writers,
     database_url: String,
-    /// This replica's name in the NOTIFY of its own borrows (see `db::listen`).
+    /// This replica's name in the NOTIFY of its own borrows (see `lendex_store::listen`).
     origin: String,
     pub(super) cluster: &'static str,
     /// Appended to explorer links of this cluster (GET /api/pools/status).
@@ -108,7 +108,7 @@ pub struct Settings<'a> {
 
 impl HealthCache {
     /// Reads with `db`, writes health factors through `writer`; `origin` names
-    /// this replica's writes (see `db::listen`); `leased`: the replicas
+    /// this replica's writes (see `lendex_store::listen`); `leased`: the replicas
     /// contend for the ingester lease, and its holder alone writes the
     /// health factors (it says so with `LeaderChanged`); the rest comes from
     /// `settings`.
@@ -304,7 +304,7 @@ impl Actor for HealthCache {
             let (db, keep) = (act.db.clone(), act.log_keep_seconds);
             ctx.spawn(
                 async move {
-                    if let Err(e) = crate::db::feed_log::prune(&db, keep).await {
+                    if let Err(e) = lendex_store::feed_log::prune(&db, keep).await {
                         tracing::warn!(error = %e, "change log not pruned; will retry");
                     }
                 }

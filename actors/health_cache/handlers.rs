@@ -9,7 +9,6 @@ use super::actor::{HealthCache, not_loaded};
 use super::messages::*;
 use super::read_queue::{Need, earliest};
 use super::write_back::Pace;
-use crate::db::listen::Notice;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
@@ -19,6 +18,7 @@ use crate::error::ActorResult;
 use crate::feed::poll_answers::{Body, OwnerBody, now_seconds};
 use crate::feed::render;
 use crate::feed::subscriber::FeedStream;
+use lendex_store::listen::Notice;
 
 impl Handler<LoadAll> for HealthCache {
     type Result = ResponseFuture<ActorResult<()>>;
@@ -86,7 +86,7 @@ impl HealthCache {
     fn listening_is(&mut self, up: bool, ctx: &mut Context<Self>) {
         // The first LISTEN came up after a load had begun (start stopped waiting
         // for it): what was announced in between is unknown. Later reconnects
-        // say so on their own (db::listen).
+        // say so on their own (lendex_store::listen).
         let first = self.listening.set(up);
         if first && (self.ready || self.reads.running()) {
             self.resync(ctx);

@@ -7,7 +7,6 @@ use actix::prelude::*;
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::db::listen::Notice;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
@@ -18,6 +17,7 @@ use crate::feed::poll_answers::Body;
 use crate::feed::render::Answer;
 use crate::feed::subscriber::FeedStream;
 use crate::wire::positions::BorrowTx;
+use lendex_store::listen::Notice;
 
 /// Loads every pool and position of the cluster; answers once applied (or failed:
 /// the reload is then retried in the background).
@@ -39,7 +39,7 @@ pub struct CatchUp {
     pub chain_heard: Option<std::time::Instant>,
 }
 
-/// What the cache's LISTEN connection heard (`db::listen`): the connection up
+/// What the cache's LISTEN connection heard (`lendex_store::listen`): the connection up
 /// or down, a reload to make after a reconnect, changed rows, changed borrows.
 #[derive(Message)]
 #[rtype(result = "()")]

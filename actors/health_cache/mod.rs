@@ -9,7 +9,7 @@
 //!   them (plain state, unit-tested); `pipeline`: runs those reads (the change
 //!   log tick after tick, a reload, evicted owners) and applies what they
 //!   bring to the engine. Changes are announced by the LISTEN connection
-//!   (`db::listen`) and by this replica's writes;
+//!   (`lendex_store::listen`) and by this replica's writes;
 //! - `publish`: what the feed is handed after each tick;
 //! - `feed_hub`: the liquidators' streams and the state only they need
 //!   (subscribers, replay window, parked resumes), called after each tick;
@@ -46,9 +46,9 @@ pub use messages::{
 
 use actix::Addr;
 
-use crate::db::chain_writes::IndexWrite;
 use crate::db_writer::{Writers, write};
 use crate::error::ActorResult;
+use lendex_store::chain_writes::IndexWrite;
 
 /// How a committed write reaches this replica's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub enum Reaches {
     Queued { heard: Option<std::time::Instant> },
 }
 
-/// Commits a write of chain-derived rows (`db::chain_writes`, planned by
+/// Commits a write of chain-derived rows (`lendex_store::chain_writes`, planned by
 /// `crate::ingest`) and, when it changed the index, has this replica's engine
 /// read the change log at once, as `reaches` says (every replica, this one
 /// included, applies changes from the log in commit order; the others hear

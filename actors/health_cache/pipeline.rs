@@ -16,14 +16,14 @@ use actix::prelude::*;
 
 use super::actor::HealthCache;
 use super::read_queue::{Ended, Job, Kind, Need, Waiter, Wants};
-use crate::db::engine_rows::{self as loader, IndexSnapshot};
-use crate::db::error::DbResult;
-use crate::db::feed_clock::Clock;
-use crate::db::feed_log::{self, Read, Tick};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::Change;
 use crate::error::ActorError;
 use crate::feed::poll_answers::OwnerBody;
+use lendex_store::engine_rows::{self as loader, IndexSnapshot};
+use lendex_store::error::DbResult;
+use lendex_store::feed_clock::Clock;
+use lendex_store::feed_log::{self, Read, Tick};
 
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Most position changes one read of the log applies; a bulk write past it

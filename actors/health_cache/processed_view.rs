@@ -2,7 +2,7 @@
 //! confirmed one: its engine (`engine::processed`), its rendered answers and
 //! its feed, fed from the same change log in the same order. A tick's
 //! confirmed changes reach it as they reach the confirmed engine; the
-//! overlay's moves (laid by the leader, `db::overlay`) reach it alone. Its
+//! overlay's moves (laid by the leader, `lendex_store::overlay`) reach it alone. Its
 //! feed has an epoch of its own, so an id of one view's stream resumed on the
 //! other's is told `reset`.
 
@@ -10,12 +10,12 @@ use std::collections::HashSet;
 
 use super::actor::HealthCache;
 use super::feed_hub::{FeedHub, Published};
-use crate::db::engine_rows::Owners;
-use crate::db::overlay::OverlayChange;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::processed::{OverlayWrite, Processed};
 use crate::engine::{Change, FeedEvent, PoolState, Unapplied};
 use crate::feed::poll_answers::{OwnerBody, SharedRendered};
+use lendex_store::engine_rows::Owners;
+use lendex_store::overlay::OverlayChange;
 
 const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 

@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use super::messages::WrittenBack;
-use crate::db::chain_writes::SetHealthFactors;
 use crate::db_writer::{Writers, write};
 use crate::domain::pubkey::Pubkey;
 use crate::engine::FastMap;
+use lendex_store::chain_writes::SetHealthFactors;
 
 /// How long health factors from moves are gathered before a write-back starts.
 const EVERY: Duration = Duration::from_millis(50);

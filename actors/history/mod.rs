@@ -25,17 +25,17 @@ use chrono::{Days, NaiveDate, Utc};
 use crate::domain::history::keep_from;
 use deadpool_postgres::Pool;
 
-use crate::db::history::takeover::{Takeover, take_over};
-use crate::db::history::write::{
-    Flushed, Ids, checkpoint, days_of, ensure_days, last_points, store,
-};
-use crate::db::history::{partitions, write::Batch};
 use crate::domain::history::rule::Baseline;
 use crate::domain::pubkey::Pubkey;
 use crate::engine::FastMap;
 use crate::engine::history::{Baselines, Stamped};
 use crate::error::{ActorError, ActorResult};
 use crate::settings::HistoryConfig;
+use lendex_store::history::takeover::{Takeover, take_over};
+use lendex_store::history::write::{
+    Flushed, Ids, checkpoint, days_of, ensure_days, last_points, store,
+};
+use lendex_store::history::{partitions, write::Batch};
 use queue::Queue;
 
 /// Rows stored in one transaction at most (a 25,000-owner move is one).

@@ -7,8 +7,8 @@
 
 use std::collections::VecDeque;
 
-use crate::db::history::write::Batch;
 use crate::engine::history::Stamped;
+use lendex_store::history::write::Batch;
 
 pub struct Queue {
     /// (epoch, record), oldest first.

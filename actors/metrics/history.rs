@@ -8,8 +8,8 @@ use metrics::{
     Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
 };
 
-use crate::db::history::write::Batch;
 use crate::engine::history::Record;
+use lendex_store::history::write::Batch;
 
 pub const RECORDED: &str = "lendex_history_recorded_total";
 pub const STORED: &str = "lendex_history_stored_rows_total";

@@ -22,10 +22,11 @@ use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 
 use crate::chain::rpc::surfnet_set_account;
 use crate::config::{Cluster, Config};
-use crate::db::{self, writes};
 use crate::domain::accounts::*;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::CliResult;
+use crate::store::reads::pools;
+use crate::store::{Store, writes};
 use market::{TOKENS, Token, UNREGISTERED, demo_authority, mint_and_pool, pool_account};
 
 /// What `lendex demo` does.
@@ -78,23 +79,14 @@ async fn seed(config: &Config, program: &Pubkey, options: &DemoOptions<'_>) -> C
     // A local chain starts empty at slot 0 on every run: rows indexed from an earlier
     // run carry later slots and would refuse the new reads, so localnet's
     // chain-derived rows start over (admins, audit and transactions stay).
-    let db = db::connect_pool(&config.database)?;
-    db::migrate::run(&db, &config.auth.super_admin_pubkey).await?;
-    let client = db
-        .get()
-        .await
-        .map_err(|e| format!("database unavailable: {e}"))?;
-    let reset = client
-        .execute(
-            crate::db::queries::RESET_CLUSTER_POOLS,
-            &[&Cluster::Localnet.as_str()],
-        )
+    let store = Store::connect(&config.database)?;
+    store.migrate(&config.auth.super_admin_pubkey).await?;
+    let reset = pools::forget_cluster(&store, Cluster::Localnet.as_str())
         .await
         .map_err(|e| e.to_string())?;
     if reset > 0 {
         println!("reset {reset} localnet pools indexed from an earlier chain");
     }
-    drop(client);
     let now = chrono::Utc::now().timestamp();
 
     // Positions first, so pool totals match them; then mints and pools.
@@ -138,7 +130,7 @@ async fn seed(config: &Config, program: &Pubkey, options: &DemoOptions<'_>) -> C
         label: Some("demo authority".into()),
         actor: crate::operator::SYSTEM_ACTOR.into(),
     };
-    writes::apply_now(&db, &add)
+    writes::apply_now(store.pool(), &add)
         .await
         .map_err(|e| e.to_string())?;
     let http = reqwest::Client::new();

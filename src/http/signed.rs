@@ -8,13 +8,13 @@
 use ed25519_dalek::{Signature, VerifyingKey};
 
 use crate::actors::nonce_registry::ConsumeNonce;
-use crate::db::queries;
 use crate::domain::auth_message::{canonical_message, is_valid_nonce};
 use crate::domain::enums::Role;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::JsonBody;
 use crate::http::state::AppState;
+use crate::store::reads::admins;
 
 /// The three credentials every signed request carries.
 pub struct Credentials<'a> {
@@ -98,10 +98,7 @@ pub async fn authorize(
 
 /// The wallet's role if it is an active (not revoked) admin.
 pub async fn active_role(state: &AppState, pubkey: &str) -> ApiResult<Option<Role>> {
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::ACTIVE_ADMIN_ROLE).await?;
-    let row = client.query_opt(&stmt, &[&pubkey]).await?;
-    Ok(row.and_then(|r| Role::parse(r.get::<_, &str>(0))))
+    Ok(admins::active_role(&state.store, pubkey).await?)
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use actix::Addr;
-use deadpool_postgres::Pool;
 
 use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::ChainSync;
@@ -18,14 +17,16 @@ use crate::feed::poll_answers::SharedRendered;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::ingest::Ingest;
+use crate::store::Store;
 
-/// What every handler can reach: actor addresses, the read pool, the settings.
+/// What every handler can reach: actor addresses, the store, the settings.
 pub struct AppState {
     pub config: Arc<Config>,
     pub cluster: Cluster,
     /// The one ingest step: the lending program's accounts, as this cluster's rows.
     pub ingest: Ingest,
-    pub db: Pool,
+    /// Every read of PostgreSQL goes through the store's functions.
+    pub store: Store,
     pub writer: Writers,
     pub nonces: Addr<NonceRegistry>,
     pub chain: Addr<ChainReader>,

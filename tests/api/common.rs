@@ -48,7 +48,7 @@ impl TestDb {
     pub fn pool(&self) -> deadpool_postgres::Pool {
         let mut cfg = Config::defaults().database;
         cfg.url = self.url.clone();
-        lendex::db::connect_pool(&cfg).unwrap()
+        lendex::store::connect_pool(&cfg).unwrap()
     }
 
     /// A direct connection, for asserting on what is really in the database.

@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lendex::db::history::write::{Batch, Flushed, Ids, days_of, ensure_days, store};
 use lendex::domain::history::Cause;
 use lendex::domain::pubkey::Pubkey;
 use lendex::engine::history::{PointRecord, Record, Stamped};
+use lendex::store::history::write::{Batch, Flushed, Ids, days_of, ensure_days, store};
 use ruint::aliases::U256;
 use serde_json::Value;
 
@@ -369,7 +369,7 @@ async fn rows_of_a_day_with_no_partition_yet_land_in_that_day() {
     // A database of its own, with no service writing history into it.
     let db = TestDb::create().await;
     let pool = db.pool();
-    lendex::db::migrate::run(&pool, "").await.unwrap();
+    lendex::store::migrate::run(&pool, "").await.unwrap();
     let mut client = db.connect().await;
     // A clock that jumped 40 days ahead, past every partition made.
     let at = Utc::now().timestamp_micros() + 40 * 86_400_000_000;

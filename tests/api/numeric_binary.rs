@@ -1,8 +1,8 @@
 //! The cold load reads NUMERIC columns in PostgreSQL's binary form
-//! (`db::numeric`): the values it must read exactly, and the ones it must
+//! (`store::numeric`): the values it must read exactly, and the ones it must
 //! refuse, as this PostgreSQL sends them.
 
-use lendex::db::numeric::NumericU128;
+use lendex::store::numeric::NumericU128;
 
 use crate::common::*;
 

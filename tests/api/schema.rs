@@ -32,7 +32,7 @@ fn expected() -> Vec<(String, String)> {
 async fn a_database_of_any_age_ends_with_the_functions_of_one_file() {
     let db = TestDb::create().await;
     let pool = db.pool();
-    let applied = lendex::db::migrate::run(&pool, "").await.unwrap();
+    let applied = lendex::store::migrate::run(&pool, "").await.unwrap();
     assert_eq!(applied.last(), Some(&"functions"));
     let client = db.connect().await;
     assert_eq!(triggers(&client).await, expected());
@@ -52,7 +52,7 @@ async fn a_database_of_any_age_ends_with_the_functions_of_one_file() {
         )
         .await
         .unwrap();
-    let applied = lendex::db::migrate::run(&pool, "").await.unwrap();
+    let applied = lendex::store::migrate::run(&pool, "").await.unwrap();
     assert_eq!(applied, ["functions"]);
     assert_eq!(triggers(&client).await, expected());
     let retired = client
@@ -78,7 +78,7 @@ async fn a_database_of_any_age_ends_with_the_functions_of_one_file() {
 
     // The same file again is not re-applied (re-making triggers locks tables).
     assert!(
-        lendex::db::migrate::run(&pool, "")
+        lendex::store::migrate::run(&pool, "")
             .await
             .unwrap()
             .is_empty()

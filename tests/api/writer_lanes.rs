@@ -220,8 +220,8 @@ async fn a_locked_table_does_not_hold_up_the_other_lanes() {
 /// its first caller, and only for its own action.
 #[actix_rt::test]
 async fn batched_nonce_spends_are_single_use() {
-    use lendex::db::nonces::{ConsumeNonce, IssueNonce};
-    use lendex::db::writes::WriteCommand;
+    use lendex::store::nonces::{ConsumeNonce, IssueNonce};
+    use lendex::store::writes::WriteCommand;
     let app = spawn_app().await;
     let pool = app.db.pool();
     let wallet = Wallet::new().pubkey();
@@ -267,7 +267,7 @@ async fn batched_nonce_spends_are_single_use() {
 /// its later entry, and every add has its audit entry, in arrival order.
 #[actix_rt::test]
 async fn batched_admin_adds_apply_in_arrival_order() {
-    use lendex::db::writes::{AddAdmin, WriteCommand};
+    use lendex::store::writes::{AddAdmin, WriteCommand};
     let app = spawn_app().await;
     let pool = app.db.pool();
     let (twice, once) = (Wallet::new().pubkey(), Wallet::new().pubkey());
@@ -325,7 +325,7 @@ async fn batched_admin_adds_apply_in_arrival_order() {
 #[actix_rt::test]
 async fn heavy_writes_queued_together_are_not_one_batch() {
     use lendex::actors::db_writer::{Writers, write};
-    use lendex::db::chain_writes::SetHealthFactors;
+    use lendex::store::chain_writes::SetHealthFactors;
     let app = spawn_app().await;
     let mut cfg = lendex::config::Config::defaults().database;
     cfg.url = app.db.url.clone();
@@ -341,7 +341,7 @@ async fn heavy_writes_queued_together_are_not_one_batch() {
     let index = |stats: Vec<lendex::actors::db_writer::LaneStats>| {
         stats
             .into_iter()
-            .find(|s| s.lane == lendex::db::writes::Lane::Index)
+            .find(|s| s.lane == lendex::store::writes::Lane::Index)
             .unwrap()
     };
     let stats = index(writers.stats().await);
@@ -356,10 +356,10 @@ async fn heavy_writes_queued_together_are_not_one_batch() {
 #[actix_rt::test]
 async fn index_writes_committed_together_are_each_a_change_of_their_own() {
     use lendex::actors::db_writer::{Writers, write};
-    use lendex::db::chain_writes::SyncPosition;
     use lendex::domain::accounts::UserPosition;
     use lendex::domain::pubkey::Pubkey;
     use lendex::domain::wad::WAD;
+    use lendex::store::chain_writes::SyncPosition;
     let app = spawn_app().await;
     let db = app.db.connect().await;
     let pool = insert_pool(&db, ORACLE_DOLLAR).await;
@@ -397,7 +397,7 @@ async fn index_writes_committed_together_are_each_a_change_of_their_own() {
         .stats()
         .await
         .into_iter()
-        .find(|s| s.lane == lendex::db::writes::Lane::Index)
+        .find(|s| s.lane == lendex::store::writes::Lane::Index)
         .unwrap();
     assert!(
         stats.largest_batch >= 2,

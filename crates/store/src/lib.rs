@@ -9,6 +9,7 @@ pub mod engine_rows;
 pub mod error;
 pub mod feed_clock;
 pub mod feed_log;
+pub mod handle;
 pub mod history;
 pub mod listen;
 pub mod migrate;
@@ -16,10 +17,13 @@ pub mod nonces;
 pub mod numeric;
 pub mod overlay;
 pub mod queries;
+pub mod reads;
 pub mod registered;
 pub mod rows;
 pub mod settings;
 pub mod writes;
+
+pub use handle::{Session, Store};
 
 use std::time::Duration;
 

@@ -59,7 +59,7 @@ struct Row {
 }
 
 pub async fn sql_baseline(url: &str, bind: &str, stored: bool) {
-    let pool = lendex::db::connect_pool(&lendex::config::DatabaseConfig {
+    let pool = lendex::store::connect_pool(&lendex::config::DatabaseConfig {
         url: url.to_string(),
         pool_size: 16,
         acquire_timeout_ms: 10_000,

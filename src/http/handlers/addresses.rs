@@ -5,10 +5,10 @@
 
 use actix_web::{HttpResponse, web};
 
-use crate::db::queries;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
+use crate::store::reads::addresses;
 use crate::wire::addresses::{AddressKind, AddressResponse};
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::PubkeyText;
@@ -23,15 +23,7 @@ pub async fn lookup(
 ) -> ApiResult<HttpResponse> {
     let address = parse_pubkey(&address).map_err(|_| ApiError::Invalid)?;
     let address = address.to_string();
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::LOOKUP_ADDRESS).await?;
-    let row = client
-        .query_opt(&stmt, &[&state.cluster.as_str(), &address])
-        .await?;
-    let found = row.and_then(|row| {
-        let kind = AddressKind::named(row.get(0))?;
-        Some((kind, row.get::<_, Option<String>>(1), row.get(2)))
-    });
+    let found = addresses::lookup(&state.store, state.cluster.as_str(), &address).await?;
     let (kind, pool_address, owner) = found.unwrap_or((AddressKind::Unknown, None, None));
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-cache"))

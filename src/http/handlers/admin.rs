@@ -3,12 +3,9 @@
 use crate::wire::formats::{NonceText, PubkeyText, TimeParam, WalletSignature};
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
-use tokio_postgres::types::ToSql;
 
 use crate::actors::db_writer::write;
 use crate::config::Cluster;
-use crate::db::queries;
-use crate::db::writes::{AddAdmin, RevokeAdmin};
 use crate::domain::auth_message::{READ_AUDIT_ACTION, add_admin_action, revoke_admin_action};
 use crate::domain::enums::Role;
 use crate::domain::limits::clamp_limit;
@@ -19,6 +16,8 @@ use crate::http::extract::Params;
 use crate::http::history_params::parse_time;
 use crate::http::signed::{Credentials, Need, active_role, authorize, credentials};
 use crate::http::state::AppState;
+use crate::store::reads::admins::{self, AuditFilter};
+use crate::store::writes::{AddAdmin, RevokeAdmin};
 use crate::wire::admin::{
     AddAdminRequest, AllowlistResponse, AuditResponse, MeResponse, OkResponse, RevokeAdminRequest,
 };
@@ -108,14 +107,7 @@ pub async fn me(state: web::Data<AppState>, params: Params) -> ApiResult<HttpRes
 #[utoipa::path(get, path = "/api/admin/allowlist", tag = "admin",
     responses((status = 200, body = AllowlistResponse, description = "active admins")))]
 pub async fn list_admins(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::LIST_ACTIVE_ADMINS).await?;
-    let admins = client
-        .query(&stmt, &[])
-        .await?
-        .iter()
-        .map(crate::db::rows::admin)
-        .collect::<Result<_, _>>()?;
+    let admins = admins::active(&state.store).await?;
     Ok(HttpResponse::Ok().json(AllowlistResponse { admins }))
 }
 
@@ -214,23 +206,16 @@ pub async fn audit(
     let from = time("from")?.unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
     let to =
         time("to")?.unwrap_or(DateTime::from_timestamp(253_402_300_799, 0).unwrap_or_default());
-    let client = state.db.get().await?;
-    let window: [&(dyn ToSql + Sync); 4] = [&limit, &before, &from, &to];
-    let (statement, filters): (&str, Vec<String>) =
-        match (params.get("actor"), params.get("action")) {
-            (None, None) => (queries::AUDIT_LIST, vec![]),
-            (Some(actor), None) => (queries::AUDIT_LIST_BY_ACTOR, vec![actor.into_owned()]),
-            (None, Some(action)) => (queries::AUDIT_LIST_BY_ACTION, vec![action.into_owned()]),
-            (Some(actor), Some(action)) => (
-                queries::AUDIT_LIST_BY_ACTOR_ACTION,
-                vec![actor.into_owned(), action.into_owned()],
-            ),
-        };
-    let mut all: Vec<&(dyn ToSql + Sync)> = window.to_vec();
-    all.extend(filters.iter().map(|f| f as &(dyn ToSql + Sync)));
-    let stmt = client.prepare_cached(statement).await?;
-    let rows = client.query(&stmt, &all).await?;
-    let entries = rows.iter().map(crate::db::rows::audit_entry).collect();
+    let (actor, action) = (params.get("actor"), params.get("action"));
+    let filter = AuditFilter {
+        limit,
+        before,
+        from,
+        to,
+        actor: actor.as_deref(),
+        action: action.as_deref(),
+    };
+    let entries = admins::audit(&state.store, filter).await?;
     Ok(HttpResponse::Ok().json(AuditResponse { entries }))
 }
 

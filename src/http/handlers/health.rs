@@ -12,10 +12,10 @@ use crate::actors::chain_reader::GetSlot;
 use crate::actors::chain_sync::GetSyncStatus;
 use crate::actors::health_cache::Stats as CacheStatsRequest;
 use crate::actors::history::GetHistoryStats;
-use crate::db::queries;
-use crate::db::writes::Lane;
 use crate::error::ApiResult;
 use crate::http::state::AppState;
+use crate::store::reads::health;
+use crate::store::writes::Lane;
 use crate::wire::health::*;
 
 /// Each check gets this long, and they run concurrently, so the answer comes within 3 s.
@@ -101,15 +101,10 @@ async fn history_check(state: &AppState) -> HistoryCheck {
 async fn database_check(state: &AppState) -> (DatabaseCheck, Counts) {
     let started = Instant::now();
     let query = async {
-        let client = state.db.get().await.ok()?;
-        let stmt = client.prepare_cached(queries::HEALTH_COUNTS).await.ok()?;
-        let row = client
-            .query_one(&stmt, &[&state.cluster.as_str()])
-            .await
-            .ok()?;
-        Some(Counts {
-            pools: row.get("pools"),
-            tx_log: row.get("tx_log"),
+        let counts = health::counts(&state.store, state.cluster.as_str()).await;
+        counts.ok().map(|c| Counts {
+            pools: c.pools,
+            tx_log: c.tx_log,
         })
     };
     let counts = tokio::time::timeout(CHECK_DEADLINE, query)
@@ -153,10 +148,9 @@ const TIP_FRESH_SECONDS: f64 = 30.0;
 
 /// The leader's slots as it recorded them, for a follower (which reads no
 /// source of its own): None when unreadable or stale.
-async fn leader_tip(state: &AppState) -> Option<crate::db::chain_tip::ChainTip> {
+async fn leader_tip(state: &AppState) -> Option<crate::store::chain_tip::ChainTip> {
     let read = async {
-        let client = state.db.get().await.ok()?;
-        crate::db::chain_tip::read(&**client, state.cluster.as_str(), TIP_FRESH_SECONDS)
+        health::leader_tip(&state.store, state.cluster.as_str(), TIP_FRESH_SECONDS)
             .await
             .ok()
             .flatten()

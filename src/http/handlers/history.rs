@@ -7,8 +7,6 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use chrono::{NaiveTime, Utc};
 
-use crate::db::history::queries;
-use crate::db::history::read::{self, EventFilter, EventRow, PriceRow};
 use crate::domain::history::buckets::MarketPoint;
 use crate::domain::history::{EventKind, Resolution, keep_from};
 use crate::domain::pubkey::parse_pubkey;
@@ -18,6 +16,7 @@ use crate::http::conditional::respond_once;
 use crate::http::extract::Params;
 use crate::http::history_params::{Listing, Window, window};
 use crate::http::state::AppState;
+use crate::store::history::read::{self, EventFilter, EventRow, PriceRow};
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::CursorText;
 use crate::wire::formats::{
@@ -93,16 +92,16 @@ pub async fn owner_history(
     if !kept(&state) {
         return answer(&req, &out);
     }
-    let client = state.db.get().await?;
+    let session = state.store.session().await?;
     let cluster = state.cluster.as_str();
-    let Some(id) = read::id_of(&client, queries::OWNER_ID, cluster, &out.owner).await? else {
+    let Some(id) = read::owner_id(&session, cluster, &out.owner).await? else {
         return answer(&req, &out);
     };
     // The line's start and the page, asked at once (one connection pipelines them).
-    let initial = read::point_before(&client, id, w.from_us);
+    let initial = read::point_before(&session, id, w.from_us);
     match w.resolution.width_us() {
         None => {
-            let page_rows = read::points(&client, id, w.page_from(), w.to_us, w.limit + 1);
+            let page_rows = read::points(&session, id, w.page_from(), w.to_us, w.limit + 1);
             let (initial, rows) = futures_util::try_join!(initial, page_rows)?;
             out.initial = initial.as_ref().map(HealthPointWire::from);
             let (rows, more) = page(rows, w.limit);
@@ -116,8 +115,14 @@ pub async fn owner_history(
         }
         Some(width) => {
             let limit = w.limit as usize;
-            let buckets =
-                read::point_buckets(&client, id, w.resolution, w.page_from(), w.to_us, limit + 1);
+            let buckets = read::point_buckets(
+                &session,
+                id,
+                w.resolution,
+                w.page_from(),
+                w.to_us,
+                limit + 1,
+            );
             let (initial, buckets) = futures_util::try_join!(initial, buckets)?;
             out.initial = initial.as_ref().map(HealthPointWire::from);
             let (buckets, more) = page(buckets, w.limit);
@@ -167,7 +172,7 @@ pub async fn events(
     if !kept(&state) {
         return answer(&req, &out);
     }
-    let client = state.db.get().await?;
+    let session = state.store.session().await?;
     let cluster = state.cluster.as_str();
     let mut filter = EventFilter {
         kind,
@@ -175,20 +180,20 @@ pub async fn events(
     };
     // A wallet or pool with no history has no event.
     if let Some(owner) = owner {
-        match read::id_of(&client, queries::OWNER_ID, cluster, &owner.to_string()).await? {
+        match read::owner_id(&session, cluster, &owner.to_string()).await? {
             Some(id) => filter.owner = Some(id),
             None => return answer(&req, &out),
         }
     }
     if let Some(pool) = pool {
-        match read::id_of(&client, queries::POOL_ID, cluster, &pool.to_string()).await? {
+        match read::pool_id(&session, cluster, &pool.to_string()).await? {
             Some(id) => filter.pool = Some(id),
             None => return answer(&req, &out),
         }
     }
     let below = w.cursor.map_or(i64::MAX, |c| c.next);
     let rows = read::events(
-        &client,
+        &session,
         cluster,
         filter,
         w.from_us,
@@ -242,7 +247,7 @@ pub async fn prices(
     let pool = parse_pubkey(&pool).map_err(|_| ApiError::Invalid)?;
     let w = window(params.query(), Listing::Prices, now_micros())?;
     let cluster = state.cluster.as_str();
-    if !crate::db::registered::is_registered(&state.db, cluster, &pool).await? {
+    if !crate::store::reads::pools::is_registered(&state.store, cluster, &pool).await? {
         return Err(ApiError::NotFound);
     }
     let mut out = PricesResponse {
@@ -254,11 +259,11 @@ pub async fn prices(
     if !kept(&state) {
         return answer(&req, &out);
     }
-    let client = state.db.get().await?;
-    let Some(id) = read::id_of(&client, queries::POOL_ID, cluster, &out.pool).await? else {
+    let session = state.store.session().await?;
+    let Some(id) = read::pool_id(&session, cluster, &out.pool).await? else {
         return answer(&req, &out);
     };
-    let rows = read::prices(&client, id, w.page_from(), w.to_us, w.limit + 1).await?;
+    let rows = read::prices(&session, id, w.page_from(), w.to_us, w.limit + 1).await?;
     let (rows, more) = page(rows, w.limit);
     if more && let Some(last) = rows.last() {
         out.next_cursor = Some(w.next(Listing::Prices, last.at_us + 1));
@@ -307,12 +312,12 @@ pub async fn market(
     if !kept(&state) {
         return answer(&req, &out);
     }
-    let client = state.db.get().await?;
+    let session = state.store.session().await?;
     let cluster = state.cluster.as_str();
-    let initial = read::market_before(&client, cluster, w.from_us);
+    let initial = read::market_before(&session, cluster, w.from_us);
     match w.resolution {
         Resolution::Raw => {
-            let rows = read::market(&client, cluster, w.page_from(), w.to_us, w.limit + 1);
+            let rows = read::market(&session, cluster, w.page_from(), w.to_us, w.limit + 1);
             let (initial, rows): (_, Vec<MarketPoint>) = futures_util::try_join!(initial, rows)?;
             out.initial = initial.as_ref().map(MarketPointWire::from);
             let (rows, more) = page(rows, w.limit);
@@ -327,7 +332,7 @@ pub async fn market(
         resolution => {
             let width = resolution.width_us().expect("buckets have a width");
             let rows = read::market_buckets(
-                &client,
+                &session,
                 cluster,
                 resolution,
                 w.page_from(),

@@ -9,8 +9,6 @@ use crate::actors::chain_reader::{FirstSignature, ReadAccounts, ScanPools};
 use crate::actors::chain_sync::Reconcile;
 use crate::actors::health_cache::{PoolStatus, Reaches, commit};
 use crate::chain::rpc::AccountRead;
-use crate::db::queries;
-use crate::db::registered::is_registered;
 use crate::domain::auth_message::init_pool_action;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::error::{ApiError, ApiResult};
@@ -24,6 +22,7 @@ use crate::http::signed::{Credentials, Need, authorize, credentials};
 use crate::http::single_flight::{self, Key};
 use crate::http::state::AppState;
 use crate::ingest::Registration;
+use crate::store::reads;
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::PubkeyText;
 use crate::wire::pools::{
@@ -138,10 +137,7 @@ pub async fn list_pools(req: HttpRequest, state: web::Data<AppState>) -> ApiResu
 async fn pools_body(state: web::Data<AppState>) -> ApiResult<Body> {
     let now = now_seconds();
     let generation = state.rendered.owner_generation();
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::LIST_POOLS).await?;
-    let rows = client.query(&stmt, &[&state.cluster.as_str()]).await?;
-    let pools = rows.iter().map(crate::db::rows::pool).collect();
+    let pools = reads::pools::list(&state.store, state.cluster.as_str()).await?;
     let bytes = serde_json::to_vec(&PoolsResponse { pools }).map_err(ApiError::internal)?;
     let body = Body::new(bytes.into());
     state.rendered.keep_pools(now, generation, body.clone());
@@ -224,7 +220,8 @@ pub async fn pool_on_chain(
         .send(ReadAccounts { keys: vec![pool] })
         .await??;
     let decoded = state.ingest.pool_on_chain(&pool, &reads[0])?;
-    let registered = is_registered(&state.db, state.cluster.as_str(), &pool).await?;
+    let registered =
+        reads::pools::is_registered(&state.store, state.cluster.as_str(), &pool).await?;
     // A convenience: without it the operator gives the signature.
     let init_signature = state
         .chain
@@ -265,13 +262,7 @@ pub async fn unregistered_pools(
         deadline: Duration::from_millis(state.config.rpc.timeout_ms) * 4,
     };
     let (slot, accounts) = state.chain.send(scan).await??;
-    let client = state.db.get().await?;
-    let registered: std::collections::HashSet<String> = client
-        .query(queries::LIST_POOL_ADDRESSES, &[&state.cluster.as_str()])
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let registered = reads::pools::addresses(&state.store, state.cluster.as_str()).await?;
     let mut pools: Vec<UnregisteredPool> = accounts
         .into_iter()
         .filter(|(key, _)| !registered.contains(&key.to_string()))
@@ -324,7 +315,7 @@ pub async fn sync_pool(
 /// Only registered pools are read from chain (docs/design.md §4.9): any other is 404
 /// `pool account not found`, before any RPC.
 pub(super) async fn ensure_registered(state: &AppState, pool: &Pubkey) -> ApiResult<()> {
-    if is_registered(&state.db, state.cluster.as_str(), pool).await? {
+    if reads::pools::is_registered(&state.store, state.cluster.as_str(), pool).await? {
         Ok(())
     } else {
         Err(ApiError::PoolAccountNotFound)

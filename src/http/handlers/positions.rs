@@ -13,7 +13,6 @@ use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::health_cache::{
     KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Reaches, Subscribe, commit,
 };
-use crate::db::queries;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
@@ -30,6 +29,7 @@ use crate::http::query::Query;
 use crate::http::single_flight::{self, Key};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
+use crate::store::reads::transactions;
 use crate::wire::error::ErrorBody;
 use crate::wire::positions::{
     BorrowTx, DetailResponse, Position, PositionDetail, PositionsResponse, SyncPositionRequest,
@@ -263,22 +263,7 @@ async fn detail_body(state: &AppState, owner: &Pubkey, held: OwnerPositions) -> 
 
 /// A wallet's borrows, at most 10 per pool, newest first, not failed (docs/design.md §4.11).
 async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String, BorrowTx)>> {
-    let client = state.db.get().await?;
-    let stmt = client.prepare_cached(queries::RECENT_BORROWS).await?;
-    let rows = client
-        .query(&stmt, &[&state.cluster.as_str(), &wallet])
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|row| {
-            let tx = BorrowTx {
-                signature: row.get("signature"),
-                amount: row.get("amount"),
-                created_at: row.get("created_at"),
-            };
-            (row.get("pool_address"), tx)
-        })
-        .collect())
+    Ok(transactions::recent_borrows(&state.store, state.cluster.as_str(), wallet).await?)
 }
 
 #[utoipa::path(get, path = "/api/positions/unhealthy/stream", tag = "positions",

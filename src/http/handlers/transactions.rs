@@ -5,8 +5,6 @@ use actix_web::{HttpResponse, web};
 
 use crate::actors::db_writer::write;
 use crate::actors::health_cache::BorrowsChanged;
-use crate::db::queries;
-use crate::db::writes::RecordTransaction;
 use crate::domain::enums::{is_tx_action, is_tx_status, is_u64_decimal};
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
@@ -14,6 +12,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::{JsonBody, ParseBody};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::state::AppState;
+use crate::store::reads::transactions::{self, TxFilter};
+use crate::store::writes::RecordTransaction;
 use crate::wire::error::ErrorBody;
 use crate::wire::transactions::{
     RecordTransactionRequest, RecordTransactionResponse, TransactionsResponse,
@@ -92,30 +92,12 @@ pub async fn list_transactions(
     let pool = params.pubkey("pool")?;
     let limit = clamp_limit(params.get("limit").as_deref());
     let cluster = state.cluster.as_str();
-    let client = state.db.get().await?;
-    let rows = match (wallet, pool) {
-        (None, None) => {
-            let stmt = client.prepare_cached(queries::TX_LIST).await?;
-            client.query(&stmt, &[&cluster, &limit]).await?
-        }
-        (Some(wallet), None) => {
-            let stmt = client.prepare_cached(queries::TX_LIST_BY_WALLET).await?;
-            client.query(&stmt, &[&cluster, &limit, &wallet]).await?
-        }
-        (None, Some(pool)) => {
-            let stmt = client.prepare_cached(queries::TX_LIST_BY_POOL).await?;
-            client.query(&stmt, &[&cluster, &limit, &pool]).await?
-        }
-        (Some(wallet), Some(pool)) => {
-            let stmt = client
-                .prepare_cached(queries::TX_LIST_BY_WALLET_POOL)
-                .await?;
-            client
-                .query(&stmt, &[&cluster, &limit, &wallet, &pool])
-                .await?
-        }
+    let filter = TxFilter {
+        wallet: wallet.as_deref(),
+        pool: pool.as_deref(),
+        limit,
     };
-    let transactions = rows.iter().map(crate::db::rows::transaction).collect();
+    let transactions = transactions::list(&state.store, cluster, filter).await?;
     Ok(HttpResponse::Ok().json(TransactionsResponse { transactions }))
 }
 

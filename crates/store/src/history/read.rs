@@ -4,7 +4,6 @@
 //! since the Unix epoch.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Client;
 use futures_util::{StreamExt, pin_mut};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -12,6 +11,7 @@ use tokio_postgres::types::ToSql;
 use super::queries;
 use super::write::time_of;
 use crate::error::{DbError, DbResult};
+use crate::handle::Session;
 use crate::numeric::{NumericU128, NumericU256};
 use lendex_domain::history::buckets::{
     HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
@@ -43,13 +43,23 @@ fn point(row: &Row) -> DbResult<HealthPoint> {
     })
 }
 
-/// The dense id of an owner or pool that has history.
-pub async fn id_of(
-    client: &Client,
+/// The dense id of an owner that has history.
+pub async fn owner_id(session: &Session, cluster: &str, owner: &str) -> DbResult<Option<i32>> {
+    id_of(session, queries::OWNER_ID, cluster, owner).await
+}
+
+/// The dense id of a pool that has history.
+pub async fn pool_id(session: &Session, cluster: &str, pool: &str) -> DbResult<Option<i32>> {
+    id_of(session, queries::POOL_ID, cluster, pool).await
+}
+
+async fn id_of(
+    session: &Session,
     statement: &str,
     cluster: &str,
     key: &str,
 ) -> DbResult<Option<i32>> {
+    let client = session.client();
     Ok(client
         .query_opt(&client.prepare_cached(statement).await?, &[&cluster, &key])
         .await?
@@ -58,12 +68,13 @@ pub async fn id_of(
 
 /// An owner's points with at in [from, to), oldest first, at most `limit`.
 pub async fn points(
-    client: &Client,
+    session: &Session,
     owner: i32,
     from_us: i64,
     to_us: i64,
     limit: i64,
 ) -> DbResult<Vec<HealthPoint>> {
+    let client = session.client();
     let rows = client
         .query(
             &client.prepare_cached(queries::POINTS).await?,
@@ -75,10 +86,11 @@ pub async fn points(
 
 /// An owner's last point before `before_us`.
 pub async fn point_before(
-    client: &Client,
+    session: &Session,
     owner: i32,
     before_us: i64,
 ) -> DbResult<Option<HealthPoint>> {
+    let client = session.client();
     client
         .query_opt(
             &client.prepare_cached(queries::POINT_BEFORE).await?,
@@ -95,13 +107,14 @@ pub async fn point_before(
 /// and the read stops once the bucket after the last one wanted begins. A
 /// bucket cut by `from` or `to` holds only the points inside the range.
 pub async fn point_buckets(
-    client: &Client,
+    session: &Session,
     owner: i32,
     resolution: Resolution,
     from_us: i64,
     to_us: i64,
     limit: usize,
 ) -> DbResult<Vec<HealthBucket>> {
+    let client = session.client();
     let width = resolution
         .width_us()
         .ok_or_else(|| DbError::failed("buckets of the raw resolution"))?;
@@ -139,12 +152,13 @@ pub struct PriceRow {
 }
 
 pub async fn prices(
-    client: &Client,
+    session: &Session,
     pool: i32,
     from_us: i64,
     to_us: i64,
     limit: i64,
 ) -> DbResult<Vec<PriceRow>> {
+    let client = session.client();
     let rows = client
         .query(
             &client.prepare_cached(queries::PRICES).await?,
@@ -178,12 +192,13 @@ fn market_point(row: &Row) -> DbResult<MarketPoint> {
 }
 
 pub async fn market(
-    client: &Client,
+    session: &Session,
     cluster: &str,
     from_us: i64,
     to_us: i64,
     limit: i64,
 ) -> DbResult<Vec<MarketPoint>> {
+    let client = session.client();
     let rows = client
         .query(
             &client.prepare_cached(queries::MARKET).await?,
@@ -194,10 +209,11 @@ pub async fn market(
 }
 
 pub async fn market_before(
-    client: &Client,
+    session: &Session,
     cluster: &str,
     before_us: i64,
 ) -> DbResult<Option<MarketPoint>> {
+    let client = session.client();
     client
         .query_opt(
             &client.prepare_cached(queries::MARKET_BEFORE).await?,
@@ -214,7 +230,7 @@ pub async fn market_before(
 /// range from the stored rollups, an interval cut by `from` or `to` from its
 /// samples inside the range (`range_parts`), the three reads pipelined.
 pub async fn market_buckets(
-    client: &Client,
+    session: &Session,
     cluster: &str,
     resolution: Resolution,
     from_us: i64,
@@ -228,7 +244,7 @@ pub async fn market_buckets(
     let edge = |part: Option<(i64, i64)>| async move {
         match part {
             Some((a, b)) => Ok(market_buckets_of(
-                &market(client, cluster, a, b, i64::MAX).await?,
+                &market(session, cluster, a, b, i64::MAX).await?,
                 width,
             )),
             None => DbResult::Ok(Vec::new()),
@@ -238,7 +254,7 @@ pub async fn market_buckets(
         let Some((a, b)) = parts.whole else {
             return DbResult::Ok(Vec::new());
         };
-        stored_market_buckets(client, cluster, resolution, a, b, limit).await
+        stored_market_buckets(session, cluster, resolution, a, b, limit).await
     };
     let (head, whole, tail) = futures_util::try_join!(edge(parts.head), whole, edge(parts.tail))?;
     Ok(head.into_iter().chain(whole).chain(tail).collect())
@@ -246,13 +262,14 @@ pub async fn market_buckets(
 
 /// The stored rollups of `resolution` whose start is in [from, to) (aligned).
 async fn stored_market_buckets(
-    client: &Client,
+    session: &Session,
     cluster: &str,
     resolution: Resolution,
     from_us: i64,
     to_us: i64,
     limit: i64,
 ) -> DbResult<Vec<MarketBucket>> {
+    let client = session.client();
     let params: [&(dyn ToSql + Sync); 5] = [
         &cluster,
         &resolution.code(),
@@ -313,7 +330,7 @@ pub struct EventFilter {
 
 /// Events with at in [from, to) and id below `before_id`, newest first.
 pub async fn events(
-    client: &Client,
+    session: &Session,
     cluster: &str,
     filter: EventFilter,
     from_us: i64,
@@ -321,6 +338,7 @@ pub async fn events(
     before_id: i64,
     limit: i64,
 ) -> DbResult<Vec<EventRow>> {
+    let client = session.client();
     let (from, to) = (time_of(from_us), time_of(to_us));
     let kind = filter.kind.map(EventKind::code);
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cluster, &from, &to, &before_id, &limit];
