@@ -38,26 +38,7 @@ pub fn gated_client(cfg: &RpcConfig) -> RpcClient {
 /// getMultipleAccounts takes at most this many keys per call.
 pub const MAX_ACCOUNTS_PER_CALL: usize = 100;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawAccount {
-    pub owner: Pubkey,
-    pub lamports: u64,
-    pub data: Vec<u8>,
-}
-
-/// An account (or its absence) as of a slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccountRead {
-    pub slot: u64,
-    pub account: Option<RawAccount>,
-}
-
-impl AccountRead {
-    /// The owner program and data, as the domain's account checks take them.
-    pub fn parts(&self) -> Option<(&Pubkey, &[u8])> {
-        self.account.as_ref().map(|a| (&a.owner, a.data.as_slice()))
-    }
-}
+pub use lendex_domain::raw::{AccountRead, RawAccount};
 
 #[derive(Deserialize)]
 struct Context {

@@ -16,37 +16,9 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use lendex_domain::forks::{SlotStatus, SlotWrite};
-use lendex_domain::pubkey::Pubkey;
+use lendex_domain::forks::SlotStatus;
 
-/// An account as a source carries it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccountUpdate {
-    /// The slot of the write (gRPC), or the notification's context slot
-    /// (websocket: some nodes send the subscription's).
-    pub slot: u64,
-    pub pubkey: Pubkey,
-    pub owner: Pubkey,
-    /// The account's lamports (0: closed), when the source says.
-    pub lamports: Option<u64>,
-    pub data: Vec<u8>,
-    /// The write's version within its slot (gRPC only): a later write of the
-    /// same slot has a higher one.
-    pub write_version: Option<u64>,
-}
-
-/// A gRPC write in the slot tree (docs/design.md §15).
-impl SlotWrite for AccountUpdate {
-    fn slot(&self) -> u64 {
-        self.slot
-    }
-    fn write_version(&self) -> u64 {
-        self.write_version.unwrap_or(0)
-    }
-    fn account(&self) -> Pubkey {
-        self.pubkey
-    }
-}
+pub use lendex_domain::raw::AccountUpdate;
 
 /// What a connection reports while it lives.
 #[derive(Debug)]

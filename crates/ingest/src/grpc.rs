@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 
 use super::Ingest;
-use lendex_chain::source::AccountUpdate;
 use lendex_domain::accounts::{
     POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool, check_position,
 };
+use lendex_domain::index_writes::AccountWrite;
+use lendex_domain::index_writes::{SyncPool, SyncPosition};
 use lendex_domain::pubkey::Pubkey;
-use lendex_store::chain_writes::AccountWrite;
-use lendex_store::chain_writes::{SyncPool, SyncPosition};
+use lendex_domain::raw::AccountUpdate;
 
 /// What one streamed account becomes.
 #[derive(Debug)]

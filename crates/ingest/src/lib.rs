@@ -14,15 +14,15 @@
 mod grpc;
 mod websocket;
 
-use lendex_chain::rpc::{AccountRead, RawAccount};
 use lendex_domain::accounts::{
     AccountCheck, LendingPool, check_pool, check_position, mint_decimals, pool_address,
     position_address,
 };
-use lendex_domain::pubkey::Pubkey;
-use lendex_store::chain_writes::{
+use lendex_domain::index_writes::{
     AccountWrite, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
 };
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::raw::{AccountRead, RawAccount};
 
 pub use grpc::{Streamed, latest};
 

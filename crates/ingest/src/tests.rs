@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use lendex_chain::source::AccountUpdate;
 use lendex_domain::accounts::{LendingPool, UserPosition, encode_pool, encode_position};
-use lendex_store::chain_writes::AccountWrite;
+use lendex_domain::index_writes::AccountWrite;
+use lendex_domain::raw::AccountUpdate;
 
 const CLUSTER: &str = "localnet";
 

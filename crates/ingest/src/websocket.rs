@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Ingest;
-use lendex_chain::rpc::AccountRead;
-use lendex_chain::source::AccountUpdate;
 use lendex_domain::accounts::{
     LendingPool, POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR, POSITION_POOL_OFFSET, check_pool,
     check_position,
 };
+use lendex_domain::index_writes::{AccountWrite, SyncPosition};
 use lendex_domain::pubkey::Pubkey;
-use lendex_store::chain_writes::{AccountWrite, SyncPosition};
+use lendex_domain::raw::AccountRead;
+use lendex_domain::raw::AccountUpdate;
 
 /// What a batch of notifications names.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl Ingest {
             let write = provable(pool).and_then(|n| {
                 let read = AccountRead {
                     slot: n.slot,
-                    account: Some(lendex_chain::rpc::RawAccount {
+                    account: Some(lendex_domain::raw::RawAccount {
                         owner: n.owner,
                         lamports: 0,
                         data: n.data.clone(),
