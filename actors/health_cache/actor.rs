@@ -9,17 +9,17 @@ use actix::prelude::*;
 use deadpool_postgres::Pool;
 
 use super::borrow_lists::BorrowLists;
-use super::feed_hub::FeedHub;
 use super::listening::Listening;
 use super::messages::DatabaseNotice;
 use super::read_queue::{ReadQueue, Waiter};
+use super::view::Views;
 use super::write_back::{Pace, WriteBack};
 use crate::db_writer::Writers;
 use crate::domain::forks::Commitment;
 use crate::engine::Engine;
 use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
-use crate::feed::render::{self, Answer};
+use crate::feed::render::Answer;
 use crate::settings::{CacheConfig, HealthConfig};
 use lendex_store::listen::listen_forever;
 
@@ -28,13 +28,6 @@ const PRUNE_EVERY: Duration = Duration::from_secs(1);
 /// How often the lease holder prunes the change log (to
 /// `cache.change_log_seconds`).
 const LOG_PRUNE_EVERY: Duration = Duration::from_secs(10);
-
-/// Every replica keeps its numbering and replay window whether or not
-/// anyone is subscribed (docs/design.md §13): the engine always keeps events.
-fn recording(mut engine: Engine) -> Engine {
-    engine.record_events(true);
-    engine
-}
 
 /// This replica and the cluster's ingester lease. Its holder alone records
 /// history and writes the engine's health factors back to `positions`:
@@ -66,10 +59,8 @@ pub struct HealthCache {
     pub(super) max_oracle_age: i64,
     /// Seconds of the change log kept (the lease holder prunes the rest).
     log_keep_seconds: f64,
-    pub(super) engine: Engine,
-    pub(super) rendered: SharedRendered,
-    /// The engine version the rendered answers were made from.
-    pub(super) rendered_version: u64,
+    /// The views served, each with its engine, answers and feed (`view.rs`).
+    pub(super) views: Views,
     pub(super) ready: bool,
     /// The LISTEN connection: up or not, and who waits for it.
     pub(super) listening: Listening,
@@ -79,17 +70,12 @@ pub struct HealthCache {
     pub(super) applied: u64,
     /// When, in what order and at what pace health factors are written back.
     pub(super) writing: WriteBack,
-    /// The liquidators' streams, with everything they need (`feed_hub.rs`).
-    pub(super) feed: FeedHub,
     /// Recent borrows per wallet (the detail's borrow_txs).
     pub(super) borrows: BorrowLists,
     /// History's writer and this replica's part in it (None: history is off).
     pub(super) history: Option<super::history_link::HistoryLink>,
     /// Whether this replica holds the ingester lease (`LeaderChanged`).
     pub(super) lease: Lease,
-    /// The processed view, on a cluster reading the chain at processed
-    /// (`processed_view.rs`).
-    pub(super) processed: Option<super::processed_view::ProcessedView>,
 }
 
 /// What the health cache reads of the settings.
@@ -138,19 +124,12 @@ impl HealthCache {
             explorer_query: crate::wire::pools::explorer_query(cluster, rpc_url),
             max_oracle_age,
             log_keep_seconds: cache.change_log_seconds as f64,
-            engine: recording(Engine::new(cache.max_owners)),
-            rendered: SharedRendered::default(),
-            rendered_version: 0,
+            views: Views::new(cache, max_oracle_age, processed),
             ready: false,
             listening: Listening::default(),
             reads: ReadQueue::default(),
             applied: 0,
             writing: WriteBack::default(),
-            feed: FeedHub::new(
-                cache.replay_bytes,
-                cache.subscriber_max_lag_bytes,
-                max_oracle_age,
-            ),
             borrows: BorrowLists::default(),
             history,
             lease: if leased {
@@ -158,25 +137,18 @@ impl HealthCache {
             } else {
                 Lease::Unused
             },
-            processed: processed.then(|| {
-                let feed = FeedHub::new(
-                    cache.replay_bytes,
-                    cache.subscriber_max_lag_bytes,
-                    max_oracle_age,
-                );
-                super::processed_view::ProcessedView::new(cache.max_owners, feed)
-            }),
         }
     }
 
     /// The rendered unhealthy answers, for HTTP workers to read directly.
     pub fn rendered(&self) -> SharedRendered {
-        self.rendered.clone()
+        self.views.confirmed().rendered().clone()
     }
 
     /// The processed view's rendered answers, when it is served.
     pub fn rendered_processed(&self) -> Option<SharedRendered> {
-        self.processed.as_ref().map(|p| p.rendered.clone())
+        let processed = self.views.get(Commitment::Processed).ok();
+        processed.map(|view| view.rendered().clone())
     }
 
     pub(super) fn answer(
@@ -186,7 +158,7 @@ impl HealthCache {
         result: ActorResult<()>,
         write_through: bool,
     ) {
-        if write_through && result.is_ok() && self.engine.has_dirty() {
+        if write_through && result.is_ok() && self.engine().has_dirty() {
             let write = self.write_back(ctx, Pace::Urgent);
             ctx.spawn(
                 async move {
@@ -211,11 +183,12 @@ impl HealthCache {
     pub(super) fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
         if self.lease == Lease::Elsewhere {
             // The lease holder computes the same values and writes them.
-            let believed = self.engine.take_dirty();
-            self.engine.written(believed, true);
+            let engine = self.engine_mut();
+            let believed = engine.take_dirty();
+            engine.written(believed, true);
             return;
         }
-        let Some(wait) = self.writing.schedule(self.engine.dirty_count()) else {
+        let Some(wait) = self.writing.schedule(self.engine().dirty_count()) else {
             return;
         };
         ctx.run_later(wait, |act, ctx| {
@@ -234,7 +207,7 @@ impl HealthCache {
         ctx: &mut Context<Self>,
         pace: Pace,
     ) -> impl Future<Output = ()> + 'static {
-        let taken = self.engine.take_dirty();
+        let taken = self.engine_mut().take_dirty();
         let me = ctx.address().recipient();
         self.writing
             .write(taken, pace, me, self.writer.clone(), self.cluster)
@@ -252,25 +225,18 @@ impl HealthCache {
         if !self.ready {
             return Err(not_loaded());
         }
-        let (engine, rendered) = self.view(view)?;
-        let now = now_seconds();
-        if let Some(body) = rendered.answer(&answer, now) {
-            return Ok(body);
-        }
-        let body = Body::new(render::answer(engine, &answer, now, self.max_oracle_age));
-        rendered.keep_answer(answer, now, body.clone());
-        Ok(body)
+        let view = self.views.get(view)?;
+        Ok(view.render(answer, now_seconds(), self.max_oracle_age))
     }
 
-    /// A view's engine and rendered answers.
-    pub(super) fn view(&self, view: Commitment) -> ActorResult<(&Engine, &SharedRendered)> {
-        match (view, &self.processed) {
-            (Commitment::Confirmed, _) => Ok((&self.engine, &self.rendered)),
-            (Commitment::Processed, Some(p)) => Ok((p.view.engine(), &p.rendered)),
-            (Commitment::Processed, None) => Err(ActorError::internal(
-                "the processed view is not served here",
-            )),
-        }
+    /// The confirmed engine: what the write-back, history, the risk lens
+    /// and the pool status read.
+    pub(super) fn engine(&self) -> &Engine {
+        self.views.confirmed().engine()
+    }
+
+    pub(super) fn engine_mut(&mut self) -> &mut Engine {
+        self.views.confirmed_engine_mut()
     }
 }
 
@@ -292,10 +258,12 @@ impl Actor for HealthCache {
         self.start_history_timers(ctx);
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
-            // Subscribers that hung up are let go at once, not at the next event.
-            act.feed.prune_closed();
-            // A tick whose position was held back (sent at most so often).
-            act.feed.announce_progress();
+            for view in act.views.iter_mut() {
+                let feed = view.feed_mut();
+                feed.prune_closed();
+                // A tick whose position was held back (sent at most so often).
+                feed.announce_progress();
+            }
         });
         ctx.run_interval(LOG_PRUNE_EVERY, |act, ctx| {
             if act.lease == Lease::Elsewhere {

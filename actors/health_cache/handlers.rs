@@ -15,7 +15,7 @@ use crate::domain::risk::LiquidationPrice;
 use crate::engine::risk::{self, RiskError, liquidation_prices};
 use crate::engine::{Held, PoolEntry};
 use crate::error::ActorResult;
-use crate::feed::poll_answers::{Body, OwnerBody, now_seconds};
+use crate::feed::poll_answers::{Body, now_seconds};
 use crate::feed::render;
 use crate::feed::subscriber::FeedStream;
 use lendex_store::listen::Notice;
@@ -95,8 +95,9 @@ impl HealthCache {
 
     /// Borrows of these wallets were written: their cached lists are stale.
     fn borrows_changed(&mut self, owners: Vec<Pubkey>) {
-        self.rendered
-            .forget_owner_bodies(Some(owners.iter()), &[OwnerBody::Detail]);
+        for view in self.views.iter() {
+            view.forget_details(&owners);
+        }
         self.borrows.changed(&owners);
     }
 }
@@ -118,7 +119,7 @@ impl Handler<WrittenBack> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, msg: WrittenBack, ctx: &mut Self::Context) {
-        self.engine.written(msg.batch, msg.ok);
+        self.engine_mut().written(msg.batch, msg.ok);
         self.after_write_back(ctx, msg.ok);
     }
 }
@@ -158,13 +159,11 @@ impl OwnerRow {
 }
 
 impl HealthCache {
-    fn owner_positions(&mut self, owner: &Pubkey, view: Commitment) -> OwnerPositions {
+    fn owner_positions(&mut self, owner: &Pubkey, view: Commitment) -> ActorResult<OwnerPositions> {
         let (borrows, borrow_generation) = self.borrows.get(owner);
-        let (engine, rendered) = match (view, &mut self.processed) {
-            (Commitment::Processed, Some(p)) => (p.view.engine_mut(), &p.rendered),
-            _ => (&mut self.engine, &self.rendered),
-        };
-        let (health_factor, rows) = match engine.view(owner) {
+        let view = self.views.get_mut(view)?;
+        let body_generation = view.rendered().owner_generation();
+        let (health_factor, rows) = match view.engine_mut().view(owner) {
             None => (u128::MAX, Vec::new()),
             Some(view) => (
                 view.health_factor,
@@ -175,13 +174,13 @@ impl HealthCache {
                     .collect(),
             ),
         };
-        OwnerPositions {
+        Ok(OwnerPositions {
             health_factor,
             rows,
             borrows,
             borrow_generation,
-            body_generation: rendered.owner_generation(),
-        }
+            body_generation,
+        })
     }
 }
 
@@ -192,12 +191,12 @@ impl Handler<OwnerOf> for HealthCache {
         if !self.ready {
             return Box::pin(fut::ready(Err(not_loaded())));
         }
-        let engine = match self.view(view) {
-            Ok((engine, _)) => engine,
+        let engine = match self.views.get(view) {
+            Ok(view) => view.engine(),
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         if engine.knows(&owner) {
-            return Box::pin(fut::ready(Ok(self.owner_positions(&owner, view))));
+            return Box::pin(fut::ready(self.owner_positions(&owner, view)));
         }
         // Evicted: load the owner back through the pipeline, then answer.
         let (tx, rx) = oneshot::channel();
@@ -213,7 +212,7 @@ impl Handler<OwnerOf> for HealthCache {
                 .into_actor(self)
                 .map(move |loaded, act, _| {
                     loaded?;
-                    Ok(act.owner_positions(&owner, view))
+                    act.owner_positions(&owner, view)
                 }),
         )
     }
@@ -249,9 +248,8 @@ impl Handler<CloseStreams> for HealthCache {
     type Result = ();
 
     fn handle(&mut self, _: CloseStreams, _: &mut Self::Context) {
-        self.feed.close_streams();
-        if let Some(p) = &mut self.processed {
-            p.feed.close_streams();
+        for view in self.views.iter_mut() {
+            view.feed_mut().close_streams();
         }
         self.unpark(false, 0);
     }
@@ -261,17 +259,20 @@ impl Handler<Stats> for HealthCache {
     type Result = MessageResult<Stats>;
 
     fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
+        let confirmed = self.views.confirmed();
+        let (engine, (subscribers, dropped_subscribers)) =
+            (confirmed.engine(), confirmed.feed().counts());
         MessageResult(CacheStats {
             ready: self.ready,
             listening: self.listening.is_up(),
-            pools: self.engine.pool_count(),
-            owners: self.engine.owner_count(),
-            unhealthy_owners: self.engine.unhealthy_count(),
-            watched_owners: self.engine.watched_count(),
-            evictions: self.engine.evictions(),
-            subscribers: self.feed.counts().0,
-            dropped_subscribers: self.feed.counts().1,
-            feed_version: self.engine.version(),
+            pools: engine.pool_count(),
+            owners: engine.owner_count(),
+            unhealthy_owners: engine.unhealthy_count(),
+            watched_owners: engine.watched_count(),
+            evictions: engine.evictions(),
+            subscribers,
+            dropped_subscribers,
+            feed_version: engine.version(),
             reads: self.reads.started(),
         })
     }
@@ -289,7 +290,7 @@ impl Handler<PoolStatus> for HealthCache {
             explorer_query: &self.explorer_query,
         };
         Ok(render::json(&crate::engine::pool_status::pool_status(
-            &self.engine,
+            self.engine(),
             now_seconds(),
             self.max_oracle_age,
             served,
@@ -306,7 +307,7 @@ impl Handler<Risk> for HealthCache {
         }
         let body = match query {
             RiskQuery::Shock { shocks, limit } => risk::shock_response(
-                &self.engine,
+                self.engine(),
                 &shocks,
                 limit,
                 now_seconds(),
@@ -318,7 +319,7 @@ impl Handler<Risk> for HealthCache {
                 from_bps,
                 to_bps,
                 steps,
-            } => risk::curve_response(&self.engine, &pool, from_bps, to_bps, steps)
+            } => risk::curve_response(self.engine(), &pool, from_bps, to_bps, steps)
                 .map(|answer| render::json(&answer)),
         };
         Ok(body)

@@ -56,7 +56,7 @@ impl HealthCache {
         let Some(epoch) = link.epoch else {
             return;
         };
-        let records = self.engine.take_history();
+        let records = self.views.confirmed_engine_mut().take_history();
         if records.is_empty() {
             return;
         }
@@ -73,7 +73,7 @@ impl HealthCache {
         let (Some(epoch), true) = (link.epoch, self.ready) else {
             return;
         };
-        let sample = self.engine.market_sample();
+        let sample = self.views.confirmed().engine().market_sample();
         let row = Stamped {
             at_us: link.tick(),
             record: Record::Market(sample),
@@ -143,7 +143,7 @@ impl HealthCache {
                 Ok(Ok(started)) if act.lease == Lease::Held => {
                     link.epoch = Some(started.epoch);
                     link.last_us = link.last_us.max(started.last_at_us);
-                    act.engine.start_history(started.baselines);
+                    act.engine_mut().start_history(started.baselines);
                     act.record_history();
                     act.hold_changes(ctx, false);
                 }
@@ -170,7 +170,7 @@ impl Handler<LeaderChanged> for HealthCache {
         if leader {
             // What the previous writer stored is not known here: every value
             // is written, those already stored cost a comparison each.
-            self.engine.forget_stored();
+            self.engine_mut().forget_stored();
             self.schedule_write_back(ctx);
         }
         let Some(link) = self.history.as_ref() else {
@@ -189,7 +189,7 @@ impl Handler<LeaderChanged> for HealthCache {
             // What was recorded up to now is stored (unless another leader
             // took over first); nothing more is.
             self.record_history();
-            self.engine.stop_history();
+            self.engine_mut().stop_history();
             if let Some(link) = self.history.as_mut() {
                 link.epoch = None;
                 link.writer.do_send(StepDown);

@@ -10,7 +10,10 @@
 //!   log tick after tick, a reload, evicted owners) and applies what they
 //!   bring to the engine. Changes are announced by the LISTEN connection
 //!   (`lendex_store::listen`) and by this replica's writes;
-//! - `publish`: what the feed is handed after each tick;
+//! - `view`: the views served (confirmed, and processed where the chain is
+//!   read at processed), each with its engine, rendered answers and feed, and
+//!   the one place a read's commitment chooses one;
+//! - `publish`: what the feeds are handed after each tick;
 //! - `feed_hub`: the liquidators' streams and the state only they need
 //!   (subscribers, replay window, parked resumes), called after each tick;
 //! - `write_back`: the health factors stored, in paced chunks;
@@ -31,9 +34,9 @@ mod history_link;
 mod listening;
 mod messages;
 mod pipeline;
-mod processed_view;
 mod publish;
 mod read_queue;
+mod view;
 mod write_back;
 
 pub use actor::{HealthCache, Settings};

@@ -9,23 +9,19 @@
 //! Which read runs next, and whom it answers, is the read queue's
 //! (`read_queue.rs`); this file runs the reads and applies what they bring.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
 use super::actor::HealthCache;
 use super::read_queue::{Ended, Job, Kind, Need, Waiter, Wants};
-use crate::domain::pubkey::Pubkey;
-use crate::engine::Change;
+use crate::engine::Unapplied;
 use crate::error::ActorError;
-use crate::feed::poll_answers::OwnerBody;
 use lendex_store::engine_rows::{self as loader, IndexSnapshot};
 use lendex_store::error::DbResult;
 use lendex_store::feed_clock::Clock;
 use lendex_store::feed_log::{self, Read, Tick};
 
-const ALL_BODIES: [OwnerBody; 2] = [OwnerBody::Positions, OwnerBody::Detail];
 /// Most position changes one read of the log applies; a bulk write past it
 /// is taken by a full reload instead (its events are not numbered).
 const MAX_LOG_ROWS: usize = 200_000;
@@ -51,7 +47,7 @@ impl HealthCache {
         let kind = job.kind();
         match job {
             Job::Reload => {
-                let overlay = self.processed.is_some();
+                let overlay = self.views.serves_processed();
                 let read = async move { loader::load_snapshot(&db, cluster, overlay).await };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let result = result.map(|snapshot| act.apply_snapshot(snapshot));
@@ -78,7 +74,7 @@ impl HealthCache {
                 chain_heard,
             } => {
                 let heard = (notify_heard, chain_heard);
-                let (after, overlay) = (self.applied, self.processed.is_some());
+                let (after, overlay) = (self.applied, self.views.serves_processed());
                 let started = Instant::now();
                 let read = async move {
                     feed_log::read_after(&db, cluster, after, MAX_LOG_ROWS, overlay).await
@@ -86,7 +82,9 @@ impl HealthCache {
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let fetched = started.elapsed();
                     let result = result.map(|read| match read {
-                        Read::Ticks { clock, ticks } if clock.epoch == act.feed.epoch() => {
+                        Read::Ticks { clock, ticks }
+                            if clock.epoch == act.views.confirmed().feed().epoch() =>
+                        {
                             act.apply_log(clock, ticks, heard);
                             true
                         }
@@ -118,17 +116,16 @@ impl HealthCache {
     ) {
         let mut published = false;
         for tick in ticks {
-            self.apply_processed_changes(&tick.changes);
-            self.apply_tick(tick.changes);
-            let rolled_back = self.apply_processed_overlay(tick.overlay);
-            published |= self.publish_tick(tick.tick);
-            self.publish_processed(tick.tick, rolled_back);
+            let unapplied = self.views.apply_changes(tick.changes);
+            self.read_back(unapplied);
+            let (unapplied, rolled_back) = self.views.apply_overlay(tick.overlay);
+            self.read_back(unapplied);
+            published |= self.publish_tick(tick.tick, rolled_back);
         }
         self.applied = self.applied.max(clock.tick);
-        self.feed.advance_to(self.applied);
-        if let Some(p) = &mut self.processed {
-            p.feed.advance_to(self.applied);
-            p.feed.announce_progress();
+        self.views.advance_to(self.applied);
+        for view in self.views.iter_mut() {
+            view.feed_mut().announce_progress();
         }
         if published {
             if let Some(heard) = notify_heard {
@@ -140,46 +137,30 @@ impl HealthCache {
         }
         // After the feed: its subscribers wait on the publish, history does not.
         self.record_history();
-        self.feed.announce_progress();
     }
 
-    /// One tick's changes; what the engine cannot apply from memory (owners it
-    /// evicted) is read back next.
-    fn apply_tick(&mut self, changes: Vec<Change>) {
-        if changes.iter().any(Change::is_pool_wide) {
-            self.rendered
-                .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
-        } else {
-            let owners: HashSet<Pubkey> = changes.iter().filter_map(Change::owner).collect();
-            self.rendered
-                .forget_owner_bodies(Some(owners.iter()), &ALL_BODIES);
+    /// Owners an engine could not answer for (evicted, or unknown to the
+    /// processed view) are read from the database next.
+    fn read_back(&mut self, Unapplied { owners, pools }: Unapplied) {
+        if !owners.is_empty() || !pools.is_empty() {
+            self.reads.read_back(owners, pools);
         }
-        let unapplied = self.engine.apply(changes);
-        self.reads.read_back(unapplied.owners, unapplied.pools);
     }
 
     fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
-        self.rendered
-            .forget_owner_bodies(None::<std::iter::Empty<&Pubkey>>, &[]);
         let reloaded = self.ready;
-        let clock = (snapshot.clock.epoch, snapshot.clock.tick, reloaded);
-        self.engine.clear();
-        for pool in &snapshot.pools {
-            self.engine.upsert_pool(pool.clone());
-        }
-        // The processed view first, while the rows are still at hand.
-        self.load_processed(&snapshot.pools, &snapshot.owners, snapshot.overlay, clock);
         let owners = snapshot.owners.len();
-        self.apply_owners(snapshot.owners);
-        self.engine.end_reload();
+        self.views
+            .load(&snapshot.pools, snapshot.owners, snapshot.overlay);
         self.ready = true;
         self.restart_feed(snapshot.clock.epoch, snapshot.clock.tick, reloaded);
         self.record_history();
         release_load_memory();
+        let engine = self.engine();
         tracing::info!(
-            pools = self.engine.pool_count(),
+            pools = engine.pool_count(),
             owners,
-            unhealthy = self.engine.unhealthy_count(),
+            unhealthy = engine.unhealthy_count(),
             tick = snapshot.clock.tick,
             "health-factor cache loaded"
         );
@@ -187,19 +168,7 @@ impl HealthCache {
 
     /// Evicted owners as read back now.
     fn apply_read_back(&mut self, owners: loader::Owners) {
-        self.rendered
-            .forget_owner_bodies(Some(owners.keys()), &ALL_BODIES);
-        self.read_back_processed(&owners);
-        self.apply_owners(owners);
-    }
-
-    fn apply_owners(&mut self, owners: loader::Owners) {
-        for (owner, (positions, stored)) in owners {
-            self.engine.set_owner(owner, positions);
-            if let Some(stored) = stored {
-                self.engine.set_stored(&owner, stored);
-            }
-        }
+        self.views.read_back(owners);
     }
 
     /// After a read: answer the waiters it satisfies (once the health factors
