@@ -14,10 +14,8 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::LazyLock;
 use std::task::{Context, Poll, ready};
 
-use memchr::memmem::FinderRev;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::error::ApiError;
@@ -43,8 +41,13 @@ const HEAD_END: &[u8] = b"\r\n\r\n";
 const TAIL: usize = 512;
 /// Every head opens with it; the last one in a write is the write's last head.
 const STATUS_LINE: &[u8] = b"HTTP/1.1 ";
-/// Built once: a 304 (an empty body too) pays one vectorised search, no setup.
-static LAST_HEAD: LazyLock<FinderRev<'static>> = LazyLock::new(|| FinderRev::new(STATUS_LINE));
+
+/// Where the last head of `tail` starts. actix writes header names in lower
+/// case, so an `H` is rare in a head: a vectorised search from the end for
+/// it finds the status line at once (a 304, an empty body too, pays that).
+fn last_head(tail: &[u8]) -> Option<usize> {
+    memchr::memrchr_iter(b'H', tail).find(|&at| tail[at..].starts_with(STATUS_LINE))
+}
 
 /// `out` with an empty-body error response at its end given its JSON body, or
 /// None when there is none (the common case: nothing is copied).
@@ -56,7 +59,7 @@ pub fn rewrite(out: &[u8]) -> Option<Vec<u8>> {
     let start = out.len().saturating_sub(TAIL);
     let tail = &out[start..];
     // One search for the last head; its status line says the rest.
-    let at = LAST_HEAD.rfind(tail)?;
+    let at = last_head(tail)?;
     let (status, error) = EMPTY_ERRORS
         .iter()
         .find(|(status, _)| tail[at..].starts_with(status))?;

@@ -60,6 +60,12 @@ pub fn pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> 
 
 /// The value of the last pair named `key`, if any.
 pub fn last<'q>(query: &'q str, key: &str) -> Option<Cow<'q, str>> {
+    // A query with no escape names `key` only if it holds it as written: one
+    // vectorised search, and a poll's absent parameters cost no split.
+    let escaped = memchr::memchr2(b'%', b'+', query.as_bytes()).is_some();
+    if !escaped && memchr::memmem::find(query.as_bytes(), key.as_bytes()).is_none() {
+        return None;
+    }
     pairs(query)
         .filter(|(k, _)| k == key)
         .last()
