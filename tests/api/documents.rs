@@ -1,5 +1,5 @@
 //! The documents a newcomer reads stay true to the tree: every path the README,
-//! BENCHMARKS.md and `docs/` name exists (or, in a dated entry, says what it is
+//! BENCHMARKS.md and `docs/` (its folders too) name exists (or, in a dated entry, says what it is
 //! `(now ...)`), every file they name by itself is somewhere in it, and the configuration reference, `config.toml`
 //! and the code's defaults list the same keys with the same values.
 
@@ -22,11 +22,18 @@ fn exists(path: &Path) -> bool {
 
 fn documents() -> Vec<PathBuf> {
     let mut docs = vec![repo().join("README.md"), repo().join("BENCHMARKS.md")];
-    let mut more: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
+    // docs/ and its folders (the benchmarks' dated history among them).
+    let mut more = Vec::new();
+    let mut dirs = vec![repo().join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for path in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                more.push(path);
+            }
+        }
+    }
     more.sort();
     docs.extend(more);
     docs
