@@ -27,6 +27,7 @@ use crate::ingest::Ingest;
 use crate::leader_lease::LeaderChanged;
 use crate::settings::SyncConfig;
 use lendex_store::chain_tip::{ChainTip, RecordTip};
+use lendex_store::chain_writes::Reconciled;
 use lendex_store::queries;
 
 /// Pools scanned at once in a reconcile (the RPC gate bounds the requests).
@@ -460,10 +461,18 @@ impl Refresher {
                 };
                 let (slot, accounts) = chain.send(scan).await??;
                 let scanned = Instant::now();
-                let refresh = ingest.reconcile(&key, slot, accounts);
+                let parts = ingest.reconcile(&key, slot, accounts);
                 let writing = one_write.lock().await;
-                let reconciled =
-                    commit(&writer, &cache, refresh, Reaches::Queued { heard: None }).await?;
+                // In order, each its own commit within the write bound; the
+                // last removes what the scan no longer found.
+                let mut reconciled = Reconciled::default();
+                for part in parts {
+                    let done =
+                        commit(&writer, &cache, part, Reaches::Queued { heard: None }).await?;
+                    reconciled.written += done.written;
+                    reconciled.removed += done.removed;
+                    reconciled.changes.extend(done.changes);
+                }
                 drop(writing);
                 // Where a reconcile's time goes (since it started): the scan's
                 // answer, then its rows committed.

@@ -1,16 +1,19 @@
 //! The actor around the engine: its state, the write-back of the engine's
-//! health factors to `positions` through the database writer, and rendering.
-//! How changes reach the engine (the change log read tick after tick, reloads,
-//! evicted owners) is `pipeline.rs`; what goes out to the feed, `publish.rs`.
+//! health factors to `positions` through the database writer, rendering, and
+//! how a subscription reaches a view's feed (docs/design.md §11, §13). How
+//! changes reach the engines (the change log read tick after tick, reloads,
+//! evicted owners) is `pipeline.rs`; what each view holds, `view.rs`.
 
 use std::time::Duration;
 
 use actix::prelude::*;
 use deadpool_postgres::Pool;
+use tokio::sync::oneshot;
 
 use super::borrow_lists::BorrowLists;
+use super::feed_hub::RESUME_WAIT;
 use super::listening::Listening;
-use super::messages::DatabaseNotice;
+use super::messages::{DatabaseNotice, Subscribe};
 use super::read_queue::{ReadQueue, Waiter};
 use super::view::Views;
 use super::write_back::{Pace, WriteBack};
@@ -20,6 +23,7 @@ use crate::engine::Engine;
 use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
 use crate::feed::render::Answer;
+use crate::feed::subscriber::FeedStream;
 use crate::settings::{CacheConfig, HealthConfig};
 use lendex_store::listen::listen_forever;
 
@@ -218,6 +222,45 @@ impl HealthCache {
             tracing::warn!("health factor write-back failed; will retry");
             self.schedule_write_back(ctx);
         }
+    }
+
+    /// Every view's feed starts over at `tick` of feed `epoch` (a load): what
+    /// led there is not numbered, and with `close` open streams end.
+    pub(super) fn restart_feed(&mut self, epoch: u64, tick: u64, close: bool) {
+        self.applied = tick;
+        self.views.restart(epoch, tick, close);
+    }
+
+    /// A new stream. A reconnect naming a change not applied here yet waits
+    /// for it (a log read is asked for at once), at most `RESUME_WAIT`.
+    pub(super) fn subscribe(
+        &mut self,
+        ctx: &mut Context<Self>,
+        msg: Subscribe,
+        reply: oneshot::Sender<ActorResult<FeedStream>>,
+    ) {
+        if !self.ready {
+            let _ = reply.send(Err(not_loaded()));
+            return;
+        }
+        let started = self.reads.started();
+        let parked = match self.views.get_mut(msg.view) {
+            Ok(view) => view.subscribe(msg, started, reply),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                false
+            }
+        };
+        if parked {
+            self.enqueue(ctx, |p| p.read_log = true, None);
+            ctx.run_later(RESUME_WAIT, |act, _| act.unpark(false, 0));
+        }
+    }
+
+    /// Answers the parked reconnects that can be (after log read `number`
+    /// when `read_log`).
+    pub(super) fn unpark(&mut self, read_log: bool, number: u64) {
+        self.views.unpark(read_log, number, self.applied);
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.

@@ -13,7 +13,6 @@
 //! - `view`: the views served (confirmed, and processed where the chain is
 //!   read at processed), each with its engine, rendered answers and feed, and
 //!   the one place a read's commitment chooses one;
-//! - `publish`: what the feeds are handed after each tick;
 //! - `feed_hub`: the liquidators' streams and the state only they need
 //!   (subscribers, replay window, parked resumes), called after each tick;
 //! - `write_back`: the health factors stored, in paced chunks;
@@ -34,7 +33,6 @@ mod history_link;
 mod listening;
 mod messages;
 mod pipeline;
-mod publish;
 mod read_queue;
 mod view;
 mod write_back;

@@ -120,7 +120,9 @@ impl HealthCache {
             self.read_back(unapplied);
             let (unapplied, rolled_back) = self.views.apply_overlay(tick.overlay);
             self.read_back(unapplied);
-            published |= self.publish_tick(tick.tick, rolled_back);
+            // Each view's events to its feed (the processed ones marked when
+            // the tick rolled writes back).
+            published |= self.views.publish(tick.tick, rolled_back);
         }
         self.applied = self.applied.max(clock.tick);
         self.views.advance_to(self.applied);

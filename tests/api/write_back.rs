@@ -112,7 +112,10 @@ async fn a_move_of_every_owner_is_stored_in_chunks_on_every_row() {
 /// given back and written by a later write-back: none is lost.
 #[actix_rt::test]
 async fn chunks_that_fail_are_written_later() {
-    let app = spawn_app_with(|c| c.database.write_timeout_ms = 1_000).await;
+    // A bound short enough to fail within the wait below while the table is
+    // locked (its lock share: 800 ms), long enough for a chunk to commit on
+    // a loaded machine once it is not (its run share: 1 s).
+    let app = spawn_app_with(|c| c.database.write_timeout_ms = 2_000).await;
     let db = app.db.connect().await;
     let (collateral, _) = seed(&db).await;
     // Reads go on; every UPDATE of positions waits, then fails.

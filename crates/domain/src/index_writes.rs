@@ -103,11 +103,20 @@ impl SyncPosition {
     }
 }
 
-/// Background refresh of one pool: upserts every position a full scan at `slot`
-/// found and removes the pool's rows the scan no longer found.
+/// Background refresh of one pool, one part of a full scan at `slot`: upserts
+/// its positions; the scan's last part also removes the pool's rows the scan
+/// no longer found. A scan is written in parts of at most `RECONCILE_PART`
+/// positions, each its own transaction, so a pool of any size commits within
+/// the write bound (docs/design.md §7).
 pub struct RefreshPoolPositions {
     pub cluster: &'static str,
     pub pool_address: String,
     pub slot: u64,
     pub positions: Vec<(String, UserPosition)>,
+    /// On the scan's last part: every address the scan found (rows of the
+    /// pool older than the scan and not among them are removed).
+    pub prune_all_but: Option<Vec<String>>,
 }
+
+/// Most positions one part of a reconcile writes.
+pub const RECONCILE_PART: usize = 2_000;

@@ -19,7 +19,7 @@ use lendex_domain::accounts::{
     position_address,
 };
 use lendex_domain::index_writes::{
-    AccountWrite, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
+    AccountWrite, RECONCILE_PART, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
 };
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::raw::{AccountRead, RawAccount};
@@ -180,14 +180,15 @@ impl Ingest {
     /// A full scan of a pool's positions at `slot`: every account that is a
     /// position of this pool, upserted; the pool's rows the scan no longer
     /// found, removed. Accounts that are not (another program's, another
-    /// pool's, undecodable) are left out.
+    /// pool's, undecodable) are left out. In parts of at most
+    /// `RECONCILE_PART` positions, to be written in order; the last prunes.
     pub fn reconcile(
         &self,
         pool: &Pubkey,
         slot: u64,
         accounts: Vec<(Pubkey, RawAccount)>,
-    ) -> RefreshPoolPositions {
-        let positions = accounts
+    ) -> Vec<RefreshPoolPositions> {
+        let mut positions: Vec<_> = accounts
             .into_iter()
             .filter_map(|(key, account)| {
                 check_position(
@@ -200,12 +201,25 @@ impl Ingest {
                 .map(|p| (key.to_string(), p))
             })
             .collect();
-        RefreshPoolPositions {
-            cluster: self.cluster,
-            pool_address: pool.to_string(),
-            slot,
-            positions,
+        let scanned: Vec<String> = positions.iter().map(|(a, _)| a.clone()).collect();
+        let mut parts = Vec::new();
+        while positions.len() > RECONCILE_PART {
+            let rest = positions.split_off(RECONCILE_PART);
+            parts.push(std::mem::replace(&mut positions, rest));
         }
+        parts.push(positions);
+        let last = parts.len() - 1;
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, positions)| RefreshPoolPositions {
+                cluster: self.cluster,
+                pool_address: pool.to_string(),
+                slot,
+                positions,
+                prune_all_but: (i == last).then(|| scanned.clone()),
+            })
+            .collect()
     }
 }
 

@@ -126,10 +126,47 @@ fn a_scan_keeps_only_this_pools_positions() {
             },
         ),
     ];
-    let refresh = i.reconcile(&pool, 77, accounts);
+    let parts = i.reconcile(&pool, 77, accounts);
+    assert_eq!(parts.len(), 1);
+    let refresh = &parts[0];
     assert_eq!(refresh.slot, 77);
     let kept: Vec<&String> = refresh.positions.iter().map(|(a, _)| a).collect();
     assert_eq!(kept, [&mine.to_string()]);
+    assert_eq!(refresh.prune_all_but, Some(vec![mine.to_string()]));
+}
+
+#[test]
+fn a_large_scan_is_written_in_parts_and_the_last_prunes() {
+    let i = ingest();
+    let pool = Pubkey::new_unique();
+    let accounts: Vec<_> = (0..2 * RECONCILE_PART + 1)
+        .map(|_| {
+            (
+                Pubkey::new_unique(),
+                RawAccount {
+                    owner: i.program,
+                    lamports: 1,
+                    data: position_data(Pubkey::new_unique(), pool, 3),
+                },
+            )
+        })
+        .collect();
+    let all: Vec<String> = accounts.iter().map(|(k, _)| k.to_string()).collect();
+    let parts = i.reconcile(&pool, 9, accounts);
+    let sizes: Vec<usize> = parts.iter().map(|p| p.positions.len()).collect();
+    assert_eq!(sizes, [RECONCILE_PART, RECONCILE_PART, 1]);
+    let written: Vec<&String> = parts
+        .iter()
+        .flat_map(|p| p.positions.iter().map(|(a, _)| a))
+        .collect();
+    assert_eq!(
+        written,
+        all.iter().collect::<Vec<_>>(),
+        "every one, in order"
+    );
+    assert!(parts[..2].iter().all(|p| p.prune_all_but.is_none()));
+    assert_eq!(parts[2].prune_all_but.as_ref(), Some(&all));
+    assert!(i.reconcile(&pool, 9, Vec::new())[0].prune_all_but == Some(Vec::new()));
 }
 
 #[test]

@@ -455,13 +455,15 @@ impl WriteCommand for RefreshPoolPositions {
             )
             .await?;
             out.touched = stamped;
-            if self.slot > 0 {
-                // (With no context slot a closed position cannot be told from a
-                // newer write: nothing is removed.)
+            // (With no context slot a closed position cannot be told from a
+            // newer write: nothing is removed.)
+            if let Some(scanned) = &self.prune_all_but
+                && self.slot > 0
+            {
                 for row in tx
                     .query(
                         queries::PRUNE_POOL_POSITIONS,
-                        &[&self.cluster, &self.pool_address, &slot, &cols[0]],
+                        &[&self.cluster, &self.pool_address, &slot, scanned],
                     )
                     .await?
                 {
