@@ -136,12 +136,16 @@ function setCard(name, value, note, exact = "") {
   const figure = document.createElement("span");
   figure.className = "figure";
   figure.append(value);
+  // The trend stays until drawTrends redraws it: the overview's other reads
+  // come between, and a card must not lose its movement meanwhile.
+  const trend = dd.querySelector(".trend");
   dd.replaceChildren(figure);
   if (note) {
     const small = document.createElement("small");
     small.textContent = note;
     dd.append(small);
   }
+  if (trend) dd.append(trend);
 }
 /** The overview: the pools' totals, what is under water now (a shock of 0),
  *  the accounts at risk, every 5 s. Each card's title says where it comes from. */
