@@ -18,6 +18,10 @@ async fn behind_proxy(timeout_ms: u64, max_rps: u32) -> (ChainApp, RpcProxy) {
         c.rpc.timeout_ms = timeout_ms;
         c.rpc.max_rps = max_rps;
         c.rpc.max_concurrency = 16;
+        // These tests are about the chain: the write bound is writer_lanes'
+        // subject, and a suite loading two cores must not turn a slow commit
+        // into a 503 here.
+        c.database.write_timeout_ms = 60_000;
     })
     .await;
     (t, proxy)
