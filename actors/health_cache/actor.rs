@@ -1,31 +1,42 @@
-//! The actor around the engine: its state, the write-back of the engine's
-//! health factors to `positions` through the database writer, rendering, and
-//! how a subscription reaches a view's feed (docs/design.md §11, §13). How
-//! changes reach the engines (the change log read tick after tick, reloads,
-//! evicted owners) is `pipeline.rs`; what each view holds, `view.rs`.
+//! The actor around the engine: its state, kept here, and what each message
+//! asks of it (`handlers.rs` routes them): the write-back of the engine's
+//! health factors to `positions` through the database writer, rendering,
+//! how a subscription reaches a view's feed (docs/design.md §11, §13), the
+//! answers read from the confirmed engine, and the lease's moves for
+//! history (§12). How changes reach the engines (the change log read tick
+//! after tick, reloads, evicted owners) is `pipeline.rs`, the one other
+//! file that sees its state (the views and the read queue); what each view
+//! holds, `view.rs`; history's side, `history.rs`.
 
 use std::time::Duration;
 
 use actix::prelude::*;
+use bytes::Bytes;
 use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::borrow_lists::BorrowLists;
 use super::feed_hub::RESUME_WAIT;
+use super::history::{HOLD_AT_MOST, HistoryLink, RETRY_TAKEOVER, TookOver};
 use super::listening::Listening;
-use super::messages::{DatabaseNotice, Subscribe};
-use super::read_queue::{ReadQueue, Waiter};
+use super::messages::{
+    Borrows, CacheStats, DatabaseNotice, OwnerPositions, RiskQuery, Subscribe, WrittenBack,
+};
+use super::read_queue::{ReadQueue, Waiter, earliest};
 use super::view::Views;
 use super::write_back::{Pace, WriteBack};
 use crate::db_writer::Writers;
 use crate::domain::forks::Commitment;
+use crate::domain::pubkey::Pubkey;
 use crate::engine::Engine;
+use crate::engine::pool_status::{Served, pool_status};
+use crate::engine::risk::{self, RiskError};
 use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
-use crate::feed::render::Answer;
+use crate::feed::render::{self, Answer};
 use crate::feed::subscriber::FeedStream;
 use crate::settings::{CacheConfig, HealthConfig};
-use lendex_store::listen::listen_forever;
+use lendex_store::listen::{Notice, listen_forever};
 
 /// How often subscribers whose connection closed are let go.
 const PRUNE_EVERY: Duration = Duration::from_secs(1);
@@ -39,7 +50,7 @@ const LOG_PRUNE_EVERY: Duration = Duration::from_secs(10);
 /// writing them raced for the same row locks (deadlocks, retried
 /// write-backs) and multiplied the database's work by the replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Lease {
+enum Lease {
     /// Nobody contends for it (no background sync, no history): each
     /// replica writes its own health factors.
     Unused,
@@ -52,34 +63,32 @@ pub(super) enum Lease {
 }
 
 pub struct HealthCache {
-    pub(super) db: Pool,
+    db: Pool,
     writer: Writers,
     database_url: String,
     /// This replica's name in the NOTIFY of its own borrows (see `lendex_store::listen`).
     origin: String,
-    pub(super) cluster: &'static str,
+    cluster: &'static str,
     /// Appended to explorer links of this cluster (GET /api/pools/status).
-    pub(super) explorer_query: String,
-    pub(super) max_oracle_age: i64,
+    explorer_query: String,
+    max_oracle_age: i64,
     /// Seconds of the change log kept (the lease holder prunes the rest).
     log_keep_seconds: f64,
-    /// The views served, each with its engine, answers and feed (`view.rs`).
+    /// The views served, each with its engine, answers and feed, whether
+    /// they are loaded and the last tick they hold (`view.rs`).
     pub(super) views: Views,
-    pub(super) ready: bool,
-    /// The LISTEN connection: up or not, and who waits for it.
-    pub(super) listening: Listening,
     /// The reads of the database, one at a time, and who waits on them.
     pub(super) reads: ReadQueue,
-    /// The last tick of the feed's change log the engine holds.
-    pub(super) applied: u64,
+    /// The LISTEN connection: up or not, and who waits for it.
+    listening: Listening,
     /// When, in what order and at what pace health factors are written back.
-    pub(super) writing: WriteBack,
+    writing: WriteBack,
     /// Recent borrows per wallet (the detail's borrow_txs).
-    pub(super) borrows: BorrowLists,
+    borrows: BorrowLists,
     /// History's writer and this replica's part in it (None: history is off).
-    pub(super) history: Option<super::history_link::HistoryLink>,
+    history: Option<HistoryLink>,
     /// Whether this replica holds the ingester lease (`LeaderChanged`).
-    pub(super) lease: Lease,
+    lease: Lease,
 }
 
 /// What the health cache reads of the settings.
@@ -107,7 +116,7 @@ impl HealthCache {
         writer: Writers,
         origin: String,
         settings: Settings<'_>,
-        history: Option<super::history_link::HistoryLink>,
+        history: Option<HistoryLink>,
         leased: bool,
     ) -> Self {
         let Settings {
@@ -129,10 +138,8 @@ impl HealthCache {
             max_oracle_age,
             log_keep_seconds: cache.change_log_seconds as f64,
             views: Views::new(cache, max_oracle_age, processed),
-            ready: false,
-            listening: Listening::default(),
             reads: ReadQueue::default(),
-            applied: 0,
+            listening: Listening::default(),
             writing: WriteBack::default(),
             borrows: BorrowLists::default(),
             history,
@@ -155,6 +162,13 @@ impl HealthCache {
         processed.map(|view| view.rendered().clone())
     }
 
+    /// The database and the cluster the pipeline's reads are of.
+    pub(super) fn source(&self) -> (Pool, &'static str) {
+        (self.db.clone(), self.cluster)
+    }
+
+    /// Answers `waiters` with `result`; with `write_through`, once the health
+    /// factors the engine changed are committed.
     pub(super) fn answer(
         &mut self,
         ctx: &mut Context<Self>,
@@ -181,10 +195,12 @@ impl HealthCache {
         }
     }
 
+    // ---- the health factors written back (`write_back.rs`) --------------------
+
     /// Starts a background write-back of the health factors the engine
     /// changed, when `write_back.rs` says (one at a time; it looks again
     /// when it ends).
-    pub(super) fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
+    fn schedule_write_back(&mut self, ctx: &mut Context<Self>) {
         if self.lease == Lease::Elsewhere {
             // The lease holder computes the same values and writes them.
             let engine = self.engine_mut();
@@ -217,18 +233,101 @@ impl HealthCache {
             .write(taken, pace, me, self.writer.clone(), self.cluster)
     }
 
-    pub(super) fn after_write_back(&mut self, ctx: &mut Context<Self>, ok: bool) {
-        if !ok {
+    /// A chunk of the write-back committed, or given back to be tried again.
+    pub(super) fn written_back(&mut self, ctx: &mut Context<Self>, msg: WrittenBack) {
+        self.engine_mut().written(msg.batch, msg.ok);
+        if !msg.ok {
             tracing::warn!("health factor write-back failed; will retry");
             self.schedule_write_back(ctx);
         }
     }
 
-    /// Every view's feed starts over at `tick` of feed `epoch` (a load): what
-    /// led there is not numbered, and with `close` open streams end.
-    pub(super) fn restart_feed(&mut self, epoch: u64, tick: u64, close: bool) {
-        self.applied = tick;
-        self.views.restart(epoch, tick, close);
+    // ---- the database's announcements ------------------------------------------
+
+    /// A NOTIFY heard, or the LISTEN connection's state.
+    pub(super) fn on_notice(&mut self, notice: Notice, ctx: &mut Context<Self>) {
+        match notice {
+            Notice::Listening(up) => self.listening_is(up, ctx),
+            Notice::Resync => self.resync(ctx),
+            Notice::Ticked { tick, heard } => {
+                if tick > self.views.applied() || !self.views.is_loaded() {
+                    self.enqueue(
+                        ctx,
+                        |p| {
+                            p.read_log = true;
+                            p.notify_heard = earliest(p.notify_heard, Some(heard));
+                        },
+                        None,
+                    );
+                }
+            }
+            Notice::BorrowsChanged(owners) => self.borrows_changed(&owners),
+        }
+    }
+
+    /// After a lost LISTEN connection: announcements may have been missed,
+    /// not changes (the change log holds them all), so the log is read; the
+    /// borrow lists, told by announcements alone, are forgotten.
+    fn resync(&mut self, ctx: &mut Context<Self>) {
+        self.borrows.forget_all();
+        self.enqueue(ctx, |p| p.read_log = true, None);
+    }
+
+    /// Whether the LISTEN connection is up (health reports a cache that may
+    /// miss changes).
+    fn listening_is(&mut self, up: bool, ctx: &mut Context<Self>) {
+        // The first LISTEN came up after a load had begun (start stopped waiting
+        // for it): what was announced in between is unknown. Later reconnects
+        // say so on their own (lendex_store::listen).
+        let first = self.listening.set(up);
+        if first && (self.views.is_loaded() || self.reads.running()) {
+            self.resync(ctx);
+        }
+    }
+
+    /// Resolves once the LISTEN connection is up (at once if it is).
+    pub(super) fn await_listening(&mut self) -> impl Future<Output = ()> + 'static {
+        let waiting = self.listening.wait();
+        async move {
+            if let Some(up) = waiting {
+                let _ = up.await;
+            }
+        }
+    }
+
+    // ---- a wallet's borrows --------------------------------------------------------
+
+    /// Borrows of these wallets were written: their cached lists are stale.
+    pub(super) fn borrows_changed(&mut self, owners: &[Pubkey]) {
+        for view in self.views.iter() {
+            view.forget_details(owners);
+        }
+        self.borrows.changed(owners);
+    }
+
+    /// A wallet's borrows as read, kept unless a borrow was written since.
+    pub(super) fn keep_borrows(&mut self, owner: Pubkey, borrows: Borrows, generation: u64) {
+        self.borrows.keep(owner, borrows, generation);
+    }
+
+    // ---- reads of a view ------------------------------------------------------------
+
+    /// Whether `view`'s engine holds `owner` (else it is read back first).
+    pub(super) fn knows(&self, owner: &Pubkey, view: Commitment) -> ActorResult<bool> {
+        if !self.views.is_loaded() {
+            return Err(not_loaded());
+        }
+        Ok(self.views.get(view)?.engine().knows(owner))
+    }
+
+    /// An owner's positions in `view`, with the wallet's borrows when held.
+    pub(super) fn owner_positions(
+        &mut self,
+        owner: &Pubkey,
+        view: Commitment,
+    ) -> ActorResult<OwnerPositions> {
+        let borrows = self.borrows.get(owner);
+        Ok(self.views.get_mut(view)?.owner_positions(owner, borrows))
     }
 
     /// A new stream. A reconnect naming a change not applied here yet waits
@@ -239,7 +338,7 @@ impl HealthCache {
         msg: Subscribe,
         reply: oneshot::Sender<ActorResult<FeedStream>>,
     ) {
-        if !self.ready {
+        if !self.views.is_loaded() {
             let _ = reply.send(Err(not_loaded()));
             return;
         }
@@ -253,23 +352,82 @@ impl HealthCache {
         };
         if parked {
             self.enqueue(ctx, |p| p.read_log = true, None);
-            ctx.run_later(RESUME_WAIT, |act, _| act.unpark(false, 0));
+            ctx.run_later(RESUME_WAIT, |act, _| act.views.unpark(false, 0));
         }
     }
 
-    /// Answers the parked reconnects that can be (after log read `number`
-    /// when `read_log`).
-    pub(super) fn unpark(&mut self, read_log: bool, number: u64) {
-        self.views.unpark(read_log, number, self.applied);
+    /// Every view's open streams end (the service stops).
+    pub(super) fn close_streams(&mut self) {
+        for view in self.views.iter_mut() {
+            view.feed_mut().close_streams();
+        }
+        self.views.unpark(false, 0);
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
     pub(super) fn render(&self, answer: Answer, view: Commitment) -> ActorResult<Body> {
-        if !self.ready {
+        if !self.views.is_loaded() {
             return Err(not_loaded());
         }
         let view = self.views.get(view)?;
         Ok(view.render(answer, now_seconds(), self.max_oracle_age))
+    }
+
+    /// What health and /metrics report of the cache.
+    pub(super) fn stats(&self) -> CacheStats {
+        let confirmed = self.views.confirmed();
+        let (engine, (subscribers, dropped_subscribers)) =
+            (confirmed.engine(), confirmed.feed().counts());
+        CacheStats {
+            ready: self.views.is_loaded(),
+            listening: self.listening.is_up(),
+            pools: engine.pool_count(),
+            owners: engine.owner_count(),
+            unhealthy_owners: engine.unhealthy_count(),
+            watched_owners: engine.watched_count(),
+            evictions: engine.evictions(),
+            subscribers,
+            dropped_subscribers,
+            feed_version: engine.version(),
+            reads: self.reads.started(),
+        }
+    }
+
+    /// GET /api/pools/status, from the confirmed engine.
+    pub(super) fn pool_status(&self) -> ActorResult<Bytes> {
+        if !self.views.is_loaded() {
+            return Err(not_loaded());
+        }
+        let served = Served {
+            cluster: self.cluster,
+            explorer_query: &self.explorer_query,
+        };
+        let now = now_seconds();
+        let status = pool_status(self.engine(), now, self.max_oracle_age, served);
+        Ok(render::json(&status))
+    }
+
+    /// The risk lens, from the confirmed engine.
+    pub(super) fn risk(&self, query: RiskQuery) -> ActorResult<Result<Bytes, RiskError>> {
+        if !self.views.is_loaded() {
+            return Err(not_loaded());
+        }
+        let engine = self.engine();
+        let body = match query {
+            RiskQuery::Shock { shocks, limit } => {
+                let now = now_seconds();
+                risk::shock_response(engine, &shocks, limit, now, self.max_oracle_age)
+                    .map(|answer| render::json(&answer))
+            }
+            RiskQuery::Curve {
+                pool,
+                from_bps,
+                to_bps,
+                steps,
+            } => risk::curve_response(engine, &pool, from_bps, to_bps, steps)
+                .map(|answer| render::json(&answer)),
+        };
+        Ok(body)
     }
 
     /// The confirmed engine: what the write-back, history, the risk lens
@@ -278,8 +436,97 @@ impl HealthCache {
         self.views.confirmed().engine()
     }
 
-    pub(super) fn engine_mut(&mut self) -> &mut Engine {
+    fn engine_mut(&mut self) -> &mut Engine {
         self.views.confirmed_engine_mut()
+    }
+
+    // ---- the lease, and history (`history.rs`) ----------------------------------
+
+    /// Takes what the engine recorded to history's writer (while recording).
+    pub(super) fn record_history(&mut self) {
+        if let Some(link) = self.history.as_mut() {
+            link.record(self.views.confirmed_engine_mut());
+        }
+    }
+
+    /// A sample of the market for history, while recording.
+    fn sample_market(&mut self) {
+        if let (Some(link), true) = (self.history.as_mut(), self.views.is_loaded()) {
+            link.sample(self.views.confirmed().engine());
+        }
+    }
+
+    /// Whether changes wait for recording to start (`HistoryLink::holds_changes`).
+    pub(super) fn holds_changes(&self) -> bool {
+        self.history.as_ref().is_some_and(|l| l.holds_changes())
+    }
+
+    /// The cache holds the index now: a takeover that waited for it starts.
+    pub(super) fn on_ready(&mut self, ctx: &mut Context<Self>) {
+        if self.lease == Lease::Held {
+            self.take_over(ctx);
+        }
+    }
+
+    /// This replica took the ingester lease, or another did.
+    pub(super) fn leader_changed(&mut self, leader: bool, ctx: &mut Context<Self>) {
+        self.lease = if leader {
+            Lease::Held
+        } else {
+            Lease::Elsewhere
+        };
+        if leader {
+            // What the previous writer stored is not known here: every value
+            // is written, those already stored cost a comparison each.
+            self.engine_mut().forget_stored();
+            self.schedule_write_back(ctx);
+        }
+        let Some(link) = self.history.as_mut() else {
+            return;
+        };
+        if leader {
+            // Nothing is applied until the takeover has started recording.
+            if !link.is_recording() {
+                link.hold();
+                ctx.run_later(HOLD_AT_MOST, |act, ctx| act.pump(ctx));
+            }
+            self.take_over(ctx);
+        } else if link.is_recording() {
+            link.step_down(self.views.confirmed_engine_mut());
+        } else if link.release() {
+            // A follower records nothing: nothing to wait for.
+            self.pump(ctx);
+        }
+    }
+
+    /// Asks the writer for the baselines and starts recording from them
+    /// (once the engine holds the index: a takeover diffs against it).
+    fn take_over(&mut self, ctx: &mut Context<Self>) {
+        if self.lease != Lease::Held || !self.views.is_loaded() {
+            // Started again when the first load is applied (`on_ready`).
+            return;
+        }
+        let Some(ask) = self.history.as_mut().and_then(HistoryLink::take_over) else {
+            return;
+        };
+        ctx.spawn(ask.into_actor(self).map(|answer, act, ctx| {
+            let leader = act.lease == Lease::Held;
+            let engine = act.views.confirmed_engine_mut();
+            let Some(link) = act.history.as_mut() else {
+                return;
+            };
+            match link.took_over(answer, leader, engine) {
+                TookOver::Recording => {
+                    if link.release() {
+                        act.pump(ctx);
+                    }
+                }
+                TookOver::Retry => {
+                    ctx.run_later(RETRY_TAKEOVER, |act, ctx| act.take_over(ctx));
+                }
+                TookOver::Nothing => {}
+            }
+        }));
     }
 }
 
@@ -298,7 +545,12 @@ impl Actor for HealthCache {
                 me.connected()
             },
         ));
-        self.start_history_timers(ctx);
+        if let Some(link) = &self.history {
+            // The market's samples, and what waited for the lease's first
+            // answer applied if it never comes.
+            ctx.run_interval(link.market_every(), |act, _| act.sample_market());
+            ctx.run_later(HOLD_AT_MOST, |act, ctx| act.pump(ctx));
+        }
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
             for view in act.views.iter_mut() {

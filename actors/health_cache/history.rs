@@ -3,20 +3,181 @@
 //! time and sent to the history writer; every `history.market_interval_seconds`
 //! the market is sampled. Leadership comes from the ingester lease: taking it
 //! starts recording from the baselines the writer reads back; losing it
-//! stops recording at once.
+//! stops recording at once. `HistoryLink` holds this replica's part; the
+//! actor (`actor.rs`) tells it when the lease moves and what the engine
+//! holds, and runs the takeover it asks for.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
-use super::actor::{HealthCache, Lease};
-use super::history_link::HOLD_AT_MOST;
+use crate::engine::Engine;
 use crate::engine::history::{Record, Stamped};
-use crate::history::{Records, StepDown, TakeOver};
-use crate::leader_lease::LeaderChanged;
+use crate::error::ActorResult;
+use crate::feed::poll_answers::now_micros;
+use crate::history::{HistoryWriter, Records, Started, StepDown, TakeOver};
 
+/// How long changes wait for recording to start, at most.
+pub(super) const HOLD_AT_MOST: Duration = Duration::from_secs(2);
 /// A takeover that failed (the database is down) is tried again after this.
-const RETRY_TAKEOVER: Duration = Duration::from_secs(2);
+pub(super) const RETRY_TAKEOVER: Duration = Duration::from_secs(2);
+
+/// The cache's side of history: under which writer epoch this replica
+/// records (it records while it holds the lease), and the clock its records
+/// are stamped with.
+pub struct HistoryLink {
+    writer: Addr<HistoryWriter>,
+    /// The writer epoch records are stored under, while recording.
+    epoch: Option<i64>,
+    taking_over: bool,
+    /// The last time stamped: every take is stamped after it.
+    last_us: i64,
+    market_every: Duration,
+    /// Until then no change is applied: this replica may be about to record
+    /// (the lease's first answer, or a takeover, is awaited), and every
+    /// state the engine holds must be judged by the rule, none skipped
+    /// because recording started late. Bounded, so a database fault that
+    /// stalls the takeover cannot stall the cache (the takeover's `load`
+    /// points then cover what went by).
+    hold_until: Option<Instant>,
+}
+
+/// How a takeover's answer went.
+pub(super) enum TookOver {
+    /// Recording from now on: changes wait no longer.
+    Recording,
+    /// The writer could not start it (the database is down): try again.
+    Retry,
+    /// The lease was lost meanwhile, or the writer is gone: nothing to do.
+    Nothing,
+}
+
+impl HistoryLink {
+    pub fn new(writer: Addr<HistoryWriter>, market_every: Duration) -> HistoryLink {
+        HistoryLink {
+            writer,
+            epoch: None,
+            taking_over: false,
+            last_us: i64::MIN,
+            market_every,
+            // Until the lease has answered once.
+            hold_until: Some(Instant::now() + HOLD_AT_MOST),
+        }
+    }
+
+    /// How often the market is sampled.
+    pub(super) fn market_every(&self) -> Duration {
+        self.market_every
+    }
+
+    pub(super) fn is_recording(&self) -> bool {
+        self.epoch.is_some()
+    }
+
+    /// Whether changes wait for recording to start now.
+    pub(super) fn holds_changes(&self) -> bool {
+        self.hold_until.is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Changes wait, at most `HOLD_AT_MOST`, for a takeover about to start.
+    pub(super) fn hold(&mut self) {
+        self.hold_until = Some(Instant::now() + HOLD_AT_MOST);
+    }
+
+    /// Changes go on; true when they were held.
+    pub(super) fn release(&mut self) -> bool {
+        self.hold_until.take().is_some()
+    }
+
+    /// Takes what the engine recorded and sends it to the writer, stamped
+    /// (while recording).
+    pub(super) fn record(&mut self, engine: &mut Engine) {
+        let Some(epoch) = self.epoch else {
+            return;
+        };
+        let records = engine.take_history();
+        if records.is_empty() {
+            return;
+        }
+        let (rows, last) = stamp(self.tick(), records);
+        self.last_us = last;
+        self.writer.do_send(Records { epoch, rows });
+    }
+
+    /// A sample of the market, while recording.
+    pub(super) fn sample(&mut self, engine: &Engine) {
+        let Some(epoch) = self.epoch else {
+            return;
+        };
+        let row = Stamped {
+            at_us: self.tick(),
+            record: Record::Market(engine.market_sample()),
+        };
+        self.writer.do_send(Records {
+            epoch,
+            rows: vec![row],
+        });
+    }
+
+    /// The ask that starts recording (the writer reads the baselines back),
+    /// unless one is under way or recording has started.
+    pub(super) fn take_over(
+        &mut self,
+    ) -> Option<impl Future<Output = Result<ActorResult<Started>, MailboxError>> + 'static> {
+        if self.taking_over || self.epoch.is_some() {
+            return None;
+        }
+        self.taking_over = true;
+        Some(self.writer.send(TakeOver))
+    }
+
+    /// The takeover's answer; `leader`: the lease is still held. Recording
+    /// starts from the baselines, which the engine diffs against.
+    pub(super) fn took_over(
+        &mut self,
+        answer: Result<ActorResult<Started>, MailboxError>,
+        leader: bool,
+        engine: &mut Engine,
+    ) -> TookOver {
+        self.taking_over = false;
+        match answer {
+            Ok(Ok(started)) if leader => {
+                self.epoch = Some(started.epoch);
+                self.last_us = self.last_us.max(started.last_at_us);
+                engine.start_history(started.baselines);
+                self.record(engine);
+                TookOver::Recording
+            }
+            Ok(Ok(_)) => TookOver::Nothing,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "history not started; retrying");
+                TookOver::Retry
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "history writer unreachable");
+                TookOver::Nothing
+            }
+        }
+    }
+
+    /// The lease is lost: what was recorded up to now is stored (unless
+    /// another leader took over first); nothing more is.
+    pub(super) fn step_down(&mut self, engine: &mut Engine) {
+        if self.epoch.is_none() {
+            return;
+        }
+        self.record(engine);
+        engine.stop_history();
+        self.epoch = None;
+        self.writer.do_send(StepDown);
+    }
+
+    /// A time after every one stamped before, and after the clock's now.
+    fn tick(&mut self) -> i64 {
+        self.last_us = now_micros().max(self.last_us.saturating_add(1));
+        self.last_us
+    }
+}
 
 /// Stamps a take of records: each at `base`, except that an owner's (or a
 /// pool's) second record of the same take comes a microsecond after its
@@ -45,157 +206,6 @@ pub fn stamp(base: i64, records: Vec<Record>) -> (Vec<Stamped>, i64) {
         })
         .collect();
     (rows, last)
-}
-
-impl HealthCache {
-    /// Takes what the engine recorded and sends it to the writer, stamped.
-    pub(super) fn record_history(&mut self) {
-        let Some(link) = self.history.as_mut() else {
-            return;
-        };
-        let Some(epoch) = link.epoch else {
-            return;
-        };
-        let records = self.views.confirmed_engine_mut().take_history();
-        if records.is_empty() {
-            return;
-        }
-        let (rows, last) = stamp(link.tick(), records);
-        link.last_us = last;
-        link.writer.do_send(Records { epoch, rows });
-    }
-
-    /// A sample of the market, while recording.
-    pub(super) fn sample_market(&mut self) {
-        let Some(link) = self.history.as_mut() else {
-            return;
-        };
-        let (Some(epoch), true) = (link.epoch, self.ready) else {
-            return;
-        };
-        let sample = self.views.confirmed().engine().market_sample();
-        let row = Stamped {
-            at_us: link.tick(),
-            record: Record::Market(sample),
-        };
-        link.writer.do_send(Records {
-            epoch,
-            rows: vec![row],
-        });
-    }
-
-    /// Starts the market's samples (when history is on), and applies what
-    /// waited for the lease's first answer if it never comes.
-    pub(super) fn start_history_timers(&mut self, ctx: &mut Context<Self>) {
-        if let Some(link) = &self.history {
-            ctx.run_interval(link.market_every, |act, _| act.sample_market());
-            ctx.run_later(HOLD_AT_MOST, |act, ctx| act.pump(ctx));
-        }
-    }
-
-    /// Whether changes wait for recording to start (`HistoryLink::hold_until`).
-    pub(super) fn holds_changes(&self) -> bool {
-        self.history.as_ref().is_some_and(|l| l.holds_changes())
-    }
-
-    /// Changes wait (at most `HOLD_AT_MOST`) for a takeover about to start
-    /// recording, or go on (`None`).
-    fn hold_changes(&mut self, ctx: &mut Context<Self>, hold: bool) {
-        let Some(link) = self.history.as_mut() else {
-            return;
-        };
-        if hold {
-            link.hold_until = Some(std::time::Instant::now() + HOLD_AT_MOST);
-            ctx.run_later(HOLD_AT_MOST, |act, ctx| act.pump(ctx));
-        } else if link.hold_until.take().is_some() {
-            self.pump(ctx);
-        }
-    }
-
-    /// The cache holds the index now: a takeover that waited for it starts.
-    pub(super) fn on_ready(&mut self, ctx: &mut Context<Self>) {
-        if self.lease == Lease::Held {
-            self.take_over(ctx);
-        }
-    }
-
-    /// Asks the writer for the baselines and starts recording from them
-    /// (once the engine holds the index: a takeover diffs against it).
-    fn take_over(&mut self, ctx: &mut Context<Self>) {
-        let Some(link) = self.history.as_mut() else {
-            return;
-        };
-        if self.lease != Lease::Held || link.taking_over || link.epoch.is_some() {
-            return;
-        }
-        if !self.ready {
-            // Started again when the first load is applied (`on_ready`).
-            return;
-        }
-        link.taking_over = true;
-        let ask = link.writer.send(TakeOver);
-        ctx.spawn(ask.into_actor(self).map(|result, act, ctx| {
-            let Some(link) = act.history.as_mut() else {
-                return;
-            };
-            link.taking_over = false;
-            match result {
-                Ok(Ok(started)) if act.lease == Lease::Held => {
-                    link.epoch = Some(started.epoch);
-                    link.last_us = link.last_us.max(started.last_at_us);
-                    act.engine_mut().start_history(started.baselines);
-                    act.record_history();
-                    act.hold_changes(ctx, false);
-                }
-                Ok(Ok(_)) => {} // lost the lease meanwhile
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "history not started; retrying");
-                    ctx.run_later(RETRY_TAKEOVER, |act, ctx| act.take_over(ctx));
-                }
-                Err(e) => tracing::error!(error = %e, "history writer unreachable"),
-            }
-        }));
-    }
-}
-
-impl Handler<LeaderChanged> for HealthCache {
-    type Result = ();
-
-    fn handle(&mut self, LeaderChanged(leader): LeaderChanged, ctx: &mut Self::Context) {
-        self.lease = if leader {
-            Lease::Held
-        } else {
-            Lease::Elsewhere
-        };
-        if leader {
-            // What the previous writer stored is not known here: every value
-            // is written, those already stored cost a comparison each.
-            self.engine_mut().forget_stored();
-            self.schedule_write_back(ctx);
-        }
-        let Some(link) = self.history.as_ref() else {
-            return;
-        };
-        if leader {
-            // Nothing is applied until the takeover has started recording.
-            if link.epoch.is_none() {
-                self.hold_changes(ctx, true);
-            }
-            self.take_over(ctx);
-        } else if link.epoch.is_none() {
-            // A follower records nothing: nothing to wait for.
-            self.hold_changes(ctx, false);
-        } else if link.epoch.is_some() {
-            // What was recorded up to now is stored (unless another leader
-            // took over first); nothing more is.
-            self.record_history();
-            self.engine_mut().stop_history();
-            if let Some(link) = self.history.as_mut() {
-                link.epoch = None;
-                link.writer.do_send(StepDown);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

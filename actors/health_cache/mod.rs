@@ -3,8 +3,9 @@
 //! (`crate::feed`), and writes the engine's health factors back.
 //!
 //! - `messages`: what the rest of the service can ask of it;
-//! - `handlers`: how each message is answered;
-//! - `actor`: its state, and how a waiter is answered;
+//! - `handlers`: which method answers each message;
+//! - `actor`: its state, private but for the views and the read queue the
+//!   pipeline works on, and the methods that answer;
 //! - `read_queue`: the reads of the database, one at a time, and who waits on
 //!   them (plain state, unit-tested); `pipeline`: runs those reads (the change
 //!   log tick after tick, a reload, evicted owners) and applies what they
@@ -18,7 +19,7 @@
 //! - `write_back`: the health factors stored, in paced chunks;
 //! - `borrow_lists`: recent borrows per wallet, kept while nothing changes
 //!   them; `listening`: the LISTEN connection's state and who waits for it;
-//! - `history` and `history_link`: what the leader records of history.
+//! - `history`: what the leader records of history (`HistoryLink`).
 //!
 //! `positions.health_factor_wad` is written only from here (the write-back of
 //! `SetHealthFactors`), and on a cluster only by the holder of the ingester
@@ -29,7 +30,6 @@ mod borrow_lists;
 mod feed_hub;
 mod handlers;
 mod history;
-mod history_link;
 mod listening;
 mod messages;
 mod pipeline;
@@ -38,7 +38,7 @@ mod view;
 mod write_back;
 
 pub use actor::{HealthCache, Settings};
-pub use history_link::HistoryLink;
+pub use history::HistoryLink;
 pub use messages::{
     AwaitListening, Borrows, BorrowsChanged, CacheStats, CatchUp, CloseStreams, FlushWrites,
     KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, PoolStatus, Render, Risk, RiskQuery,

@@ -40,10 +40,10 @@ impl HealthCache {
     /// Starts the next read, if none runs and one is due.
     pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
         let held = self.holds_changes();
-        let Some((job, number)) = self.reads.next(self.ready, held) else {
+        let Some((job, number)) = self.reads.next(self.views.is_loaded(), held) else {
             return;
         };
-        let (db, cluster) = (self.db.clone(), self.cluster);
+        let (db, cluster) = self.source();
         let kind = job.kind();
         match job {
             Job::Reload => {
@@ -74,7 +74,7 @@ impl HealthCache {
                 chain_heard,
             } => {
                 let heard = (notify_heard, chain_heard);
-                let (after, overlay) = (self.applied, self.views.serves_processed());
+                let (after, overlay) = (self.views.applied(), self.views.serves_processed());
                 let started = Instant::now();
                 let read = async move {
                     feed_log::read_after(&db, cluster, after, MAX_LOG_ROWS, overlay).await
@@ -124,8 +124,7 @@ impl HealthCache {
             // the tick rolled writes back).
             published |= self.views.publish(tick.tick, rolled_back);
         }
-        self.applied = self.applied.max(clock.tick);
-        self.views.advance_to(self.applied);
+        self.views.advance_to(clock.tick);
         for view in self.views.iter_mut() {
             view.feed_mut().announce_progress();
         }
@@ -150,12 +149,12 @@ impl HealthCache {
     }
 
     fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
-        let reloaded = self.ready;
+        let reloaded = self.views.is_loaded();
         let owners = snapshot.owners.len();
         self.views
             .load(&snapshot.pools, snapshot.owners, snapshot.overlay);
-        self.ready = true;
-        self.restart_feed(snapshot.clock.epoch, snapshot.clock.tick, reloaded);
+        let clock = snapshot.clock;
+        self.views.restart(clock.epoch, clock.tick, reloaded);
         self.record_history();
         release_load_memory();
         let engine = self.engine();
@@ -196,7 +195,7 @@ impl HealthCache {
             result.map(|_| ()).map_err(ActorError::from),
             answered.write_through,
         );
-        self.unpark(kind != Kind::Owners, number);
+        self.views.unpark(kind != Kind::Owners, number);
         if ended == Ended::Failed {
             // The database is unreachable: try again shortly rather than spin.
             ctx.run_later(Duration::from_secs(1), |act, ctx| act.pump(ctx));

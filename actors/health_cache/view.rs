@@ -3,18 +3,21 @@
 //! engine, its rendered answers and the engine version they were made from,
 //! and its feed (numbering, replay window, subscribers). `Views` is the one
 //! place a read's commitment chooses one, and the pipeline hands each tick
-//! to every view through it.
+//! to every view through it; it knows whether the index is loaded and the
+//! last tick of the change log its views hold.
 
 use std::collections::HashSet;
 
 use tokio::sync::oneshot;
 
 use super::feed_hub::{FeedHub, Published};
-use super::messages::Subscribe;
+use super::messages::{Borrows, OwnerPositions, OwnerRow, Subscribe};
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::risk::LiquidationPrice;
 use crate::engine::processed::{OverlayWrite, Processed};
-use crate::engine::{Change, Engine, FeedEvent, PoolState, Unapplied};
+use crate::engine::risk::liquidation_prices;
+use crate::engine::{Change, Engine, FeedEvent, Held, PoolEntry, PoolState, Unapplied};
 use crate::error::{ActorError, ActorResult};
 use crate::feed::poll_answers::{Body, OwnerBody, SharedRendered};
 use crate::feed::render::{self, Answer};
@@ -121,6 +124,34 @@ impl View {
     /// After tick `tick` was applied: its feed events numbered and sent;
     /// `rolled_back` marks them (docs/design.md §15). A tick with more
     /// events than ids starts the feed over at it.
+    /// An owner's positions as this view holds them (the owner known to its
+    /// engine), with the wallet's recent borrows as the cache holds them.
+    pub fn owner_positions(
+        &mut self,
+        owner: &Pubkey,
+        (borrows, borrow_generation): (Option<Borrows>, u64),
+    ) -> OwnerPositions {
+        let body_generation = self.rendered.owner_generation();
+        let (health_factor, rows) = match self.engine_mut().view(owner) {
+            None => (u128::MAX, Vec::new()),
+            Some(view) => (
+                view.health_factor,
+                view.positions
+                    .iter()
+                    .zip(liquidation_prices(&view))
+                    .map(|((p, pool), lp)| owner_row(p, pool, lp))
+                    .collect(),
+            ),
+        };
+        OwnerPositions {
+            health_factor,
+            rows,
+            borrows,
+            borrow_generation,
+            body_generation,
+        }
+    }
+
     fn publish(&mut self, tick: u64, rolled_back: bool) -> Published {
         self.refresh_rendered();
         let mut events = self.engine_mut().take_events();
@@ -182,10 +213,30 @@ impl View {
     }
 }
 
+fn owner_row(
+    position: &Held,
+    pool: &PoolEntry,
+    liquidation_price: Option<(LiquidationPrice, i32)>,
+) -> OwnerRow {
+    OwnerRow {
+        position: position.state(pool.state.address),
+        symbol: pool.state.symbol.clone(),
+        deposit_index_wad: pool.state.pricing.deposit_index_wad,
+        borrow_index_wad: pool.state.pricing.borrow_index_wad,
+        supply_apy: pool.supply_apy,
+        borrow_apy: pool.borrow_apy,
+        liquidation_price,
+    }
+}
+
 /// The views of this replica.
 pub(super) struct Views {
     confirmed: View,
     processed: Option<View>,
+    /// A load has filled them: until then reads answer 503.
+    loaded: bool,
+    /// The last tick of the change log they hold.
+    applied: u64,
 }
 
 impl Views {
@@ -205,7 +256,19 @@ impl Views {
             confirmed: View::new(Book::Confirmed(engine), feed()),
             processed: processed
                 .then(|| View::new(Book::Processed(Processed::new(cache.max_owners)), feed())),
+            loaded: false,
+            applied: 0,
         }
+    }
+
+    /// Whether a load has filled the views.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// The last tick of the change log the views hold.
+    pub fn applied(&self) -> u64 {
+        self.applied
     }
 
     /// The view a read asks for: the one place a commitment chooses.
@@ -329,8 +392,11 @@ impl Views {
         published
     }
 
-    /// Every view's feed starts over at `tick` of the database's `epoch`.
+    /// Every view's feed starts over at `tick` of the database's `epoch`
+    /// (a load): what led there is not numbered, and with `close` open
+    /// streams end.
     pub fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
+        self.applied = tick;
         self.confirmed.restart(epoch, tick, close);
         if let Some(p) = &mut self.processed {
             p.restart(processed_epoch(epoch), tick, close);
@@ -339,13 +405,17 @@ impl Views {
 
     /// Ticks up to `tick` were applied, in every view.
     pub fn advance_to(&mut self, tick: u64) {
+        self.applied = self.applied.max(tick);
+        let applied = self.applied;
         for view in self.iter_mut() {
-            view.feed.advance_to(tick);
+            view.feed.advance_to(applied);
         }
     }
 
-    /// Answers the parked reconnects that can be, in every view.
-    pub fn unpark(&mut self, read_log: bool, number: u64, applied: u64) {
+    /// Answers the parked reconnects that can be (after log read `number`
+    /// when `read_log`), in every view.
+    pub fn unpark(&mut self, read_log: bool, number: u64) {
+        let applied = self.applied;
         for view in self.iter_mut() {
             view.unpark(read_log, number, applied);
         }
@@ -367,6 +437,7 @@ impl Views {
             p.apply_overlay(overlay, &[], confirmed);
         }
         self.confirmed.engine_mut().end_reload();
+        self.loaded = true;
     }
 
     /// Owners read back from the database (evicted, or unknown to the
