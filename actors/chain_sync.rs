@@ -6,13 +6,18 @@
 //! through the one ingest step (`crate::ingest`), committed by the database
 //! writer and applied to this replica's engine (`health_cache::commit`). One refresh runs at a time, and only on the replica that
 //! holds the cluster's ingester lease (`leader_lease`); the others follow.
+//! One asked for while another runs waits for it, but its first step, the
+//! pools read again (one request per 100), runs at once: a source back from
+//! a cut has the prices it missed in a second, not after a reconcile that
+//! may take half a minute at 100,000 positions (docs/design.md §7).
 
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::future::LocalBoxFuture;
+use futures_util::{FutureExt, StreamExt, TryStreamExt};
 
 use crate::chain::settings::{ChainSource, RpcConfig};
 use crate::chain_reader::{ChainReader, GetSlot, ReadAccounts, ScanPoolPositions};
@@ -126,6 +131,9 @@ pub struct ChainSync {
     refresh: Option<SpawnHandle>,
     /// A reconcile was asked for while one ran: run another when it ends.
     again: bool,
+    /// The pools are being read again alone (a reconcile asked for while
+    /// one runs).
+    reading_pools: bool,
     status: SyncStatus,
     running: bool,
     /// The slots recorded for the followers while leading.
@@ -160,6 +168,7 @@ impl ChainSync {
             stream: None,
             refresh: None,
             again: false,
+            reading_pools: false,
             refresher: Refresher {
                 deps,
                 rpc_timeout: Duration::from_millis(rpc.timeout_ms),
@@ -190,6 +199,7 @@ impl ChainSync {
         }
         if self.running {
             self.again = true;
+            self.refresh_pools(ctx);
             return;
         }
         self.again = false;
@@ -235,6 +245,27 @@ impl ChainSync {
             }
         }));
         self.refresh = Some(handle);
+    }
+
+    /// The pools read again and committed now, while a reconcile runs (at
+    /// most one such read at a time; the reconcile that follows reads them
+    /// again anyway). Its writes are slot-guarded, as every pool write.
+    fn refresh_pools(&mut self, ctx: &mut Context<Self>) {
+        if self.reading_pools {
+            return;
+        }
+        self.reading_pools = true;
+        let refresher = self.refresher.clone();
+        let job = async move {
+            let pools = refresher.read_pools().await?;
+            pools.written.await
+        };
+        ctx.spawn(job.into_actor(self).map(|result, act, _| {
+            act.reading_pools = false;
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "pools not read again; the running reconcile reads them");
+            }
+        }));
     }
 }
 
@@ -383,17 +414,28 @@ impl Handler<GetSyncStatus> for ChainSync {
     }
 }
 
+/// The registered pools as read from the chain, their writes sent.
+struct PoolsRead {
+    registered: usize,
+    /// The lowest context slot of the reads (u64::MAX when none).
+    slot: u64,
+    /// The pools found on chain.
+    live: Vec<Pubkey>,
+    /// Resolves once every pool write is committed.
+    written: LocalBoxFuture<'static, ActorResult<()>>,
+}
+
 impl Refresher {
-    async fn run(self) -> ActorResult<RefreshReport> {
-        let Refresher { deps, rpc_timeout } = self;
+    /// A reconcile's first step: every registered pool read (one
+    /// getMultipleAccounts per 100) and its state sent to the writer.
+    async fn read_pools(&self) -> ActorResult<PoolsRead> {
         let ChainDeps {
             db,
             chain,
             writer,
             cache,
             ingest,
-        } = deps;
-        let started = Instant::now();
+        } = &self.deps;
         let registered: Vec<Pubkey> = {
             let client = db.get().await?;
             let rows = client
@@ -403,44 +445,65 @@ impl Refresher {
                 .filter_map(|r| r.get::<_, &str>(0).parse().ok())
                 .collect()
         };
-        let mut report = RefreshReport {
-            pools: registered.len(),
+        let mut pools = PoolsRead {
+            registered: registered.len(),
             slot: u64::MAX,
-            ..Default::default()
+            live: Vec::new(),
+            written: async { Ok(()) }.boxed_local(),
         };
         if registered.is_empty() {
-            report.slot = 0;
-            report.took = started.elapsed();
-            return Ok(report);
+            return Ok(pools);
         }
-
-        // 1. Pools: one getMultipleAccounts per 100.
         let reads = chain
             .send(ReadAccounts {
                 keys: registered.clone(),
             })
             .await??;
-        let mut live = Vec::new();
         let mut pool_writes = Vec::new();
         for (key, read) in registered.iter().zip(reads.iter()) {
-            report.slot = report.slot.min(read.slot);
+            pools.slot = pools.slot.min(read.slot);
             let Ok(sync) = ingest.pool(key, read, None, true) else {
                 tracing::warn!(pool = %key, "registered pool is missing or not a LendingPool on chain; left as is");
                 continue;
             };
             // Sent together: the writer commits them as one batch.
-            pool_writes.push(commit(
-                &writer,
-                &cache,
-                sync,
-                Reaches::Queued { heard: None },
-            ));
-            live.push(*key);
+            let (writer, cache) = (writer.clone(), cache.clone());
+            pool_writes.push(async move {
+                commit(&writer, &cache, sync, Reaches::Queued { heard: None }).await
+            });
+            pools.live.push(*key);
         }
-        // Committed while the scans below are already admitted: the pools'
-        // writes are queued first in the index lane, so every position write
-        // still commits after them.
-        let pools_written = futures_util::future::try_join_all(pool_writes);
+        pools.written = futures_util::future::try_join_all(pool_writes)
+            .map(|written| written.map(|_| ()))
+            .boxed_local();
+        Ok(pools)
+    }
+
+    async fn run(self) -> ActorResult<RefreshReport> {
+        let started = Instant::now();
+        // 1. Pools. Committed while the scans below are already admitted: the
+        // pools' writes are queued first in the index lane, so every position
+        // write still commits after them.
+        let pools = self.read_pools().await?;
+        let mut report = RefreshReport {
+            pools: pools.registered,
+            slot: pools.slot,
+            ..Default::default()
+        };
+        if pools.registered == 0 {
+            report.slot = 0;
+            report.took = started.elapsed();
+            return Ok(report);
+        }
+        let Refresher { deps, rpc_timeout } = self;
+        let ChainDeps {
+            chain,
+            writer,
+            cache,
+            ingest,
+            ..
+        } = deps;
+        let (live, pools_written) = (pools.live, pools.written);
 
         // 2. Positions of each live pool: a full scan, then upsert and prune.
         // The pools' scans and writes overlap (the RPC gate still admits the

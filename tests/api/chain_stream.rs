@@ -171,6 +171,82 @@ async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
     );
 }
 
+/// A source back from a cut while a reconcile is stuck in its scans (here:
+/// never answered; at 100,000 positions: half a minute of them) has the
+/// pools read again at once: a price moved during the cut is indexed
+/// without waiting for the reconcile that runs, nor the one after it.
+#[actix_rt::test]
+async fn a_reconnect_during_a_long_reconcile_reads_the_pools_at_once() {
+    use crate::chain_support::{ChainApp, Fault, LocalChain, RpcProxy};
+    use lendex_testkit::proxy::TcpProxy;
+    let chain = LocalChain::start().await;
+    let ws = TcpProxy::start(&chain.ws_url).await;
+    let rpc = RpcProxy::start(&chain.url).await;
+    let ws_url = ws.url.clone();
+    let t = ChainApp::start_on(chain, &rpc.url, |c| {
+        c.sync.interval_seconds = 3600;
+        c.rpc.ws_url = ws_url;
+        // A scan's deadline is four of these: the stuck reconcile outlasts the test.
+        c.rpc.timeout_ms = 30_000;
+    })
+    .await;
+    let (pool, mut data) = t.create_and_register(6, Some(USD), Some(-8)).await;
+    let app = &t.app;
+    let stream = async || stream_check(app).await["stream"].clone();
+    assert!(
+        eventually(
+            Duration::from_secs(15),
+            async || stream().await["connected"] == true
+        )
+        .await
+    );
+    // Scans never answer from now on; registering a second pool starts a
+    // reconcile that sticks in them.
+    rpc.set(Fault::HangScans);
+    t.create_and_register(6, Some(USD), Some(-8)).await;
+    assert!(
+        eventually(Duration::from_secs(10), async || rpc
+            .hits()
+            .iter()
+            .any(|(_, body)| body.contains("getProgramAccounts")))
+        .await,
+        "no reconcile started"
+    );
+
+    // Cut while the price moves; back, the stream asks for a reconcile.
+    ws.down();
+    assert!(
+        eventually(Duration::from_secs(5), async || stream().await["connected"]
+            == false)
+        .await,
+        "the cut went unnoticed"
+    );
+    data.oracle_price = Some(3 * USD);
+    t.chain.set(&pool, &t.program, &encode_pool(&data)).await;
+    ws.up();
+    let back = Instant::now();
+    let want = (3 * USD).to_string();
+    let indexed = async || {
+        let status = app.get("/api/pools/status").await.1;
+        status["pools"].as_array().is_some_and(|pools| {
+            pools.iter().any(|p| {
+                p["pool_address"] == pool.to_string() && p["oracle_price"] == want.as_str()
+            })
+        })
+    };
+    // The reconnect's own wait included (the old way: the stuck scans' 120 s).
+    assert!(
+        eventually(Duration::from_secs(15), indexed).await,
+        "the price moved during the cut waited for the stuck reconcile: {}",
+        stream().await
+    );
+    println!(
+        "price indexed {:?} after the source came back",
+        back.elapsed()
+    );
+    rpc.set(Fault::Forward);
+}
+
 /// A notification never regresses a row read at a newer slot: the pool row
 /// says it was read at a far later slot, so what a notification brings (its
 /// re-read, at the chain's current slot) is not written over it.

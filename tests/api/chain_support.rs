@@ -242,6 +242,9 @@ pub enum Fault {
     },
     /// Accept and never answer.
     Hang,
+    /// Never answer a scan of a pool's positions (getProgramAccounts);
+    /// forward the rest.
+    HangScans,
 }
 
 pub struct ProxyState {
@@ -295,6 +298,7 @@ impl RpcProxy {
 
 async fn proxy(state: web::Data<ProxyState>, body: web::Bytes) -> HttpResponse {
     let text = String::from_utf8_lossy(&body).to_string();
+    let scan = text.contains("getProgramAccounts");
     state.hits.lock().unwrap().push((Instant::now(), text));
     let fault = {
         let mut fault = state.fault.lock().unwrap();
@@ -320,7 +324,11 @@ async fn proxy(state: web::Data<ProxyState>, body: web::Bytes) -> HttpResponse {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             HttpResponse::GatewayTimeout().finish()
         }
-        Fault::Forward => {
+        Fault::HangScans if scan => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            HttpResponse::GatewayTimeout().finish()
+        }
+        Fault::Forward | Fault::HangScans => {
             let res = state
                 .client
                 .post(&state.upstream)
