@@ -25,6 +25,14 @@ async fn stream_check(app: &TestApp) -> Value {
     app.get("/api/health").await.1["checks"]["sync"].clone()
 }
 
+/// Whether health says the live stream is connected (`up`) within `secs`.
+async fn stream_is(app: &TestApp, up: bool, secs: u64) -> bool {
+    eventually(Duration::from_secs(secs), async || {
+        stream_check(app).await["stream"]["connected"] == up
+    })
+    .await
+}
+
 #[actix_rt::test]
 async fn chain_changes_arrive_by_websocket_with_no_api_call() {
     // Pings every 0.5 s: they must not disturb the notifications.
@@ -114,23 +122,12 @@ async fn a_cut_or_frozen_websocket_is_reconnected_and_reconciled() {
     let (usdc, _) = t.create_and_register(6, Some(USD), Some(-8)).await;
     let app = &t.app;
     let stream = async || stream_check(app).await["stream"].clone();
-    assert!(
-        eventually(
-            Duration::from_secs(15),
-            async || stream().await["connected"] == true
-        )
-        .await
-    );
+    assert!(stream_is(app, true, 15).await);
 
     // Down: the cut is noticed; a position written meanwhile arrives after the
     // reconnect's reconcile (no notification will ever name it).
     proxy.down();
-    assert!(
-        eventually(Duration::from_secs(5), async || stream().await["connected"]
-            == false)
-        .await,
-        "the cut went unnoticed"
-    );
+    assert!(stream_is(app, false, 5).await, "the cut went unnoticed");
     let owner = Pubkey::new_unique();
     t.put_position(&usdc, &owner, 7_000_000, 0).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -193,13 +190,7 @@ async fn a_reconnect_during_a_long_reconcile_reads_the_pools_at_once() {
     let (pool, mut data) = t.create_and_register(6, Some(USD), Some(-8)).await;
     let app = &t.app;
     let stream = async || stream_check(app).await["stream"].clone();
-    assert!(
-        eventually(
-            Duration::from_secs(15),
-            async || stream().await["connected"] == true
-        )
-        .await
-    );
+    assert!(stream_is(app, true, 15).await);
     // Scans never answer from now on; registering a second pool starts a
     // reconcile that sticks in them.
     rpc.set(Fault::HangScans);
@@ -215,12 +206,7 @@ async fn a_reconnect_during_a_long_reconcile_reads_the_pools_at_once() {
 
     // Cut while the price moves; back, the stream asks for a reconcile.
     ws.down();
-    assert!(
-        eventually(Duration::from_secs(5), async || stream().await["connected"]
-            == false)
-        .await,
-        "the cut went unnoticed"
-    );
+    assert!(stream_is(app, false, 5).await, "the cut went unnoticed");
     data.oracle_price = Some(3 * USD);
     t.chain.set(&pool, &t.program, &encode_pool(&data)).await;
     ws.up();
