@@ -139,6 +139,21 @@ export async function feedHoldsOnlyUnderTheReader(page) {
   }
 }
 
+/** The overview's refresh keeps each card's trend in place while it reads
+ *  (the deposits card watched through one refresh). */
+export async function trendsStayThroughARefresh(page) {
+  const lost = await page.evaluate(async () => {
+    const dd = $('[data-card="deposits"] dd');
+    let lost = false;
+    const watch = new MutationObserver(() => { lost ||= !dd.querySelector(".trend"); });
+    watch.observe(dd, { childList: true });
+    await loadOverview();
+    watch.disconnect();
+    return lost;
+  });
+  if (lost) throw new Error("the deposits card lost its trend while the overview refreshed");
+}
+
 /** No figure of the overview breaks inside itself ("−$274,71 / 6.15",
  *  "in 3 / min"), at each width: each number and each span, measured as laid
  *  out, sits on one line. */

@@ -2,7 +2,7 @@
 // and shot at 1280 px, then at 375 px with no horizontal scroll.
 import {
   accountFollowsTheApi, chainCardShowsTheServicesLag, feedFiltersShareAsALink, feedHoldsOnlyUnderTheReader, figuresStayWhole,
-  healthLineStaysInItsLabels,
+  healthLineStaysInItsLabels, trendsStayThroughARefresh,
 } from "./console-checks.mjs";
 
 /** Opens a section by its tab, and waits for it. */
@@ -560,17 +560,7 @@ export async function steps({ page, context, api, env, step, steer, signedCount,
     for (const card of ["deposits", "borrows"]) {
       await page.locator(`[data-card="${card}"] .trend`).filter({ hasText: /^ ?[+−±]\$[\d,.]+[KMB]? in \d+ min$/ }).waitFor();
     }
-    // The overview's refresh keeps each trend in place while it reads.
-    const lost = await page.evaluate(async () => {
-      const dd = $('[data-card="deposits"] dd');
-      let lost = false;
-      const watch = new MutationObserver(() => { lost ||= !dd.querySelector(".trend"); });
-      watch.observe(dd, { childList: true });
-      await loadOverview();
-      watch.disconnect();
-      return lost;
-    });
-    if (lost) throw new Error("the deposits card lost its trend while the overview refreshed");
+    await trendsStayThroughARefresh(page);
     await figuresStayWhole(page, [WIDE, NARROW]);
     await page.setViewportSize(WIDE);
     // Measured from the API's first sample of the day, against the card's value.
