@@ -131,9 +131,9 @@ pub struct ChainSync {
     refresh: Option<SpawnHandle>,
     /// A reconcile was asked for while one ran: run another when it ends.
     again: bool,
-    /// The pools are being read again alone (a reconcile asked for while
-    /// one runs).
-    reading_pools: bool,
+    /// The pools being read again alone (a reconcile asked for while one
+    /// runs), cancelled with the reconcile when the lease is lost.
+    reading_pools: Option<SpawnHandle>,
     status: SyncStatus,
     running: bool,
     /// The slots recorded for the followers while leading.
@@ -168,7 +168,7 @@ impl ChainSync {
             stream: None,
             refresh: None,
             again: false,
-            reading_pools: false,
+            reading_pools: None,
             refresher: Refresher {
                 deps,
                 rpc_timeout: Duration::from_millis(rpc.timeout_ms),
@@ -251,21 +251,21 @@ impl ChainSync {
     /// most one such read at a time; the reconcile that follows reads them
     /// again anyway). Its writes are slot-guarded, as every pool write.
     fn refresh_pools(&mut self, ctx: &mut Context<Self>) {
-        if self.reading_pools {
+        if self.reading_pools.is_some() {
             return;
         }
-        self.reading_pools = true;
         let refresher = self.refresher.clone();
         let job = async move {
             let pools = refresher.read_pools().await?;
             pools.written.await
         };
-        ctx.spawn(job.into_actor(self).map(|result, act, _| {
-            act.reading_pools = false;
+        let handle = ctx.spawn(job.into_actor(self).map(|result, act, _| {
+            act.reading_pools = None;
             if let Err(e) = result {
                 tracing::warn!(error = %e, "pools not read again; the running reconcile reads them");
             }
         }));
+        self.reading_pools = Some(handle);
     }
 }
 
@@ -299,6 +299,9 @@ impl Handler<LeaderChanged> for ChainSync {
             ctx.cancel_future(refresh);
             self.running = false;
             self.again = false;
+        }
+        if let Some(pools) = self.reading_pools.take() {
+            ctx.cancel_future(pools);
         }
         if msg.0 {
             // A new leader catches up at once rather than at the next tick,
