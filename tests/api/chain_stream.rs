@@ -187,14 +187,12 @@ async fn a_reconnect_during_a_long_reconcile_reads_the_pools_at_once() {
         c.rpc.timeout_ms = 30_000;
     })
     .await;
-    let (pool, mut data) = t.create_and_register(6, Some(USD), Some(-8)).await;
     let app = &t.app;
-    let stream = async || stream_check(app).await["stream"].clone();
     assert!(stream_is(app, true, 15).await);
-    // Scans never answer from now on; registering a second pool starts a
-    // reconcile that sticks in them.
+    // Scans never answer from now on: the reconcile that registering a
+    // pool starts sticks in the pool's scan (the first scan of the test).
     rpc.set(Fault::HangScans);
-    t.create_and_register(6, Some(USD), Some(-8)).await;
+    let (pool, mut data) = t.create_and_register(6, Some(USD), Some(-8)).await;
     assert!(
         eventually(Duration::from_secs(10), async || rpc
             .hits()
@@ -207,8 +205,18 @@ async fn a_reconnect_during_a_long_reconcile_reads_the_pools_at_once() {
     // Cut while the price moves; back, the stream asks for a reconcile.
     ws.down();
     assert!(stream_is(app, false, 5).await, "the cut went unnoticed");
+    let set_at = t.chain.slot().await;
     data.oracle_price = Some(3 * USD);
     t.chain.set(&pool, &t.program, &encode_pool(&data)).await;
+    // surfpool changes an account without a slot of its own: a read in the
+    // slot of an earlier one would not be newer (on a cluster the change
+    // comes in a later slot).
+    assert!(
+        eventually(Duration::from_secs(5), async || t.chain.slot().await
+            > set_at)
+        .await,
+        "the chain's slot does not move"
+    );
     ws.up();
     let back = Instant::now();
     let want = (3 * USD).to_string();
@@ -224,7 +232,7 @@ async fn a_reconnect_during_a_long_reconcile_reads_the_pools_at_once() {
     assert!(
         eventually(Duration::from_secs(15), indexed).await,
         "the price moved during the cut waited for the stuck reconcile: {}",
-        stream().await
+        stream_check(app).await["stream"]
     );
     println!(
         "price indexed {:?} after the source came back",
