@@ -314,9 +314,7 @@ impl HealthCache {
 
     /// Whether `view`'s engine holds `owner` (else it is read back first).
     pub(super) fn knows(&self, owner: &Pubkey, view: Commitment) -> ActorResult<bool> {
-        if !self.views.is_loaded() {
-            return Err(not_loaded());
-        }
+        self.loaded()?;
         Ok(self.views.get(view)?.engine().knows(owner))
     }
 
@@ -366,9 +364,7 @@ impl HealthCache {
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
     pub(super) fn render(&self, answer: Answer, view: Commitment) -> ActorResult<Body> {
-        if !self.views.is_loaded() {
-            return Err(not_loaded());
-        }
+        self.loaded()?;
         let view = self.views.get(view)?;
         Ok(view.render(answer, now_seconds(), self.max_oracle_age))
     }
@@ -395,9 +391,7 @@ impl HealthCache {
 
     /// GET /api/pools/status, from the confirmed engine.
     pub(super) fn pool_status(&self) -> ActorResult<Bytes> {
-        if !self.views.is_loaded() {
-            return Err(not_loaded());
-        }
+        self.loaded()?;
         let served = Served {
             cluster: self.cluster,
             explorer_query: &self.explorer_query,
@@ -409,9 +403,7 @@ impl HealthCache {
 
     /// The risk lens, from the confirmed engine.
     pub(super) fn risk(&self, query: RiskQuery) -> ActorResult<Result<Bytes, RiskError>> {
-        if !self.views.is_loaded() {
-            return Err(not_loaded());
-        }
+        self.loaded()?;
         let engine = self.engine();
         let body = match query {
             RiskQuery::Shock { shocks, limit } => {
@@ -428,6 +420,15 @@ impl HealthCache {
                 .map(|answer| render::json(&answer)),
         };
         Ok(body)
+    }
+
+    /// Reads answer 503 until the views are loaded (`not_loaded`).
+    fn loaded(&self) -> ActorResult<()> {
+        if self.views.is_loaded() {
+            Ok(())
+        } else {
+            Err(not_loaded())
+        }
     }
 
     /// The confirmed engine: what the write-back, history, the risk lens
