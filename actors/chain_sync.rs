@@ -417,20 +417,22 @@ impl Handler<GetSyncStatus> for ChainSync {
     }
 }
 
-/// The registered pools as read from the chain, their writes sent.
+/// The registered pools as read from the chain, and their writes.
 struct PoolsRead {
     registered: usize,
     /// The lowest context slot of the reads (u64::MAX when none).
     slot: u64,
     /// The pools found on chain.
     live: Vec<Pubkey>,
-    /// Resolves once every pool write is committed.
+    /// Sends the pool writes (together, one batch) and resolves once every
+    /// one is committed.
     written: LocalBoxFuture<'static, ActorResult<()>>,
 }
 
 impl Refresher {
     /// A reconcile's first step: every registered pool read (one
-    /// getMultipleAccounts per 100) and its state sent to the writer.
+    /// getMultipleAccounts per 100) and its write planned; the writes go to
+    /// the writer when `written` is first polled.
     async fn read_pools(&self) -> ActorResult<PoolsRead> {
         let ChainDeps {
             db,
