@@ -68,6 +68,12 @@ fn slot_still_open(batch: &[AccountUpdate], by_slot: bool) -> bool {
 /// one change: two prices written in one slot never flip an account under
 /// and back. At most this long (two slots) when no later slot is announced.
 const HOLD_SLOT_FOR: Duration = Duration::from_millis(800);
+/// A later slot announced this soon after a websocket batch's first write was
+/// on its way already: the node's slot notification and its account
+/// notification race, so the write may well belong to that slot. The batch
+/// then holds until the slot after it (one change may span two slots' end
+/// states, never a mix that existed at no slot's end).
+const SLOT_NEWS_LAG: Duration = Duration::from_millis(50);
 /// How often the source's slot is held against the RPC node's (lag).
 const LAG_EVERY: Duration = Duration::from_secs(5);
 
@@ -218,7 +224,7 @@ async fn apply_updates(
         // the subscription's. Its slot notifications say when a slot is over.)
         let by_slot = matches!(deps.source, Source::Grpc(_));
         // The slot a websocket batch began in, once the node announces slots.
-        let began_in = state.source_slot.filter(|_| !by_slot);
+        let mut began_in = state.source_slot.filter(|_| !by_slot);
         let mut until = first
             + if began_in.is_some() {
                 HOLD_SLOT_FOR
@@ -233,6 +239,12 @@ async fn apply_updates(
                     // gRPC: a slot's status comes after its writes. Websocket:
                     // a later slot began, so the batch's slot is over.
                     let closes = match (&other, began_in) {
+                        (StreamEvent::Slot(s), Some(began))
+                            if s.slot > began && first.elapsed() < SLOT_NEWS_LAG =>
+                        {
+                            began_in = Some(s.slot);
+                            false
+                        }
                         (StreamEvent::Slot(s), Some(began)) => s.slot > began,
                         (StreamEvent::Slot(s), None) => {
                             by_slot && s.status.confirms() && batch.iter().all(|a| a.slot <= s.slot)
