@@ -12,6 +12,7 @@ use lendex::domain::auth_message::canonical_message;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::risk::{Sums, position_values};
 use lendex::domain::wad::*;
+use lendex::engine::risk::{curve, shock};
 use lendex::engine::sample::{liquidation_terms, rate_model};
 use lendex::engine::{Engine, PoolState, PositionState};
 use lendex::http::signed::{Credentials, verify_signature};
@@ -203,8 +204,7 @@ fn risk_lens(c: &mut Criterion) {
         group.bench_function(format!("shock_one_pool_{bps}_bps"), |b| {
             b.iter(|| {
                 black_box(
-                    engine
-                        .shock(&[(pool0, bps)], 50)
+                    shock(&engine, &[(pool0, bps)], 50)
                         .unwrap()
                         .liquidatable_after,
                 )
@@ -212,7 +212,7 @@ fn risk_lens(c: &mut Criterion) {
         });
     }
     group.bench_function("curve_50_steps", |b| {
-        b.iter(|| black_box(engine.curve(&pool0, -5_000, 0, 50).unwrap().points.len()))
+        b.iter(|| black_box(curve(&engine, &pool0, -5_000, 0, 50).unwrap().points.len()))
     });
     group.finish();
 }

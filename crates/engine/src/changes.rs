@@ -4,6 +4,7 @@
 //! and one older than what the engine holds is passed over, so a change can
 //! never regress an owner.
 
+use super::parallel::par_map;
 use super::*;
 
 /// One committed change.
@@ -153,13 +154,11 @@ impl Engine {
                 slot,
                 synced_us,
             } => {
-                let Some(&id) = self.index.get(&owner) else {
+                let Some(id) = self.owners.slot_of(&owner) else {
                     return;
                 };
-                if let Some(p) = self.owners[id as usize]
-                    .positions
-                    .iter_mut()
-                    .find(|p| p.address == position)
+                if let Some(p) =
+                    (self.owners.get_mut(id).positions.iter_mut()).find(|p| p.address == position)
                 {
                     p.synced_us = synced_us;
                     p.slot = p.slot.max(slot);
@@ -170,12 +169,11 @@ impl Engine {
                 slot,
                 synced_us,
             } => {
-                let Some(&pool_id) = self.pool_ids.get(&pool) else {
+                let Some(pool_id) = self.pools.id_of(&pool) else {
                     return;
                 };
-                let members: Vec<Slot> = self.pools[&pool_id].members.iter().copied().collect();
-                for member in members {
-                    for p in &mut self.owners[member as usize].positions {
+                for member in self.pools.members(pool_id) {
+                    for p in &mut self.owners.get_mut(member).positions {
                         if p.pool == pool_id && p.slot < slot {
                             p.slot = slot;
                             p.synced_us = synced_us;
@@ -189,15 +187,12 @@ impl Engine {
 
     /// An owner's positions with `edits` made, re-scored.
     fn edit_owner(&mut self, key: Pubkey, edits: Vec<Edit>) {
-        let resident = self.index.get(&key).copied();
+        let resident = self.owners.slot_of(&key);
         let mut positions: Vec<PositionState> = match resident {
-            Some(id) => self.owners[id as usize]
-                .positions
-                .iter()
-                .filter_map(|p| Some(p.state(self.pools.get(&p.pool)?.state.address)))
-                .collect(),
+            Some(id) => self.positions_of(id),
             None => Vec::new(),
         };
+        let stored = resident.and_then(|id| self.owners.get(id).stored_hf);
         let mut rows_stored_elsewise = false;
         let mut removed_at = 0;
         for edit in edits {
@@ -208,7 +203,6 @@ impl Engine {
                         Some(held) => *held = state,
                         None => positions.push(state),
                     }
-                    let stored = resident.and_then(|id| self.owners[id as usize].stored_hf);
                     rows_stored_elsewise |= stored != Some(row_hf);
                 }
                 Edit::Remove(address, slot) => {
@@ -220,8 +214,111 @@ impl Engine {
         // A row holding another value than the owner's stored one (a new row
         // has the column's default) must be written, whatever the score.
         if rows_stored_elsewise && let Some(id) = resident {
-            self.owners[id as usize].stored_hf = None;
+            self.owners.get_mut(id).stored_hf = None;
         }
         self.replace_owner(key, positions, removed_at);
+    }
+
+    /// Applies `changes` whatever slots the engine holds of their accounts:
+    /// a retraction puts back an older state (docs/design.md §15).
+    pub(crate) fn restore(&mut self, changes: Vec<Change>) -> Unapplied {
+        for change in &changes {
+            let (owner, position) = match change {
+                Change::Pool(state) => {
+                    self.pools.forget_slot(&state.address);
+                    continue;
+                }
+                Change::Position {
+                    owner, position, ..
+                } => (owner, &position.address),
+                Change::Removed {
+                    owner, position, ..
+                } => (owner, position),
+                _ => continue,
+            };
+            if let Some(id) = self.owners.slot_of(owner)
+                && let Some(held) =
+                    (self.owners.get_mut(id).positions.iter_mut()).find(|p| p.address == *position)
+            {
+                held.slot = 0;
+            }
+        }
+        self.apply(changes)
+    }
+
+    // ---- a pool's new price or terms ----------------------------------------------
+
+    /// A pool's liquidation terms changed (not its pricing): its members under
+    /// water get new quotes, and the feed says so.
+    pub(crate) fn requote_pool(&mut self, id: PoolId) {
+        self.filing.bump();
+        for member in self.pools.members(id) {
+            let owner = self.owners.get(member);
+            let (key, hf) = (owner.key, owner.hf);
+            let quote = quote_of(&self.pools, &owner.positions, hf);
+            let owner = self.owners.get_mut(member);
+            if hf < WAD && owner.quote != quote {
+                owner.quote = quote;
+                self.filing.emit(FeedEvent::Update(key, hf));
+            }
+        }
+    }
+
+    /// Re-scores every resident member of a repriced pool. An owner that stays
+    /// healthy, or stays in the watch band, is updated in place, without touching
+    /// the LRU order or the ranking (the common case of a price move).
+    ///
+    /// The scores, and the quotes of the members under water, depend only on
+    /// the pools and each owner's own positions, so they are computed on all
+    /// cores first; filing them (ranking, LRU, events, write-back) stays
+    /// sequential and in member order.
+    pub(crate) fn rescore_pool(&mut self, id: PoolId, cause: Cause) {
+        // An earlier re-score's values are noted before this one moves them.
+        self.settle_notes();
+        // In slot order: owners and their positions were allocated in load order,
+        // so this walks memory forwards instead of in the set's hash order (the
+        // re-score is bound by cache misses, not arithmetic).
+        let members = self.pools.members(id);
+        let (pools, owners, this) = (&self.pools, &self.owners, &*self);
+        // While history records, each owner's sums and slot are taken in the
+        // same pass as its health factor (the §3 value of those sums), on
+        // every core; they are kept for the owners whose new value will be
+        // recorded, and noted after the feed's publish (`defer_note`).
+        let recording = self.is_recording_history();
+        let scored = par_map(&members, |&member| {
+            let owner = owners.get(member);
+            let (hf, valued) = if recording {
+                let (sums, valued) = history::valued_of(pools, &owner.positions);
+                (sums.health_factor(), Some(valued))
+            } else {
+                (score(pools, &owner.positions), None)
+            };
+            let valued = valued.filter(|_| this.history_qualifies(owner, hf));
+            (hf, quote_of(pools, &owner.positions, hf), valued)
+        });
+        self.filing.reserve_dirty(members.len());
+        for (member, (hf, quote, valued)) in members.into_iter().zip(scored) {
+            let key = self.owners.get(member).key;
+            if self.owners.slot_of(&key) != Some(member) {
+                continue; // evicted during this loop: re-loaded by the caller
+            }
+            let owner = self.owners.get_mut(member);
+            let old = owner.hf;
+            if old >= WAD && hf >= WAD {
+                // Above water before and after: in place (no LRU move, no
+                // ranking); only the watch band's count and version follow.
+                self.filing.shift_above_water(old, hf);
+                owner.hf = hf;
+                self.filing.valued(key, hf, owner.stored_hf);
+            } else {
+                self.refile(member, hf, Some(old), false, quote);
+            }
+            if let Some(valued) = valued {
+                self.defer_note(member, cause, valued);
+            }
+        }
+        // Owners that left the watch band upwards are evictable again.
+        let evicted = self.owners.evict_past_cap(None);
+        self.evict(evicted);
     }
 }

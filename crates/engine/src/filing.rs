@@ -1,18 +1,24 @@
-//! Filing an owner by standing: under water (the ranking), watched (never
-//! evicted), or healthy (the LRU, evicted past `max_owners`); the slab of
-//! owners; and the feed events each move emits.
+//! Filing owners by standing, and what the engine's readers learn of it: the
+//! ranking of owners under water, the count of watched ones, the health
+//! factors still to be written, the feed events of each move, and the version
+//! every rendered answer is checked against.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use super::events::FeedEvent;
+use super::{FastMap, WATCH_BELOW};
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::wad::WAD;
 
 /// Where an owner stands: under water, watched, or healthy (evictable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Standing {
+pub(crate) enum Standing {
     Unhealthy,
     Watched,
     Healthy,
 }
 
-pub(super) fn standing(hf: u128) -> Standing {
+pub(crate) fn standing(hf: u128) -> Standing {
     if hf < WAD {
         Standing::Unhealthy
     } else if hf < WATCH_BELOW {
@@ -22,53 +28,51 @@ pub(super) fn standing(hf: u128) -> Standing {
     }
 }
 
-impl Engine {
-    pub(super) fn emit(&mut self, event: FeedEvent) {
-        if self.record_events {
-            self.events.push(event);
+#[derive(Default)]
+pub(crate) struct Filing {
+    /// Unhealthy owners, most underwater first.
+    ranking: BTreeSet<(u128, Pubkey)>,
+    /// How many owners are watched (1 WAD <= hf < WATCH_BELOW). They are not kept
+    /// sorted: a price move shifts thousands of them, and the at-risk list is read
+    /// far less often than prices move, so it is sorted when rendered.
+    watched: usize,
+    /// Health factors not yet known to be stored.
+    dirty: FastMap<Pubkey, u128>,
+    /// Feed events since the last `take_events`, while they are kept.
+    events: Vec<FeedEvent>,
+    record_events: bool,
+    /// Bumped by any change that can alter an unhealthy answer.
+    version: u64,
+}
+
+impl Filing {
+    /// A new filing after a reload: events kept as they were, and a version
+    /// past every one given before (answers rendered before must not match).
+    pub(crate) fn after(&mut self) -> Filing {
+        Filing {
+            events: std::mem::take(&mut self.events),
+            record_events: self.record_events,
+            version: self.version + 1,
+            ..Filing::default()
         }
     }
 
-    pub(super) fn alloc(&mut self, key: Pubkey) -> Slot {
-        let owner = Owner {
-            key,
-            positions: Vec::new(),
-            hf: u128::MAX,
-            stored_hf: None,
-            quote: None,
-            recorded: self.unpark(&key),
-            deferred: None,
-        };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.owners[id as usize] = owner;
-                id
-            }
-            None => {
-                self.owners.push(owner);
-                (self.owners.len() - 1) as Slot
-            }
-        };
-        self.index.insert(key, id);
-        id
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
-    /// Forgets a slot: out of the index, the ranking, the LRU and its pools.
-    pub(super) fn release(&mut self, id: Slot) {
-        self.settle_note(id);
-        let owner = &mut self.owners[id as usize];
-        let positions = std::mem::take(&mut owner.positions);
-        let (key, hf) = (owner.key, owner.hf);
-        if let Some(baseline) = owner.recorded.take() {
-            self.park_baseline(key, baseline);
-        }
-        for p in &positions {
-            if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.members.remove(&id);
-            }
-        }
+    /// Something an unhealthy or at-risk answer shows changed.
+    pub(crate) fn bump(&mut self) {
+        self.version += 1;
+    }
+
+    // ---- standing ---------------------------------------------------------------
+
+    /// An owner of value `hf` leaves its standing (re-filed or released).
+    pub(crate) fn leave(&mut self, key: Pubkey, hf: u128) {
         match standing(hf) {
             Standing::Unhealthy => {
+                self.version += 1;
                 self.ranking.remove(&(hf, key));
             }
             Standing::Watched => {
@@ -77,132 +81,113 @@ impl Engine {
             }
             Standing::Healthy => {}
         }
-        self.owners[id as usize].quote = None;
-        self.lru.pop(&id);
-        self.index.remove(&key);
-        self.dirty.remove(&key);
-        self.free.push(id);
     }
 
-    /// Records an owner's new health factor and quote (`quote_of` its state),
-    /// files it by standing (ranking, watch list, or LRU), and emits the feed
-    /// event of the transition. `old` is the previous value of a resident owner.
-    pub(super) fn refile(
-        &mut self,
-        id: Slot,
-        hf: u128,
-        old: Option<u128>,
-        rows_changed: bool,
-        quote: Option<Box<Quote>>,
-    ) {
-        let owner = &mut self.owners[id as usize];
-        let key = owner.key;
-        owner.hf = hf;
-        if owner.stored_hf != Some(hf) {
-            self.dirty.insert(key, hf);
-        } else {
-            self.dirty.remove(&key);
-        }
-        let was = old.map(standing);
-        match (was, old) {
-            (Some(Standing::Unhealthy), Some(h)) => {
-                self.version += 1;
-                self.ranking.remove(&(h, key));
-            }
-            (Some(Standing::Watched), Some(_)) => {
-                self.watched -= 1;
-                self.version += 1;
-            }
-            _ => {}
-        }
-        let quote_changed = self.set_quote(id, quote);
-        match standing(hf) {
+    /// An owner of value `hf` takes its standing.
+    pub(crate) fn enter(&mut self, key: Pubkey, hf: u128) -> Standing {
+        let now = standing(hf);
+        match now {
             Standing::Unhealthy => {
                 self.version += 1;
                 self.ranking.insert((hf, key));
-                self.lru.pop(&id);
-                if was != Some(Standing::Unhealthy) {
-                    self.emit(FeedEvent::Start(key, hf));
-                } else if old != Some(hf) || rows_changed || quote_changed {
-                    self.emit(FeedEvent::Update(key, hf));
-                }
-                return;
             }
             Standing::Watched => {
                 self.watched += 1;
                 self.version += 1;
-                self.keep(id);
             }
-            Standing::Healthy => self.keep(id),
+            Standing::Healthy => {}
         }
-        if was == Some(Standing::Unhealthy) {
-            self.emit(FeedEvent::Stop(key, hf));
-        }
+        now
     }
 
-    /// Sets an owner's quote; true when it changed.
-    pub(super) fn set_quote(&mut self, id: Slot, quote: Option<Box<Quote>>) -> bool {
-        let owner = &mut self.owners[id as usize];
-        if owner.quote == quote {
-            return false;
+    /// An owner above water before and after moved from `old` to `hf`: in
+    /// place, no ranking; only the watch band's count and version follow.
+    pub(crate) fn shift_above_water(&mut self, old: u128, hf: u128) {
+        let (was, now) = (standing(old), standing(hf));
+        if (was == Standing::Watched || now == Standing::Watched) && old != hf {
+            self.version += 1; // the at-risk list moved
         }
-        owner.quote = quote;
-        true
-    }
-
-    /// A pool's liquidation terms changed (not its pricing): its members under
-    /// water get new quotes, and the feed says so.
-    pub(super) fn requote_pool(&mut self, id: PoolId) {
-        self.version += 1;
-        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
-        for member in members {
-            let (key, hf) = (
-                self.owners[member as usize].key,
-                self.owners[member as usize].hf,
-            );
-            let quote = quote_of(&self.pools, &self.owners[member as usize].positions, hf);
-            if hf < WAD && self.set_quote(member, quote) {
-                self.emit(FeedEvent::Update(key, hf));
-            }
+        match (was, now) {
+            (Standing::Healthy, Standing::Watched) => self.watched += 1,
+            (Standing::Watched, Standing::Healthy) => self.watched -= 1,
+            _ => {}
         }
     }
 
-    /// Puts an owner above water first in the LRU, then evicts past `max_owners`:
-    /// the least recent healthy owners go; watched ones are moved to the front
-    /// (each at most once per call, so this ends even if all are watched).
-    pub(super) fn keep(&mut self, id: Slot) {
-        self.lru.put(id, ());
-        self.enforce_cap(Some(id));
+    /// Unhealthy owners, most underwater first (ties by owner).
+    pub(crate) fn ranking(&self) -> impl Iterator<Item = (u128, Pubkey)> + '_ {
+        self.ranking.iter().copied()
     }
 
-    /// Evicts least recent healthy owners while more than `max_owners` are above
-    /// water; `spare` (just filed) is passed over like the watched ones.
-    pub(super) fn enforce_cap(&mut self, spare: Option<Slot>) {
-        let mut passes = self.lru.len();
-        while self.lru.len() > self.max_owners && passes > 0 {
-            passes -= 1;
-            let Some((&oldest, _)) = self.lru.peek_lru() else {
-                break;
-            };
-            if Some(oldest) == spare
-                || standing(self.owners[oldest as usize].hf) != Standing::Healthy
+    pub(crate) fn unhealthy_count(&self) -> usize {
+        self.ranking.len()
+    }
+
+    pub(crate) fn watched_count(&self) -> usize {
+        self.watched
+    }
+
+    // ---- the write-back ---------------------------------------------------------
+
+    /// An owner's value is `hf` and `stored` is believed stored: it is to be
+    /// written exactly when they differ.
+    pub(crate) fn valued(&mut self, key: Pubkey, hf: u128, stored: Option<u128>) {
+        if stored == Some(hf) {
+            self.dirty.remove(&key);
+        } else {
+            self.dirty.insert(key, hf);
+        }
+    }
+
+    /// An owner released: nothing of it is to be written.
+    pub(crate) fn forget(&mut self, key: &Pubkey) {
+        self.dirty.remove(key);
+    }
+
+    pub(crate) fn reserve_dirty(&mut self, more: usize) {
+        self.dirty.reserve(more);
+    }
+
+    pub(crate) fn take_dirty(&mut self) -> FastMap<Pubkey, u128> {
+        std::mem::take(&mut self.dirty)
+    }
+
+    pub(crate) fn dirty_count(&self) -> usize {
+        self.dirty.len()
+    }
+
+    // ---- the feed ---------------------------------------------------------------
+
+    pub(crate) fn emit(&mut self, event: FeedEvent) {
+        if self.record_events {
+            self.events.push(event);
+        }
+    }
+
+    pub(crate) fn record_events(&mut self, on: bool) {
+        self.record_events = on;
+        if !on {
+            self.events.clear();
+        }
+    }
+
+    pub(crate) fn records_events(&self) -> bool {
+        self.record_events
+    }
+
+    pub(crate) fn take_events(&mut self) -> Vec<FeedEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// After a reload, an owner under water before and after is updated,
+    /// not started twice.
+    pub(crate) fn restarted(&mut self, was: &FastMap<Pubkey, u64>) {
+        for event in &mut self.events {
+            if let FeedEvent::Start(owner, hf) = *event
+                && was.contains_key(&owner)
             {
-                self.lru.promote(&oldest);
-                continue;
-            }
-            self.lru.pop(&oldest);
-            self.evict(oldest);
-        }
-    }
-
-    /// An owner pushed out of the LRU: its pools remember that a member is missing.
-    pub(super) fn evict(&mut self, id: Slot) {
-        self.evictions += 1;
-        for p in &self.owners[id as usize].positions {
-            if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.has_evicted_members = true;
+                *event = FeedEvent::Update(owner, hf);
             }
         }
-        self.release(id);
     }
 }

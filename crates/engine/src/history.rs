@@ -11,8 +11,10 @@
 
 use ruint::aliases::U256;
 
+use super::owners::Owner;
+use super::pools::PoolTable;
 use super::state::PoolState;
-use super::{Engine, FastMap, Held, Owner, PoolEntry, PoolId, Slot};
+use super::{Engine, FastMap, Held, Slot};
 use lendex_domain::history::liquidated::{Liquidation, LiquidationWatch, PositionChange};
 use lendex_domain::history::rule::{Baseline, point_events, qualifies};
 use lendex_domain::history::{Cause, EventKind};
@@ -126,11 +128,11 @@ pub struct Baselines {
 
 /// An owner's sums at current prices (C, Cw and D over its priced pools),
 /// and its value as a point records it.
-pub(super) fn valued_of(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> (Sums, Valued) {
+pub(super) fn valued_of(pools: &PoolTable, positions: &[Held]) -> (Sums, Valued) {
     let held = || {
         positions
             .iter()
-            .filter_map(|p| Some((p, &pools.get(&p.pool)?.state)))
+            .filter_map(|p| Some((p, &pools.get(p.pool)?.state)))
     };
     let sums = account_sums(held().map(|(p, pool)| (&pool.pricing, &p.amounts)));
     let slot = held().map(|(p, pool)| p.slot.max(pool.slot)).max();
@@ -162,27 +164,27 @@ impl Engine {
             ..Recorder::default()
         };
         for (owner, baseline) in past.owners {
-            match self.index.get(&owner) {
-                Some(id) => self.owners[*id as usize].recorded = Some(baseline),
+            match self.owners.slot_of(&owner) {
+                Some(id) => self.owners.get_mut(id).recorded = Some(baseline),
                 None => {
                     recorder.parked.insert(owner, baseline);
                 }
             }
         }
         self.history = Some(Box::new(recorder));
-        let mut pools: Vec<PoolState> = self.pools.values().map(|p| p.state.clone()).collect();
+        let mut pools: Vec<PoolState> = self.pools().map(|p| p.state.clone()).collect();
         pools.sort_by_key(|p| p.address);
         for pool in &pools {
             self.note_oracle(pool);
         }
-        let mut resident: Vec<Slot> = self.index.values().copied().collect();
+        let mut resident: Vec<Slot> = self.owners.slots().collect();
         resident.sort_unstable();
         for id in resident {
             self.note_owner(id, Cause::Load, false, None);
         }
         // Owners held before and none now closed every position meanwhile
         // (when nothing was evicted, absent means no position).
-        if self.evictions == 0 {
+        if self.owners.evictions() == 0 {
             let recorder = self.history.as_mut().expect("just set");
             let mut gone: Vec<(Pubkey, Baseline)> = recorder
                 .parked
@@ -201,7 +203,7 @@ impl Engine {
     /// unrecorded records are forgotten; a later start reads them back.
     pub fn stop_history(&mut self) {
         if self.history.take().is_some() {
-            for owner in &mut self.owners {
+            for owner in self.owners.all_mut() {
                 owner.recorded = None;
                 owner.deferred = None;
             }
@@ -259,7 +261,7 @@ impl Engine {
         let Some(history) = self.history.as_mut() else {
             return;
         };
-        let owner = &mut self.owners[id as usize];
+        let owner = self.owners.get_mut(id);
         debug_assert!(owner.deferred.is_none(), "settled before re-scoring");
         owner.deferred = Some(history.deferred.len() as u32);
         history.deferred.push(Some(Deferred { id, cause, valued }));
@@ -267,7 +269,7 @@ impl Engine {
 
     /// Notes owner `id`'s deferred value, if one waits.
     pub(super) fn settle_note(&mut self, id: Slot) {
-        let Some(at) = self.owners[id as usize].deferred.take() else {
+        let Some(at) = self.owners.get_mut(id).deferred.take() else {
             return;
         };
         let deferred = self
@@ -289,7 +291,7 @@ impl Engine {
             return;
         }
         for d in std::mem::take(&mut history.deferred).into_iter().flatten() {
-            self.owners[d.id as usize].deferred = None;
+            self.owners.get_mut(d.id).deferred = None;
             self.note_owner(d.id, d.cause, false, Some(d.valued));
         }
     }
@@ -306,7 +308,7 @@ impl Engine {
         let Some(history) = self.history.as_mut() else {
             return;
         };
-        let owner = &self.owners[id as usize];
+        let owner = self.owners.get(id);
         let last = owner.recorded;
         if !qualifies(last.map(|b| b.health_factor), owner.hf, positions_changed) {
             return;
@@ -329,7 +331,7 @@ impl Engine {
             let mut pools: Vec<Pubkey> = owner
                 .positions
                 .iter()
-                .filter_map(|p| Some(self.pools.get(&p.pool)?.state.address))
+                .filter_map(|p| self.pools.address(p.pool))
                 .collect();
             pools.sort_unstable();
             pools.dedup();
@@ -346,7 +348,7 @@ impl Engine {
                 pools: pools(),
             })));
         }
-        self.owners[id as usize].recorded = Some(now);
+        self.owners.get_mut(id).recorded = Some(now);
     }
 
     /// An owner left with no position: its value is that of no debt, with
@@ -420,13 +422,13 @@ impl Engine {
         if self.history.is_none() || self.history.as_ref().is_some_and(|h| h.loading) {
             return;
         }
-        let owner = &self.owners[id as usize];
+        let owner = self.owners.get(id);
         let mut changes = Vec::new();
         for p in &owner.positions {
             let Some((_, old)) = before.iter().find(|(a, _)| *a == p.address) else {
                 continue;
             };
-            let Some(pool) = self.pools.get(&p.pool) else {
+            let Some(pool) = self.pools.get(p.pool) else {
                 continue;
             };
             if *old != p.amounts {
@@ -470,7 +472,7 @@ impl Engine {
     /// collateral above 1 WAD (C < D then means Cw < D). With every pool
     /// priced, every resident owner counts. Otherwise the book's full pass.
     pub fn market_sample(&self) -> MarketSample {
-        let plain = self.pools.values().all(|p| {
+        let plain = self.pools().all(|p| {
             let pricing = &p.state.pricing;
             pricing.price().is_some() && pricing.liquidation_threshold_wad <= WAD
         });
@@ -478,17 +480,17 @@ impl Engine {
             return self.market_sample_of_book();
         }
         let (mut debt, mut bad) = (Big::ZERO, Big::ZERO);
-        for (_, key) in &self.ranking {
-            if let Some(&id) = self.index.get(key) {
-                let (sums, _) = valued_of(&self.pools, &self.owners[id as usize].positions);
+        for (_, key) in self.unhealthy() {
+            if let Some(owner) = self.owners.by_key(&key) {
+                let (sums, _) = valued_of(&self.pools, &owner.positions);
                 debt = debt.saturating_add(sums.debt);
                 bad = bad.saturating_add(sums.bad_debt());
             }
         }
         let (deposits, borrows) = self.market_totals();
         MarketSample {
-            owners: self.index.len() as u64,
-            under_water: self.ranking.len() as u64,
+            owners: self.owner_count() as u64,
+            under_water: self.unhealthy_count() as u64,
             at_risk: self.watched_below(AT_RISK_BELOW).len() as u64,
             debt_under_water: narrow(debt),
             bad_debt: narrow(bad),
@@ -500,9 +502,7 @@ impl Engine {
     /// The market sample by a pass over the whole book (the risk lens at no
     /// shock).
     pub(super) fn market_sample_of_book(&self) -> MarketSample {
-        let book = self
-            .shock(&[], 0)
-            .expect("a shock of no pool names no pool");
+        let book = super::risk::shock(self, &[], 0).expect("a shock of no pool names no pool");
         let (deposits, borrows) = self.market_totals();
         MarketSample {
             owners: book.owners,
@@ -519,7 +519,7 @@ impl Engine {
     /// status totals (`PoolEntry::totals_value_wad`).
     fn market_totals(&self) -> (U256, U256) {
         let (mut deposits, mut borrows) = (Big::ZERO, Big::ZERO);
-        for pool in self.pools.values() {
+        for pool in self.pools() {
             let (d, b) = pool.totals_value_wad();
             deposits = deposits.saturating_add(d);
             borrows = borrows.saturating_add(b);

@@ -18,11 +18,12 @@ mod changes;
 pub mod events;
 mod filing;
 pub mod history;
+mod owners;
 pub mod parallel;
 pub mod pool_status;
+mod pools;
 pub mod processed;
 pub mod quotes;
-mod rescore;
 pub mod risk;
 #[cfg(any(test, feature = "sample"))]
 pub mod sample;
@@ -30,22 +31,20 @@ pub mod state;
 pub mod unhealthy;
 pub mod view;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-
-use lru::LruCache;
+use std::collections::{HashMap, HashSet};
 
 pub use changes::{Change, Unapplied};
 pub use events::FeedEvent;
-use filing::{Standing, standing};
+use filing::{Filing, Standing};
+use owners::OwnerSlab;
+use pools::{Moved, PoolTable, Set};
 pub use state::{Held, PoolEntry, PoolState, PositionState};
 use view::{OwnerView, quote_inputs};
 
 use lendex_domain::forks::Commitment;
 use lendex_domain::history::Cause;
-use lendex_domain::history::rule::Baseline;
 use lendex_domain::liquidation::{Quote, best_quote};
 use lendex_domain::pubkey::Pubkey;
-use lendex_domain::rates::pool_apys;
 use lendex_domain::wad::{PositionAmounts, WAD, account_health_factor};
 
 /// Owners at or above 1 WAD and below this are watched (the at-risk list): never
@@ -58,59 +57,19 @@ type FastSet<K> = HashSet<K, Hasher>;
 
 /// A pool's dense id inside the engine: members are tracked per id, not per key.
 type PoolId = u32;
-
-/// A pool whose new state moves its members (`Engine::set_pool`).
-pub(crate) struct Moved {
-    id: PoolId,
-    cause: Cause,
-    /// Its pricing moved (else only its liquidation terms: a re-quote).
-    repriced: bool,
-}
 /// An owner's place in the slab.
 type Slot = u32;
 
-struct Owner {
-    key: Pubkey,
-    positions: Vec<Held>,
-    hf: u128,
-    /// The value last known to be stored in positions.health_factor_wad.
-    stored_hf: Option<u128>,
-    /// The best liquidation quote, while under water (None when no pair qualifies).
-    quote: Option<Box<Quote>>,
-    /// Its last recorded history point, while history is recorded.
-    recorded: Option<Baseline>,
-    /// Where its re-scored value waits among history's deferred notes.
-    deferred: Option<u32>,
-}
-
+/// The engine's parts each own their state: the pools (`pools.rs`), the
+/// resident owners and their LRU (`owners.rs`), and the standing of each
+/// owner with what readers learn of it (`filing.rs`). The engine keeps them
+/// consistent with each other.
 pub struct Engine {
-    pools: FastMap<PoolId, PoolEntry>,
-    pool_ids: FastMap<Pubkey, PoolId>,
-    next_pool_id: PoolId,
-    owners: Vec<Owner>,
-    index: FastMap<Pubkey, Slot>,
-    free: Vec<Slot>,
-    /// Resident owners above water by recency (owners under water are not in it).
-    /// Past `max_owners` the least recent healthy one is evicted; watched owners
-    /// are passed over, so crossing 2 WAD costs no LRU work.
-    lru: LruCache<Slot, (), Hasher>,
-    max_owners: usize,
-    /// Unhealthy owners, most underwater first.
-    ranking: BTreeSet<(u128, Pubkey)>,
-    /// How many owners are watched (1 WAD <= hf < WATCH_BELOW). They are not kept
-    /// sorted: a price move shifts thousands of them, and the at-risk list is read
-    /// far less often than prices move, so it is sorted when rendered.
-    watched: usize,
-    evictions: u64,
-    /// Health factors not yet known to be stored.
-    dirty: FastMap<Pubkey, u128>,
-    /// Feed events since the last `take_events`, while they are kept.
-    events: Vec<FeedEvent>,
-    record_events: bool,
+    pools: PoolTable,
+    owners: OwnerSlab,
+    filing: Filing,
     /// During a full reload: who was under water before it (with its slot).
     was_unhealthy: Option<FastMap<Pubkey, u64>>,
-    /// Bumped by any change that can alter an unhealthy answer.
-    version: u64,
     /// History's recorder, while this engine records (the leader).
     history: Option<Box<history::Recorder>>,
     /// The view this engine holds (docs/design.md §15), named in its quotes
@@ -121,22 +80,10 @@ pub struct Engine {
 impl Engine {
     pub fn new(max_owners: usize) -> Self {
         Engine {
-            pools: FastMap::default(),
-            pool_ids: FastMap::default(),
-            next_pool_id: 0,
-            owners: Vec::new(),
-            index: FastMap::default(),
-            free: Vec::new(),
-            lru: LruCache::unbounded_with_hasher(Hasher::default()),
-            max_owners: max_owners.max(1),
-            ranking: BTreeSet::new(),
-            watched: 0,
-            evictions: 0,
-            dirty: FastMap::default(),
-            events: Vec::new(),
-            record_events: false,
+            pools: PoolTable::default(),
+            owners: OwnerSlab::new(max_owners),
+            filing: Filing::default(),
             was_unhealthy: None,
-            version: 0,
             history: None,
             commitment: Commitment::Confirmed,
         }
@@ -151,34 +98,30 @@ impl Engine {
     /// feed what the reload changed.
     pub fn clear(&mut self) {
         self.settle_notes();
-        let (record, version) = (self.record_events, self.version);
-        let events = std::mem::take(&mut self.events);
-        let was_unhealthy: FastMap<Pubkey, u64> = if record {
-            self.ranking
-                .iter()
-                .map(|(_, key)| (*key, self.peek(key).map_or(0, |v| v.slot())))
+        let was_unhealthy: FastMap<Pubkey, u64> = if self.filing.records_events() {
+            self.filing
+                .ranking()
+                .map(|(_, key)| (key, self.peek(&key).map_or(0, |v| v.slot())))
                 .collect()
         } else {
             FastMap::default()
         };
         // History's baselines outlive the reload: owners come back to them.
-        let resident: Vec<Slot> = self.index.values().copied().collect();
+        let resident: Vec<Slot> = self.owners.slots().collect();
         for id in resident {
-            if let Some(b) = self.owners[id as usize].recorded.take() {
-                let key = self.owners[id as usize].key;
+            if let Some(b) = self.owners.get_mut(id).recorded.take() {
+                let key = self.owners.get(id).key;
                 self.park_baseline(key, b);
             }
         }
+        let filing = self.filing.after();
         let (history, commitment) = (self.history.take(), self.commitment);
-        *self = Engine::new(self.max_owners);
+        *self = Engine::new(self.owners.max_owners());
         self.history = history;
         self.commitment = commitment;
         self.history_loading(true);
-        self.record_events = record;
-        self.events = events;
+        self.filing = filing;
         self.was_unhealthy = Some(was_unhealthy);
-        // Monotonic across reloads: answers rendered before must not match again.
-        self.version = version + 1;
     }
 
     /// After a full reload: the feed continues as if the changes had come one
@@ -189,29 +132,16 @@ impl Engine {
         let Some(was) = self.was_unhealthy.take() else {
             return;
         };
-        for event in &mut self.events {
-            if let FeedEvent::Start(owner, hf) = *event
-                && was.contains_key(&owner)
-            {
-                *event = FeedEvent::Update(owner, hf);
-            }
-        }
+        self.filing.restarted(&was);
         let mut recovered: Vec<(Pubkey, u64)> = was
             .into_iter()
-            .filter(|(owner, _)| {
-                self.index
-                    .get(owner)
-                    .is_none_or(|id| self.owners[*id as usize].hf >= WAD)
-            })
+            .filter(|(owner, _)| self.health_factor(owner).is_none_or(|hf| hf >= WAD))
             .collect();
         recovered.sort_unstable();
         for (owner, slot) in recovered {
-            match self.index.get(&owner) {
-                Some(id) => {
-                    let hf = self.owners[*id as usize].hf;
-                    self.emit(FeedEvent::Stop(owner, hf));
-                }
-                None => self.emit(FeedEvent::Gone(owner, slot)),
+            match self.health_factor(&owner) {
+                Some(hf) => self.filing.emit(FeedEvent::Stop(owner, hf)),
+                None => self.filing.emit(FeedEvent::Gone(owner, slot)),
             }
         }
     }
@@ -234,67 +164,23 @@ impl Engine {
     /// pools of one change are all set first, so each member is scored once
     /// with every new price, never through a mix that existed at no slot's end.
     pub(crate) fn set_pool(&mut self, state: PoolState) -> Option<Moved> {
-        if let Some(&id) = self.pool_ids.get(&state.address) {
-            let held = &mut self.pools.get_mut(&id).expect("ids map to pools").state;
-            if held.slot > state.slot {
-                return None;
-            }
-            if (PoolState {
-                slot: held.slot,
-                ..state.clone()
-            }) == *held
-            {
-                held.slot = state.slot;
-                return None;
-            }
+        let (id, moved) = match self.pools.set(state) {
+            Set::Unchanged => return None,
+            Set::New(id) => (id, None),
+            Set::Moved(moved) => (moved.id, Some(moved)),
+        };
+        self.filing.bump();
+        if self.history.is_some() {
+            let state = self.pools.get(id).expect("just set").state.clone();
+            self.note_oracle(&state);
         }
-        let (supply_apy, borrow_apy) =
-            pool_apys(&state.rates, state.total_borrows, state.total_deposits);
-        self.version += 1;
-        self.note_oracle(&state);
-        let id = match self.pool_ids.get(&state.address) {
-            Some(id) => *id,
-            None => {
-                let id = self.next_pool_id;
-                self.next_pool_id += 1;
-                self.pool_ids.insert(state.address, id);
-                self.pools.insert(
-                    id,
-                    PoolEntry {
-                        address_text: state.address.to_string().into(),
-                        state,
-                        supply_apy,
-                        borrow_apy,
-                        members: FastSet::default(),
-                        has_evicted_members: false,
-                    },
-                );
-                return None; // nobody can hold a position in a pool not known before
-            }
-        };
-        let entry = self.pools.get_mut(&id).expect("ids map to pools");
-        let repriced = entry.state.pricing != state.pricing;
-        let new_terms = entry.state.terms != state.terms;
-        let (old, new) = (&entry.state.pricing, &state.pricing);
-        let cause = if (old.oracle_price, old.oracle_expo) != (new.oracle_price, new.oracle_expo) {
-            Cause::Price
-        } else {
-            Cause::Terms
-        };
-        entry.state = state;
-        entry.supply_apy = supply_apy;
-        entry.borrow_apy = borrow_apy;
-        (repriced || new_terms).then_some(Moved {
-            id,
-            cause,
-            repriced,
-        })
+        moved
     }
 
     /// Re-scores (or, for new terms alone, re-quotes) the members of a pool
     /// `set_pool` moved; true when it has evicted members to re-load.
     pub(crate) fn rescore_moved(&mut self, moved: Moved) -> bool {
-        if !self.pools.contains_key(&moved.id) {
+        if self.pools.get(moved.id).is_none() {
             return false; // removed since
         }
         if !moved.repriced {
@@ -304,36 +190,31 @@ impl Engine {
         self.rescore_pool(moved.id, moved.cause);
         // Read after the re-score: a member that turned healthy may have evicted
         // another that has not been re-scored yet.
-        self.pools[&moved.id].has_evicted_members
+        self.pools.has_evicted_members(moved.id)
     }
 
     /// A pool gone from the index: its positions are gone with it (cascade).
     pub fn remove_pool(&mut self, address: &Pubkey) {
-        let Some(id) = self.pool_ids.remove(address) else {
+        let Some(entry) = self.pools.remove(address) else {
             return;
         };
-        self.version += 1;
-        let members: Vec<Slot> = self.pools[&id].members.iter().copied().collect();
-        self.pools.remove(&id);
+        self.filing.bump();
+        let mut members: Vec<Slot> = entry.members.iter().copied().collect();
+        members.sort_unstable();
         for slot in members {
-            let owner = &self.owners[slot as usize];
-            let key = owner.key;
-            let kept: Vec<PositionState> = owner
-                .positions
-                .iter()
-                .filter_map(|p| Some(p.state(self.pools.get(&p.pool)?.state.address)))
-                .collect();
+            let key = self.owners.get(slot).key;
+            let kept = self.positions_of(slot);
             self.set_owner(key, kept);
         }
     }
 
     /// Every pool held, in no order.
     pub fn pools(&self) -> impl Iterator<Item = &PoolEntry> {
-        self.pools.values()
+        self.pools.entries().map(|(_, entry)| entry)
     }
 
     pub fn pool(&self, address: &Pubkey) -> Option<&PoolEntry> {
-        self.pools.get(self.pool_ids.get(address)?)
+        self.pools.by_address(address)
     }
 
     pub fn pool_count(&self) -> usize {
@@ -358,54 +239,52 @@ impl Engine {
         let held: Vec<Held> = positions
             .into_iter()
             .filter_map(|state| {
-                let pool = *self.pool_ids.get(&state.pool)?;
+                let pool = self.pools.id_of(&state.pool)?;
                 Some(Held::new(state, pool))
             })
             .collect();
-        let existing = self.index.get(&key).copied();
+        let existing = self.owners.slot_of(&key);
         if let Some(id) = existing {
             // History notes a re-scored value before the change that follows it.
             self.settle_note(id);
         }
         if held.is_empty() {
             if let Some(id) = existing {
-                let hf = self.owners[id as usize].hf;
-                let last = self.owners[id as usize].recorded;
+                let (hf, last) = (self.owners.get(id).hf, self.owners.get(id).recorded);
                 let slot = self.view_of(id).slot().max(removed_at);
                 self.release(id);
                 let (cause, _) = self.owner_change(true);
                 self.note_gone(key, last, slot, cause);
                 if hf < WAD {
-                    self.version += 1;
-                    self.emit(FeedEvent::Gone(key, slot));
+                    self.filing.bump();
+                    self.filing.emit(FeedEvent::Gone(key, slot));
                 }
             }
             return;
         }
         let (id, old) = match existing {
             Some(id) => {
-                let owner = &mut self.owners[id as usize];
+                let owner = self.owners.get_mut(id);
                 let old = (owner.hf, snapshot(&owner.positions));
                 for p in std::mem::take(&mut owner.positions) {
-                    if let Some(pool) = self.pools.get_mut(&p.pool) {
-                        pool.members.remove(&id);
-                    }
+                    self.pools.leave(p.pool, id);
                 }
                 (id, Some(old))
             }
-            None => (self.alloc(key), None),
+            None => {
+                let recorded = self.unpark(&key);
+                (self.owners.alloc(key, recorded), None)
+            }
         };
         for p in &held {
-            if let Some(pool) = self.pools.get_mut(&p.pool) {
-                pool.members.insert(id);
-            }
+            self.pools.join(p.pool, id);
         }
         let hf = score(&self.pools, &held);
         let quote = quote_of(&self.pools, &held, hf);
         let rows_changed = old
             .as_ref()
             .is_none_or(|(_, rows)| *rows != snapshot(&held));
-        self.owners[id as usize].positions = held;
+        self.owners.get_mut(id).positions = held;
         self.refile(id, hf, old.as_ref().map(|(h, _)| *h), rows_changed, quote);
         let (cause, changed) = self.owner_change(rows_changed);
         self.note_owner(id, cause, changed, None);
@@ -414,53 +293,126 @@ impl Engine {
         }
     }
 
+    /// An owner's positions as the engine was given them.
+    fn positions_of(&self, id: Slot) -> Vec<PositionState> {
+        (self.owners.get(id).positions.iter())
+            .filter_map(|p| Some(p.state(self.pools.address(p.pool)?)))
+            .collect()
+    }
+
+    /// Records an owner's new health factor and quote (`quote_of` its state),
+    /// files it by standing (ranking, watch list, or LRU), and emits the feed
+    /// event of the transition. `old` is the previous value of a resident owner.
+    fn refile(
+        &mut self,
+        id: Slot,
+        hf: u128,
+        old: Option<u128>,
+        rows_changed: bool,
+        quote: Option<Box<Quote>>,
+    ) {
+        let owner = self.owners.get_mut(id);
+        let key = owner.key;
+        owner.hf = hf;
+        self.filing.valued(key, hf, owner.stored_hf);
+        let quote_changed = owner.quote != quote;
+        owner.quote = quote;
+        let was = old.map(filing::standing);
+        if let Some(old) = old {
+            self.filing.leave(key, old);
+        }
+        match self.filing.enter(key, hf) {
+            Standing::Unhealthy => {
+                self.owners.unhealthy(id);
+                if was != Some(Standing::Unhealthy) {
+                    self.filing.emit(FeedEvent::Start(key, hf));
+                } else if old != Some(hf) || rows_changed || quote_changed {
+                    self.filing.emit(FeedEvent::Update(key, hf));
+                }
+                return;
+            }
+            Standing::Watched | Standing::Healthy => {
+                let evicted = self.owners.keep(id);
+                self.evict(evicted);
+            }
+        }
+        if was == Some(Standing::Unhealthy) {
+            self.filing.emit(FeedEvent::Stop(key, hf));
+        }
+    }
+
+    /// Forgets a slot: out of the index, the ranking, the LRU and its pools.
+    fn release(&mut self, id: Slot) {
+        self.settle_note(id);
+        let owner = self.owners.get_mut(id);
+        let positions = std::mem::take(&mut owner.positions);
+        let (key, hf, recorded) = (owner.key, owner.hf, owner.recorded.take());
+        if let Some(baseline) = recorded {
+            self.park_baseline(key, baseline);
+        }
+        for p in &positions {
+            self.pools.leave(p.pool, id);
+        }
+        self.filing.leave(key, hf);
+        self.filing.forget(&key);
+        self.owners.free(id);
+    }
+
+    /// Owners pushed out of the LRU: their pools remember that a member is
+    /// missing.
+    fn evict(&mut self, evicted: Vec<Slot>) {
+        for id in evicted {
+            for p in &self.owners.get(id).positions {
+                self.pools.lost_member(p.pool);
+            }
+            self.release(id);
+        }
+    }
+
     /// Records what the database holds for an owner just loaded, so an unchanged
     /// value is not written again.
     pub fn set_stored(&mut self, key: &Pubkey, stored: u128) {
-        if let Some(id) = self.index.get(key) {
-            let owner = &mut self.owners[*id as usize];
+        if let Some(id) = self.owners.slot_of(key) {
+            let owner = self.owners.get_mut(id);
             owner.stored_hf = Some(stored);
             if owner.hf == stored {
-                self.dirty.remove(key);
+                self.filing.forget(key);
             }
         }
     }
 
     /// Whether the owner is resident.
     pub fn holds(&self, key: &Pubkey) -> bool {
-        self.index.contains_key(key)
+        self.owners.slot_of(key).is_some()
     }
 
     /// True when the engine can answer for this owner: resident, or never evicted
     /// anyone (so an absent owner has no positions).
     pub fn knows(&self, key: &Pubkey) -> bool {
-        self.index.contains_key(key) || self.evictions == 0
+        self.holds(key) || self.owners.evictions() == 0
     }
 
     pub fn health_factor(&self, key: &Pubkey) -> Option<u128> {
-        self.index.get(key).map(|id| self.owners[*id as usize].hf)
+        self.owners.by_key(key).map(|o| o.hf)
     }
 
     /// An owner's positions with their pools, newest sync first; a read keeps a
     /// healthy owner resident (it moves up in the LRU).
     pub fn view(&mut self, key: &Pubkey) -> Option<OwnerView<'_>> {
-        let id = *self.index.get(key)?;
-        self.lru.get(&id);
+        let id = self.owners.slot_of(key)?;
+        self.owners.touch(id);
         Some(self.view_of(id))
     }
 
     /// The same without touching the LRU (rendering the feed).
     pub fn peek(&self, key: &Pubkey) -> Option<OwnerView<'_>> {
-        self.index.get(key).map(|id| self.view_of(*id))
+        self.owners.slot_of(key).map(|id| self.view_of(id))
     }
 
     /// Watched owners with a health factor below `below` (at most WATCH_BELOW),
     /// lowest first (ties by key; callers order ties as they need).
     pub fn watched_below(&self, below: u128) -> Vec<(u128, Pubkey)> {
-        let mut out: Vec<(u128, Pubkey)> = self
-            .index
-            .values()
-            .map(|id| &self.owners[*id as usize])
+        let mut out: Vec<(u128, Pubkey)> = (self.owners.resident())
             .filter(|o| (WAD..below.min(WATCH_BELOW)).contains(&o.hf))
             .map(|o| (o.hf, o.key))
             .collect();
@@ -469,11 +421,11 @@ impl Engine {
     }
 
     fn view_of(&self, id: Slot) -> OwnerView<'_> {
-        let owner = &self.owners[id as usize];
+        let owner = self.owners.get(id);
         let mut positions: Vec<(&Held, &PoolEntry)> = owner
             .positions
             .iter()
-            .filter_map(|p| Some((p, self.pools.get(&p.pool)?)))
+            .filter_map(|p| Some((p, self.pools.get(p.pool)?)))
             .collect();
         positions.sort_by(|a, b| {
             b.0.synced_us
@@ -490,27 +442,33 @@ impl Engine {
 
     /// Unhealthy owners, most underwater first (ties by owner).
     pub fn unhealthy(&self) -> impl Iterator<Item = (u128, Pubkey)> + '_ {
-        self.ranking.iter().copied()
+        self.filing.ranking()
     }
 
     pub fn owner_count(&self) -> usize {
-        self.index.len()
+        self.owners.len()
     }
 
     pub fn unhealthy_count(&self) -> usize {
-        self.ranking.len()
+        self.filing.unhealthy_count()
     }
 
     pub fn watched_count(&self) -> usize {
-        self.watched
+        self.filing.watched_count()
     }
 
     pub fn evictions(&self) -> u64 {
-        self.evictions
+        self.owners.evictions()
     }
 
     pub fn version(&self) -> u64 {
-        self.version
+        self.filing.version()
+    }
+
+    /// The pools and the resident owners, for the passes over the whole book
+    /// (the risk lens).
+    pub(crate) fn book(&self) -> (&PoolTable, &OwnerSlab) {
+        (&self.pools, &self.owners)
     }
 
     // ---- what changed ------------------------------------------------------------
@@ -518,38 +476,36 @@ impl Engine {
     /// Whether feed events are kept for `take_events` (the health cache
     /// always keeps them: every replica numbers every event).
     pub fn record_events(&mut self, on: bool) {
-        self.record_events = on;
-        if !on {
-            self.events.clear();
-        }
+        self.filing.record_events(on);
     }
 
     pub fn take_events(&mut self) -> Vec<FeedEvent> {
-        std::mem::take(&mut self.events)
+        self.filing.take_events()
     }
 
     /// The health factors to write to `positions`, by owner.
     pub fn take_dirty(&mut self) -> FastMap<Pubkey, u128> {
-        std::mem::take(&mut self.dirty)
+        self.filing.take_dirty()
     }
 
     pub fn has_dirty(&self) -> bool {
-        !self.dirty.is_empty()
+        self.filing.dirty_count() > 0
     }
 
     /// How many owners' health factors are to be written.
     pub fn dirty_count(&self) -> usize {
-        self.dirty.len()
+        self.filing.dirty_count()
     }
 
     /// Forgets what is believed stored: every resident owner's value is to be
     /// written (a replica that becomes the writer of the health factors,
     /// having only believed the previous writer until then).
     pub fn forget_stored(&mut self) {
-        for id in self.index.values() {
-            let owner = &mut self.owners[*id as usize];
+        let resident: Vec<Slot> = self.owners.slots().collect();
+        for id in resident {
+            let owner = self.owners.get_mut(id);
             owner.stored_hf = None;
-            self.dirty.insert(owner.key, owner.hf);
+            self.filing.valued(owner.key, owner.hf, None);
         }
     }
 
@@ -559,45 +515,37 @@ impl Engine {
     /// (a value that moved back to the old stored one must be written again).
     pub fn written(&mut self, batch: FastMap<Pubkey, u128>, ok: bool) {
         for (key, hf) in batch {
-            let Some(id) = self.index.get(&key) else {
+            let Some(id) = self.owners.slot_of(&key) else {
                 continue;
             };
-            let owner = &mut self.owners[*id as usize];
+            let owner = self.owners.get_mut(id);
             if ok {
                 owner.stored_hf = Some(hf);
             }
-            if owner.stored_hf == Some(owner.hf) {
-                self.dirty.remove(&key);
-            } else {
-                self.dirty.insert(key, owner.hf);
-            }
+            self.filing.valued(key, owner.hf, owner.stored_hf);
         }
     }
 }
 
 /// An owner's account health factor from its positions and the pools.
-fn score(pools: &FastMap<PoolId, PoolEntry>, positions: &[Held]) -> u128 {
+fn score(pools: &PoolTable, positions: &[Held]) -> u128 {
     account_health_factor(positions.iter().filter_map(|p| {
         pools
-            .get(&p.pool)
+            .get(p.pool)
             .map(|pool| (&pool.state.pricing, &p.amounts))
     }))
 }
 
 /// An owner's best liquidation quote while under water (none above water, or
 /// when no pair qualifies).
-fn quote_of(
-    pools: &FastMap<PoolId, PoolEntry>,
-    positions: &[Held],
-    hf: u128,
-) -> Option<Box<Quote>> {
+fn quote_of(pools: &PoolTable, positions: &[Held], hf: u128) -> Option<Box<Quote>> {
     if hf >= WAD {
         return None;
     }
     let inputs = quote_inputs(
         positions
             .iter()
-            .filter_map(|p| Some((p, &pools.get(&p.pool)?.state))),
+            .filter_map(|p| Some((p, &pools.get(p.pool)?.state))),
     );
     best_quote(&inputs, None, None).map(Box::new)
 }

@@ -264,38 +264,3 @@ fn confirmed_position(
         None => None,
     }
 }
-
-impl Engine {
-    /// Applies `changes` whatever slots the engine holds of their accounts:
-    /// a retraction puts back an older state.
-    pub(crate) fn restore(&mut self, changes: Vec<Change>) -> Unapplied {
-        for change in &changes {
-            match change {
-                Change::Pool(state) => {
-                    if let Some(id) = self.pool_ids.get(&state.address)
-                        && let Some(entry) = self.pools.get_mut(id)
-                    {
-                        entry.state.slot = 0;
-                    }
-                }
-                Change::Position {
-                    owner, position, ..
-                } => self.forget_position_slot(owner, &position.address),
-                Change::Removed {
-                    owner, position, ..
-                } => self.forget_position_slot(owner, position),
-                _ => {}
-            }
-        }
-        self.apply(changes)
-    }
-
-    fn forget_position_slot(&mut self, owner: &Pubkey, position: &Pubkey) {
-        if let Some(&id) = self.index.get(owner)
-            && let Some(held) =
-                (self.owners[id as usize].positions.iter_mut()).find(|p| p.address == *position)
-        {
-            held.slot = 0;
-        }
-    }
-}

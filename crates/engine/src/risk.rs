@@ -10,6 +10,7 @@
 //! cost of a shock is that of the pools it touches.
 
 use super::parallel::par_chunks;
+use super::pools::PoolTable;
 use super::view::OwnerView;
 use super::{Engine, Held, PoolEntry, PoolId};
 use lendex_domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
@@ -102,239 +103,244 @@ fn current_price(pricing: &PoolPricing) -> Option<u128> {
     pricing.price().map(|(p, _)| u128::from(p.unsigned_abs()))
 }
 
-impl Engine {
-    /// Every pool's context, with `shocked` pools at their shocked prices.
-    fn contexts(&self, shocked: &[(PoolId, Option<u128>)]) -> Vec<Option<PoolCtx<'_>>> {
-        let mut out = vec![None; self.next_pool_id as usize];
-        for (id, entry) in &self.pools {
-            let pricing = &entry.state.pricing;
-            let current = current_price(pricing);
-            let after = shocked
+/// Every pool's context, with `shocked` pools at their shocked prices.
+fn contexts<'a>(
+    pools: &'a PoolTable,
+    shocked: &[(PoolId, Option<u128>)],
+) -> Vec<Option<PoolCtx<'a>>> {
+    let mut out = vec![None; pools.id_bound()];
+    for (id, entry) in pools.entries() {
+        let pricing = &entry.state.pricing;
+        let current = current_price(pricing);
+        let after = shocked
+            .iter()
+            .find(|(s, _)| *s == id)
+            .map_or(current, |(_, price)| *price);
+        let mut quoted = *pricing;
+        if after != current {
+            quoted.oracle_price = after.map(|p| i64::try_from(p).unwrap_or(i64::MAX));
+        }
+        out[id as usize] = Some(PoolCtx {
+            entry,
+            expo: pricing.oracle_expo.unwrap_or(0),
+            current,
+            after,
+            quoted,
+        });
+    }
+    out
+}
+
+/// A shock of each given pool by its basis points: every owner re-scored.
+/// A pool not in the index is 404 `not found`; one with no oracle price
+/// 400 `invalid`. The owners are shared out over the cores.
+pub fn shock(
+    engine: &Engine,
+    shocks: &[ShockRequest],
+    limit: usize,
+) -> Result<ShockOutcome, RiskError> {
+    let (pools, owners) = engine.book();
+    let mut shocked = Vec::with_capacity(shocks.len());
+    let mut shock = Vec::with_capacity(shocks.len());
+    for (pool, bps) in shocks {
+        let id = pools.id_of(pool).ok_or(RiskError::UnknownPool)?;
+        let (price, expo) = (pools.get(id).expect("ids map to pools"))
+            .state
+            .pricing
+            .price()
+            .ok_or(RiskError::Unpriced)?;
+        let after = shocked_price(price, *bps);
+        shocked.push((id, after));
+        shock.push((*pool, *bps, after, expo));
+    }
+    let ctx = contexts(pools, &shocked);
+    // Who is re-scored: the shocked pools' members and every owner under
+    // water; any other keeps its standing, and has no bad debt unless one
+    // of the pools weighs collateral above 1 WAD.
+    let mut rescored = vec![false; owners.slot_bound()];
+    for (id, _) in &shocked {
+        for slot in pools.members(*id) {
+            rescored[slot as usize] = true;
+        }
+    }
+    for (_, key) in engine.unhealthy() {
+        if let Some(slot) = owners.slot_of(&key) {
+            rescored[slot as usize] = true;
+        }
+    }
+    let generous = pools
+        .entries()
+        .any(|(_, p)| p.state.pricing.liquidation_threshold_wad > WAD);
+    let slots: Vec<u32> = owners.slots().collect();
+    let (ctx, rescored) = (&ctx, &rescored);
+    let tallies = par_chunks(&slots, |part| {
+        let mut t = Tally::default();
+        for &slot in part {
+            let owner = owners.get(slot);
+            let priced = owner
+                .positions
                 .iter()
-                .find(|(s, _)| s == id)
-                .map_or(current, |(_, price)| *price);
-            let mut quoted = *pricing;
-            if after != current {
-                quoted.oracle_price = after.map(|p| i64::try_from(p).unwrap_or(i64::MAX));
+                .any(|p| ctx[p.pool as usize].is_some_and(|c| c.current.is_some()));
+            t.owners += u64::from(priced);
+            let before = owner.hf < WAD;
+            t.before += u64::from(before);
+            if !rescored[slot as usize] && !generous {
+                continue; // healthy, unshocked: not liquidatable, no bad debt
             }
-            out[*id as usize] = Some(PoolCtx {
-                entry,
-                expo: pricing.oracle_expo.unwrap_or(0),
-                current,
-                after,
-                quoted,
-            });
+            let mut after = Sums::default();
+            for p in &owner.positions {
+                if let Some(c) = ctx[p.pool as usize] {
+                    after.add(position_values(
+                        &c.entry.state.pricing,
+                        &p.amounts,
+                        c.after,
+                        c.expo,
+                    ));
+                }
+            }
+            t.bad += after.bad_debt();
+            if !after.liquidatable() {
+                continue;
+            }
+            t.after += 1;
+            t.debt += after.debt;
+            if let Some(quote) = best_quote(&inputs_at(ctx, &owner.positions), None, None) {
+                t.profit += quote.profit_value_wad;
+            }
+            if !before {
+                t.newly.push((after.health_factor(), owner.key, owner.hf));
+            }
         }
-        out
+        t
+    });
+    let mut out = ShockOutcome {
+        shock,
+        owners: 0,
+        liquidatable_before: 0,
+        liquidatable_after: 0,
+        newly_liquidatable: 0,
+        debt_value_wad_liquidatable_after: Big::ZERO,
+        bad_debt_value_wad_after: Big::ZERO,
+        profit_value_wad_after: Big::ZERO,
+        accounts: Vec::new(),
+    };
+    let mut newly = Vec::new();
+    for t in tallies {
+        out.owners += t.owners;
+        out.liquidatable_before += t.before;
+        out.liquidatable_after += t.after;
+        out.debt_value_wad_liquidatable_after += t.debt;
+        out.bad_debt_value_wad_after += t.bad;
+        out.profit_value_wad_after += t.profit;
+        newly.extend(t.newly);
     }
-
-    /// A shock of each given pool by its basis points: every owner re-scored.
-    /// A pool not in the index is 404 `not found`; one with no oracle price
-    /// 400 `invalid`. The owners are shared out over the cores.
-    pub fn shock(&self, shocks: &[ShockRequest], limit: usize) -> Result<ShockOutcome, RiskError> {
-        let mut shocked = Vec::with_capacity(shocks.len());
-        let mut shock = Vec::with_capacity(shocks.len());
-        for (pool, bps) in shocks {
-            let id = *self.pool_ids.get(pool).ok_or(RiskError::UnknownPool)?;
-            let (price, expo) = self.pools[&id]
-                .state
-                .pricing
-                .price()
-                .ok_or(RiskError::Unpriced)?;
-            let after = shocked_price(price, *bps);
-            shocked.push((id, after));
-            shock.push((*pool, *bps, after, expo));
-        }
-        let ctx = self.contexts(&shocked);
-        // Who is re-scored: the shocked pools' members and every owner under
-        // water; any other keeps its standing, and has no bad debt unless one
-        // of the pools weighs collateral above 1 WAD.
-        let mut rescored = vec![false; self.owners.len()];
-        for (id, _) in &shocked {
-            for slot in &self.pools[id].members {
-                rescored[*slot as usize] = true;
-            }
-        }
-        for (_, key) in &self.ranking {
-            if let Some(slot) = self.index.get(key) {
-                rescored[*slot as usize] = true;
-            }
-        }
-        let generous = self
-            .pools
-            .values()
-            .any(|p| p.state.pricing.liquidation_threshold_wad > WAD);
-        let slots: Vec<u32> = self.index.values().copied().collect();
-        let (owners, ctx, rescored) = (&self.owners, &ctx, &rescored);
-        let tallies = par_chunks(&slots, |part| {
-            let mut t = Tally::default();
-            for &slot in part {
-                let owner = &owners[slot as usize];
-                let priced = owner
-                    .positions
-                    .iter()
-                    .any(|p| ctx[p.pool as usize].is_some_and(|c| c.current.is_some()));
-                t.owners += u64::from(priced);
-                let before = owner.hf < WAD;
-                t.before += u64::from(before);
-                if !rescored[slot as usize] && !generous {
-                    continue; // healthy, unshocked: not liquidatable, no bad debt
-                }
-                let mut after = Sums::default();
-                for p in &owner.positions {
-                    if let Some(c) = ctx[p.pool as usize] {
-                        after.add(position_values(
-                            &c.entry.state.pricing,
-                            &p.amounts,
-                            c.after,
-                            c.expo,
-                        ));
-                    }
-                }
-                t.bad += after.bad_debt();
-                if !after.liquidatable() {
-                    continue;
-                }
-                t.after += 1;
-                t.debt += after.debt;
-                if let Some(quote) = best_quote(&inputs_at(ctx, &owner.positions), None, None) {
-                    t.profit += quote.profit_value_wad;
-                }
-                if !before {
-                    t.newly.push((after.health_factor(), owner.key, owner.hf));
-                }
-            }
-            t
-        });
-        let mut out = ShockOutcome {
-            shock,
-            owners: 0,
-            liquidatable_before: 0,
-            liquidatable_after: 0,
-            newly_liquidatable: 0,
-            debt_value_wad_liquidatable_after: Big::ZERO,
-            bad_debt_value_wad_after: Big::ZERO,
-            profit_value_wad_after: Big::ZERO,
-            accounts: Vec::new(),
-        };
-        let mut newly = Vec::new();
-        for t in tallies {
-            out.owners += t.owners;
-            out.liquidatable_before += t.before;
-            out.liquidatable_after += t.after;
-            out.debt_value_wad_liquidatable_after += t.debt;
-            out.bad_debt_value_wad_after += t.bad;
-            out.profit_value_wad_after += t.profit;
-            newly.extend(t.newly);
-        }
-        out.newly_liquidatable = newly.len() as u64;
-        // Lowest shocked health factor first, then owner (base58): only the
-        // first `limit` are ordered in full.
-        newly.sort_unstable_by_key(|(hf, ..)| *hf);
-        let cut = match newly.get(limit) {
-            Some((hf, ..)) => newly.partition_point(|(h, ..)| h <= hf),
-            None => newly.len(),
-        };
-        let mut first: Vec<(u128, String, Pubkey, u128)> = newly[..cut]
-            .iter()
-            .map(|(shocked, key, hf)| (*shocked, key.to_string(), *key, *hf))
-            .collect();
-        first.sort_unstable();
-        out.accounts = first
-            .into_iter()
-            .take(limit)
-            .map(|(shocked, _, key, hf)| ShockedAccount {
-                owner: key,
-                health_factor: hf,
-                shocked_health_factor: shocked,
-                quote: self
-                    .index
-                    .get(&key)
-                    .and_then(|slot| quote_at(ctx, &self.owners[*slot as usize].positions)),
-                slot: self.peek(&key).map_or(0, |view| view.slot()),
-            })
-            .collect();
-        Ok(out)
-    }
-
-    /// The liquidation curve of pool `pool`: its members re-scored with the
-    /// pool alone moved to each point between `from_bps` and `to_bps`. The
-    /// members are shared out over the cores; each one's other pools are
-    /// summed once, its position in the pool valued at every point.
-    pub fn curve(
-        &self,
-        pool: &Pubkey,
-        from_bps: i64,
-        to_bps: i64,
-        steps: u32,
-    ) -> Result<CurveOutcome, RiskError> {
-        let id = *self.pool_ids.get(pool).ok_or(RiskError::UnknownPool)?;
-        let entry = &self.pools[&id];
-        let (price, expo) = entry.state.pricing.price().ok_or(RiskError::Unpriced)?;
-        let ctx = self.contexts(&[]);
-        let bps = curve_points(from_bps, to_bps, steps);
-        let prices: Vec<Option<u128>> = bps.iter().map(|b| shocked_price(price, *b)).collect();
-        let members: Vec<u32> = entry.members.iter().copied().collect();
-        let (owners, ctx, prices) = (&self.owners, &ctx, &prices);
-        let tallies = par_chunks(&members, |part| {
-            let mut points = vec![(0u64, Big::ZERO, Big::ZERO); prices.len()];
-            for &slot in part {
-                let mut others = Sums::default();
-                let mut mine = None;
-                for p in &owners[slot as usize].positions {
-                    if p.pool == id {
-                        mine = Some(p);
-                    } else if let Some(c) = ctx[p.pool as usize] {
-                        others.add(position_values(
-                            &c.entry.state.pricing,
-                            &p.amounts,
-                            c.current,
-                            c.expo,
-                        ));
-                    }
-                }
-                let Some(mine) = mine else {
-                    continue;
-                };
-                let moving = Moving::new(&entry.state.pricing, &mine.amounts, expo);
-                for (point, at) in points.iter_mut().zip(prices) {
-                    let mut sums = others;
-                    sums.add(moving.at(*at));
-                    point.2 += sums.bad_debt();
-                    if sums.liquidatable() {
-                        point.0 += 1;
-                        point.1 += sums.debt;
-                    }
-                }
-            }
-            points
-        });
-        let mut points: Vec<CurvePoint> = bps
-            .iter()
-            .zip(prices)
-            .map(|(b, p)| CurvePoint {
-                change_bps: *b,
-                price: *p,
-                liquidatable: 0,
-                debt_value_wad_liquidatable: Big::ZERO,
-                bad_debt_value_wad: Big::ZERO,
-            })
-            .collect();
-        for part in tallies {
-            for (point, (n, debt, bad)) in points.iter_mut().zip(part) {
-                point.liquidatable += n;
-                point.debt_value_wad_liquidatable += debt;
-                point.bad_debt_value_wad += bad;
-            }
-        }
-        Ok(CurveOutcome {
-            pool: *pool,
-            price,
-            expo,
-            owners: members.len() as u64,
-            points,
+    out.newly_liquidatable = newly.len() as u64;
+    // Lowest shocked health factor first, then owner (base58): only the
+    // first `limit` are ordered in full.
+    newly.sort_unstable_by_key(|(hf, ..)| *hf);
+    let cut = match newly.get(limit) {
+        Some((hf, ..)) => newly.partition_point(|(h, ..)| h <= hf),
+        None => newly.len(),
+    };
+    let mut first: Vec<(u128, String, Pubkey, u128)> = newly[..cut]
+        .iter()
+        .map(|(shocked, key, hf)| (*shocked, key.to_string(), *key, *hf))
+        .collect();
+    first.sort_unstable();
+    out.accounts = first
+        .into_iter()
+        .take(limit)
+        .map(|(shocked, _, key, hf)| ShockedAccount {
+            owner: key,
+            health_factor: hf,
+            shocked_health_factor: shocked,
+            quote: owners
+                .by_key(&key)
+                .and_then(|owner| quote_at(ctx, &owner.positions)),
+            slot: engine.peek(&key).map_or(0, |view| view.slot()),
         })
+        .collect();
+    Ok(out)
+}
+
+/// The liquidation curve of pool `pool`: its members re-scored with the
+/// pool alone moved to each point between `from_bps` and `to_bps`. The
+/// members are shared out over the cores; each one's other pools are
+/// summed once, its position in the pool valued at every point.
+pub fn curve(
+    engine: &Engine,
+    pool: &Pubkey,
+    from_bps: i64,
+    to_bps: i64,
+    steps: u32,
+) -> Result<CurveOutcome, RiskError> {
+    let (pools, owners) = engine.book();
+    let id = pools.id_of(pool).ok_or(RiskError::UnknownPool)?;
+    let entry = pools.get(id).expect("ids map to pools");
+    let (price, expo) = entry.state.pricing.price().ok_or(RiskError::Unpriced)?;
+    let ctx = contexts(pools, &[]);
+    let bps = curve_points(from_bps, to_bps, steps);
+    let prices: Vec<Option<u128>> = bps.iter().map(|b| shocked_price(price, *b)).collect();
+    let members = pools.members(id);
+    let (ctx, prices) = (&ctx, &prices);
+    let tallies = par_chunks(&members, |part| {
+        let mut points = vec![(0u64, Big::ZERO, Big::ZERO); prices.len()];
+        for &slot in part {
+            let mut others = Sums::default();
+            let mut mine = None;
+            for p in &owners.get(slot).positions {
+                if p.pool == id {
+                    mine = Some(p);
+                } else if let Some(c) = ctx[p.pool as usize] {
+                    others.add(position_values(
+                        &c.entry.state.pricing,
+                        &p.amounts,
+                        c.current,
+                        c.expo,
+                    ));
+                }
+            }
+            let Some(mine) = mine else {
+                continue;
+            };
+            let moving = Moving::new(&entry.state.pricing, &mine.amounts, expo);
+            for (point, at) in points.iter_mut().zip(prices) {
+                let mut sums = others;
+                sums.add(moving.at(*at));
+                point.2 += sums.bad_debt();
+                if sums.liquidatable() {
+                    point.0 += 1;
+                    point.1 += sums.debt;
+                }
+            }
+        }
+        points
+    });
+    let mut points: Vec<CurvePoint> = bps
+        .iter()
+        .zip(prices)
+        .map(|(b, p)| CurvePoint {
+            change_bps: *b,
+            price: *p,
+            liquidatable: 0,
+            debt_value_wad_liquidatable: Big::ZERO,
+            bad_debt_value_wad: Big::ZERO,
+        })
+        .collect();
+    for part in tallies {
+        for (point, (n, debt, bad)) in points.iter_mut().zip(part) {
+            point.liquidatable += n;
+            point.debt_value_wad_liquidatable += debt;
+            point.bad_debt_value_wad += bad;
+        }
     }
+    Ok(CurveOutcome {
+        pool: *pool,
+        price,
+        expo,
+        owners: members.len() as u64,
+        points,
+    })
 }
 
 /// An owner's best §8 quote at a computation's prices, and its health factor
@@ -422,7 +428,7 @@ pub fn shock_response(
     now: i64,
     max_oracle_age: i64,
 ) -> Result<ShockResponse, RiskError> {
-    let outcome = engine.shock(shocks, limit)?;
+    let outcome = shock(engine, shocks, limit)?;
     let stale = |pool: &Pubkey| {
         engine
             .pool(pool)
@@ -485,7 +491,7 @@ pub fn curve_response(
     to_bps: i64,
     steps: u32,
 ) -> Result<CurveResponse, RiskError> {
-    let outcome = engine.curve(pool, from_bps, to_bps, steps)?;
+    let outcome = curve(engine, pool, from_bps, to_bps, steps)?;
     Ok(CurveResponse {
         pool: outcome.pool.to_string(),
         price: outcome.price.to_string(),

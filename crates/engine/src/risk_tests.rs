@@ -125,7 +125,7 @@ proptest! {
     ) {
         let engine = engine_of(&m);
         let shocks: Vec<(Pubkey, i64)> = shocked.iter().map(|(i, b)| (pool_key(*i), *b)).collect();
-        let outcome = engine.shock(&shocks, limit);
+        let outcome = shock(&engine, &shocks, limit);
         if shocked.keys().any(|i| m.pools[*i].0.is_none()) {
             prop_assert_eq!(outcome.err(), Some(RiskError::Unpriced), "a shocked pool must be priced");
             return Ok(());
@@ -144,7 +144,7 @@ proptest! {
         };
         let (mut before, mut after, mut newly, mut debt, mut bad, mut profit) =
             (0u64, 0u64, Vec::new(), Big::ZERO, Big::ZERO, Big::ZERO);
-        let keys: Vec<Pubkey> = engine.index.keys().copied().collect();
+        let keys: Vec<Pubkey> = engine.owners.resident().map(|o| o.key).collect();
         for key in &keys {
             let now = sums_of(&engine, key, &now_price);
             let shock = sums_of(&engine, key, &after_price);
@@ -199,13 +199,13 @@ proptest! {
         steps in 1u32..12,
     ) {
         let engine = engine_of(&m);
-        let outcome = engine.curve(&pool_key(pool), from, to, steps);
+        let outcome = curve(&engine, &pool_key(pool), from, to, steps);
         let Some(price) = m.pools[pool].0 else {
             prop_assert_eq!(outcome.err(), Some(RiskError::Unpriced));
             return Ok(());
         };
         let outcome = outcome.unwrap();
-        let members: Vec<Pubkey> = engine.index.keys().copied().filter(|k| {
+        let members: Vec<Pubkey> = engine.owners.resident().map(|o| o.key).filter(|k| {
             engine.peek(k).unwrap().positions.iter().any(|(_, p)| p.state.address == pool_key(pool))
         }).collect();
         prop_assert_eq!(outcome.owners, members.len() as u64);
@@ -239,11 +239,11 @@ proptest! {
 fn an_unknown_pool_is_not_found() {
     let engine = Engine::new(10);
     assert_eq!(
-        engine.shock(&[(pool_key(0), -100)], 5).err(),
+        shock(&engine, &[(pool_key(0), -100)], 5).err(),
         Some(RiskError::UnknownPool)
     );
     assert_eq!(
-        engine.curve(&pool_key(0), -100, 0, 5).err(),
+        curve(&engine, &pool_key(0), -100, 0, 5).err(),
         Some(RiskError::UnknownPool)
     );
 }
@@ -301,7 +301,7 @@ fn shared_out_over_the_cores_the_answers_are_the_same() {
         }
     }
     assert!(engine.owner_count() >= 2_000);
-    let shock = engine.shock(&[(pool_key(1), 25_000)], 20).unwrap();
+    let shock = shock(&engine, &[(pool_key(1), 25_000)], 20).unwrap();
     let (mut after, mut newly, mut debt, mut bad) = (0u64, 0u64, Big::ZERO, Big::ZERO);
     let after_price = |p: &Pubkey| -> Option<u128> {
         let i = (0..POOLS).find(|i| pool_key(*i) == *p).unwrap();
@@ -312,7 +312,7 @@ fn shared_out_over_the_cores_the_answers_are_the_same() {
             Some(price as u128)
         }
     };
-    let keys: Vec<Pubkey> = engine.index.keys().copied().collect();
+    let keys: Vec<Pubkey> = engine.owners.resident().map(|o| o.key).collect();
     for key in &keys {
         let sums = sums_of(&engine, key, &after_price);
         bad += sums.bad_debt();
@@ -331,7 +331,7 @@ fn shared_out_over_the_cores_the_answers_are_the_same() {
     assert_eq!(shock.debt_value_wad_liquidatable_after, debt);
     assert_eq!(shock.bad_debt_value_wad_after, bad);
     assert_eq!(shock.accounts.len(), 20);
-    let curve = engine.curve(&pool_key(1), 0, 5_000, 4).unwrap();
+    let curve = curve(&engine, &pool_key(1), 0, 5_000, 4).unwrap();
     let last = curve.points.last().unwrap();
     let mut n = 0;
     for key in &keys {

@@ -220,7 +220,7 @@ fn check(engine: &mut Engine, model: &Model, max_owners: usize) {
             "owner {key}"
         );
     }
-    for key in engine.index.keys() {
+    for key in engine.owners.resident().map(|o| &o.key) {
         assert!(
             model.owners.contains_key(key),
             "owner {key} resident but gone"
