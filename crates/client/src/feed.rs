@@ -61,11 +61,12 @@ pub struct Feed {
     silence: Duration,
 }
 
-impl Client {
-    /// Follows GET /api/positions/unhealthy/stream with `query`, from now.
-    pub fn feed(&self, query: &Query) -> Feed {
+impl Feed {
+    /// Follows GET /api/positions/unhealthy/stream with `query`, from now
+    /// (`Client::feed`).
+    pub(crate) fn follow(client: Client, query: &Query) -> Feed {
         Feed {
-            client: self.clone(),
+            client,
             path: format!("{}{}", path::STREAM, query.encode()),
             response: None,
             parser: Parser::default(),
@@ -77,9 +78,7 @@ impl Client {
             silence: SILENCE,
         }
     }
-}
 
-impl Feed {
     /// Resumes after `id` (an event id read before, by this or another
     /// follower) instead of starting with a snapshot.
     pub fn resume_after(mut self, id: &str) -> Feed {

@@ -18,7 +18,6 @@
 pub mod error;
 pub mod feed;
 pub mod keypair;
-pub mod poll;
 pub mod query;
 pub mod routes;
 pub mod signed;
@@ -30,8 +29,8 @@ use serde::de::DeserializeOwned;
 
 pub use error::Error;
 pub use feed::{Event, Feed};
-pub use poll::Polled;
 pub use query::Query;
+pub use routes::Polled;
 pub use signed::Signer;
 
 /// The wire types the answers come in.
@@ -67,6 +66,12 @@ impl Client {
     /// The service's address.
     pub fn base(&self) -> &str {
         &self.base
+    }
+
+    /// Follows GET /api/positions/unhealthy/stream with `query`, from now
+    /// (reconnecting by itself, `feed`).
+    pub fn feed(&self, query: &Query) -> Feed {
+        Feed::follow(self.clone(), query)
     }
 
     /// `GET path` (with its query), its 2xx body as `T`.
