@@ -34,6 +34,6 @@ pub mod settings;
 use lendex_chain as chain;
 use lendex_domain as domain;
 use lendex_engine as engine;
-use lendex_feed as feed;
 use lendex_ingest as ingest;
+use lendex_serve as serve;
 use lendex_wire as wire;

@@ -15,7 +15,7 @@ pub struct CacheConfig {
     pub subscriber_max_lag_bytes: usize,
     /// Bytes of recent feed events a reconnect can resume from.
     pub replay_bytes: usize,
-    /// Seconds of the feed's change log kept: a replica further behind
+    /// Seconds of the change log kept: a replica further behind
     /// reloads everything instead of applying the log.
     pub change_log_seconds: u64,
 }

@@ -21,13 +21,13 @@ use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
 use crate::domain::pubkey::parse_pubkey;
 use crate::error::StartError;
-use crate::feed::gate::StreamGate;
 use crate::http;
 use crate::http::drain::Drain;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
 use crate::ingest::Ingest;
+use crate::serve::gate::StreamGate;
 use crate::store::Store;
 
 /// A started service: the server future to await, where it listens, and the writer

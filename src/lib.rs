@@ -38,10 +38,10 @@ pub use lendex_chain as chain;
 pub use lendex_domain as domain;
 /// The health engine, pure, a crate of its own (`crates/engine`).
 pub use lendex_engine as engine;
-/// The bytes: rendered answers, SSE frames, subscribers, replay (`crates/feed`).
-pub use lendex_feed as feed;
 /// Chain reads into index writes, pure (`crates/ingest`).
 pub use lendex_ingest as ingest;
+/// The bytes: rendered answers, SSE frames, subscribers, replay (`crates/feed`).
+pub use lendex_serve as serve;
 /// PostgreSQL at the edge: migrations, queries, writes, the change log (`crates/store`).
 pub use lendex_store as store;
 /// Every request and response body, a crate of its own (`crates/wire`).

@@ -1,7 +1,7 @@
 //! The actor around the engine: its state, kept here, and what each message
 //! asks of it (`handlers.rs` routes them): the write-back of the engine's
 //! health factors to `positions` through the database writer, rendering,
-//! how a subscription reaches a view's feed (docs/design.md §11, §13), the
+//! how a subscription reaches a view's streams (docs/design.md §11, §13), the
 //! answers read from the confirmed engine, and the lease's moves for
 //! history (§12). How changes reach the engines (the change log read tick
 //! after tick, reloads, evicted owners) is `pipeline.rs`, the one other
@@ -16,13 +16,13 @@ use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::borrow_lists::BorrowLists;
-use super::feed_hub::RESUME_WAIT;
 use super::history::{HOLD_AT_MOST, HistoryLink, RETRY_TAKEOVER, TookOver};
 use super::listening::Listening;
 use super::messages::{
     Borrows, CacheStats, DatabaseNotice, OwnerPositions, RiskQuery, Subscribe, WrittenBack,
 };
 use super::read_queue::{ReadQueue, Waiter, earliest};
+use super::stream_hub::RESUME_WAIT;
 use super::view::Views;
 use super::write_back::{Pace, WriteBack};
 use crate::db_writer::Writers;
@@ -32,9 +32,9 @@ use crate::engine::Engine;
 use crate::engine::pool_status::{Served, pool_status};
 use crate::engine::risk::{self, RiskError};
 use crate::error::{ActorError, ActorResult};
-use crate::feed::poll_answers::{Body, SharedRendered, now_seconds};
-use crate::feed::render::{self, Answer};
-use crate::feed::subscriber::FeedStream;
+use crate::serve::poll_answers::{Body, SharedRendered, now_seconds};
+use crate::serve::render::{self, Answer};
+use crate::serve::subscriber::FeedStream;
 use crate::settings::{CacheConfig, HealthConfig};
 use lendex_store::listen::{Notice, listen_forever};
 
@@ -357,7 +357,7 @@ impl HealthCache {
     /// Every view's open streams end (the service stops).
     pub(super) fn close_streams(&mut self) {
         for view in self.views.iter_mut() {
-            view.feed_mut().close_streams();
+            view.streams_mut().close_streams();
         }
         self.views.unpark(false, 0);
     }
@@ -373,7 +373,7 @@ impl HealthCache {
     pub(super) fn stats(&self) -> CacheStats {
         let confirmed = self.views.confirmed();
         let (engine, (subscribers, dropped_subscribers)) =
-            (confirmed.engine(), confirmed.feed().counts());
+            (confirmed.engine(), confirmed.streams().counts());
         CacheStats {
             ready: self.views.is_loaded(),
             listening: self.listening.is_up(),
@@ -555,10 +555,10 @@ impl Actor for HealthCache {
         // Subscribers that hung up are let go at once, not at the next event.
         ctx.run_interval(PRUNE_EVERY, |act, _| {
             for view in act.views.iter_mut() {
-                let feed = view.feed_mut();
-                feed.prune_closed();
+                let streams = view.streams_mut();
+                streams.prune_closed();
                 // A tick whose position was held back (sent at most so often).
-                feed.announce_progress();
+                streams.announce_progress();
             }
         });
         ctx.run_interval(LOG_PRUNE_EVERY, |act, ctx| {
@@ -568,7 +568,7 @@ impl Actor for HealthCache {
             let (db, keep) = (act.db.clone(), act.log_keep_seconds);
             ctx.spawn(
                 async move {
-                    if let Err(e) = lendex_store::feed_log::prune(&db, keep).await {
+                    if let Err(e) = lendex_store::change_log::prune(&db, keep).await {
                         tracing::warn!(error = %e, "change log not pruned; will retry");
                     }
                 }

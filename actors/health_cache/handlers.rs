@@ -12,9 +12,9 @@ use super::read_queue::{Need, earliest};
 use super::write_back::Pace;
 use crate::engine::risk::RiskError;
 use crate::error::ActorResult;
-use crate::feed::poll_answers::Body;
-use crate::feed::subscriber::FeedStream;
 use crate::leader_lease::LeaderChanged;
+use crate::serve::poll_answers::Body;
+use crate::serve::subscriber::FeedStream;
 
 impl Handler<LoadAll> for HealthCache {
     type Result = ResponseFuture<ActorResult<()>>;

@@ -14,8 +14,8 @@ use actix::prelude::*;
 use crate::engine::Engine;
 use crate::engine::history::{Record, Stamped};
 use crate::error::ActorResult;
-use crate::feed::poll_answers::now_micros;
 use crate::history::{HistoryWriter, Records, Started, StepDown, TakeOver};
+use crate::serve::poll_answers::now_micros;
 
 /// How long changes wait for recording to start, at most.
 pub(super) const HOLD_AT_MOST: Duration = Duration::from_secs(2);

@@ -13,9 +13,9 @@ use crate::domain::risk::LiquidationPrice;
 use crate::engine::PositionState;
 use crate::engine::risk::RiskError;
 use crate::error::ActorResult;
-use crate::feed::poll_answers::Body;
-use crate::feed::render::Answer;
-use crate::feed::subscriber::FeedStream;
+use crate::serve::poll_answers::Body;
+use crate::serve::render::Answer;
+use crate::serve::subscriber::FeedStream;
 use crate::wire::positions::BorrowTx;
 use lendex_store::listen::Notice;
 

@@ -14,7 +14,7 @@
 //! - `view`: the views served (confirmed, and processed where the chain is
 //!   read at processed), each with its engine, rendered answers and feed, and
 //!   the one place a read's commitment chooses one;
-//! - `feed_hub`: the liquidators' streams and the state only they need
+//! - `stream_hub`: the liquidators' streams and the state only they need
 //!   (subscribers, replay window, parked resumes), called after each tick;
 //! - `write_back`: the health factors stored, in paced chunks;
 //! - `borrow_lists`: recent borrows per wallet, kept while nothing changes
@@ -27,13 +27,13 @@
 
 mod actor;
 mod borrow_lists;
-mod feed_hub;
 mod handlers;
 mod history;
 mod listening;
 mod messages;
 mod pipeline;
 mod read_queue;
+mod stream_hub;
 mod view;
 mod write_back;
 

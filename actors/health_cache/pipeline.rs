@@ -1,5 +1,5 @@
 //! How changes reach the engine. Every committed change of the index is in
-//! the feed's change log (tables in sql/0011_feed_log.sql, triggers in sql/functions.sql) under its transaction's tick; the cache
+//! the change log (tables in sql/0011_feed_log.sql, triggers in sql/functions.sql) under its transaction's tick; the cache
 //! reads the log after the last tick it applied and applies it tick after
 //! tick, its own writes included, so every replica holds the same state after
 //! the same tick and numbers the same events alike (docs/design.md §13). A full
@@ -17,10 +17,10 @@ use super::actor::HealthCache;
 use super::read_queue::{Ended, Job, Kind, Need, Waiter, Wants};
 use crate::engine::Unapplied;
 use crate::error::ActorError;
+use lendex_store::change_clock::Clock;
+use lendex_store::change_log::{self, Read, Tick};
 use lendex_store::engine_rows::{self as loader, IndexSnapshot};
 use lendex_store::error::DbResult;
-use lendex_store::feed_clock::Clock;
-use lendex_store::feed_log::{self, Read, Tick};
 
 /// Most position changes one read of the log applies; a bulk write past it
 /// is taken by a full reload instead (its events are not numbered).
@@ -77,13 +77,13 @@ impl HealthCache {
                 let (after, overlay) = (self.views.applied(), self.views.serves_processed());
                 let started = Instant::now();
                 let read = async move {
-                    feed_log::read_after(&db, cluster, after, MAX_LOG_ROWS, overlay).await
+                    change_log::read_after(&db, cluster, after, MAX_LOG_ROWS, overlay).await
                 };
                 ctx.spawn(read.into_actor(self).map(move |result, act, ctx| {
                     let fetched = started.elapsed();
                     let result = result.map(|read| match read {
                         Read::Ticks { clock, ticks }
-                            if clock.epoch == act.views.confirmed().feed().epoch() =>
+                            if clock.epoch == act.views.confirmed().streams().epoch() =>
                         {
                             act.apply_log(clock, ticks, heard);
                             true
@@ -126,7 +126,7 @@ impl HealthCache {
         }
         self.views.advance_to(clock.tick);
         for view in self.views.iter_mut() {
-            view.feed_mut().announce_progress();
+            view.streams_mut().announce_progress();
         }
         if published {
             if let Some(heard) = notify_heard {

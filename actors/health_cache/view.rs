@@ -10,8 +10,8 @@ use std::collections::HashSet;
 
 use tokio::sync::oneshot;
 
-use super::feed_hub::{FeedHub, Published};
 use super::messages::{Borrows, OwnerPositions, OwnerRow, Subscribe};
+use super::stream_hub::{Published, StreamHub};
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
@@ -19,9 +19,9 @@ use crate::engine::processed::{OverlayWrite, Processed};
 use crate::engine::risk::liquidation_prices;
 use crate::engine::{Change, Engine, FeedEvent, Held, PoolEntry, PoolState, Unapplied};
 use crate::error::{ActorError, ActorResult};
-use crate::feed::poll_answers::{Body, OwnerBody, SharedRendered};
-use crate::feed::render::{self, Answer};
-use crate::feed::subscriber::FeedStream;
+use crate::serve::poll_answers::{Body, OwnerBody, SharedRendered};
+use crate::serve::render::{self, Answer};
+use crate::serve::subscriber::FeedStream;
 use crate::settings::CacheConfig;
 use lendex_store::engine_rows::Owners;
 use lendex_store::overlay::OverlayChange;
@@ -47,16 +47,16 @@ pub(super) struct View {
     rendered: SharedRendered,
     /// The engine version the rendered answers were made from.
     rendered_version: u64,
-    feed: FeedHub,
+    streams: StreamHub,
 }
 
 impl View {
-    fn new(book: Book, feed: FeedHub) -> View {
+    fn new(book: Book, streams: StreamHub) -> View {
         View {
             book,
             rendered: SharedRendered::default(),
             rendered_version: 0,
-            feed,
+            streams,
         }
     }
 
@@ -78,12 +78,12 @@ impl View {
         &self.rendered
     }
 
-    pub fn feed(&self) -> &FeedHub {
-        &self.feed
+    pub fn streams(&self) -> &StreamHub {
+        &self.streams
     }
 
-    pub fn feed_mut(&mut self) -> &mut FeedHub {
-        &mut self.feed
+    pub fn streams_mut(&mut self) -> &mut StreamHub {
+        &mut self.streams
     }
 
     /// Drops the rendered answers the engine's changes made stale.
@@ -162,11 +162,11 @@ impl View {
             matches!(e, FeedEvent::Stop(..) | FeedEvent::Gone(..)) || engine.holds(&e.owner())
         });
         let published = match &self.book {
-            Book::Confirmed(engine) => self.feed.publish(engine, tick, events, rolled_back),
-            Book::Processed(p) => self.feed.publish(p.engine(), tick, events, rolled_back),
+            Book::Confirmed(engine) => self.streams.publish(engine, tick, events, rolled_back),
+            Book::Processed(p) => self.streams.publish(p.engine(), tick, events, rolled_back),
         };
         if published == Published::TooMany {
-            let epoch = self.feed.epoch();
+            let epoch = self.streams.epoch();
             self.restart(epoch, tick, true);
         }
         published
@@ -178,11 +178,11 @@ impl View {
     fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
         self.engine_mut().take_events();
         self.refresh_rendered();
-        self.feed.restart(epoch, tick, close);
+        self.streams.restart(epoch, tick, close);
     }
 
     /// A new stream; true when it was parked to wait for a change not
-    /// applied here yet (`FeedHub::subscribe`).
+    /// applied here yet (`StreamHub::subscribe`).
     pub fn subscribe(
         &mut self,
         msg: Subscribe,
@@ -190,16 +190,18 @@ impl View {
         reply: oneshot::Sender<ActorResult<FeedStream>>,
     ) -> bool {
         match &self.book {
-            Book::Confirmed(engine) => self.feed.subscribe(engine, msg, reads_started, reply),
-            Book::Processed(p) => self.feed.subscribe(p.engine(), msg, reads_started, reply),
+            Book::Confirmed(engine) => self.streams.subscribe(engine, msg, reads_started, reply),
+            Book::Processed(p) => self
+                .streams
+                .subscribe(p.engine(), msg, reads_started, reply),
         }
     }
 
-    /// Answers the parked reconnects that can be (`FeedHub::unpark`).
+    /// Answers the parked reconnects that can be (`StreamHub::unpark`).
     fn unpark(&mut self, read_log: bool, number: u64, applied: u64) {
         match &self.book {
-            Book::Confirmed(engine) => self.feed.unpark(engine, read_log, number, applied),
-            Book::Processed(p) => self.feed.unpark(p.engine(), read_log, number, applied),
+            Book::Confirmed(engine) => self.streams.unpark(engine, read_log, number, applied),
+            Book::Processed(p) => self.streams.unpark(p.engine(), read_log, number, applied),
         }
     }
 
@@ -244,7 +246,7 @@ impl Views {
     /// anyone is subscribed (docs/design.md §13): the engines keep events.
     pub fn new(cache: &CacheConfig, max_oracle_age: i64, processed: bool) -> Views {
         let feed = || {
-            FeedHub::new(
+            StreamHub::new(
                 cache.replay_bytes,
                 cache.subscriber_max_lag_bytes,
                 max_oracle_age,
@@ -392,7 +394,7 @@ impl Views {
         published
     }
 
-    /// Every view's feed starts over at `tick` of the database's `epoch`
+    /// Every view's streams start over at `tick` of the database's `epoch`
     /// (a load): what led there is not numbered, and with `close` open
     /// streams end.
     pub fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
@@ -408,7 +410,7 @@ impl Views {
         self.applied = self.applied.max(tick);
         let applied = self.applied;
         for view in self.iter_mut() {
-            view.feed.advance_to(applied);
+            view.streams.advance_to(applied);
         }
     }
 

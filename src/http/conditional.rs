@@ -22,7 +22,7 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaTy
 use super::query::Query;
 use super::state::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::poll_answers::{Body, Changes, SharedRendered};
+use crate::serve::poll_answers::{Body, Changes, SharedRendered};
 
 /// The longest a poll may ask to be held.
 pub const MAX_WAIT_MS: u64 = 30_000;

@@ -34,8 +34,8 @@ use crate::domain::wad::WAD;
 use crate::engine::WATCH_BELOW;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::poll_answers::{Changes, OwnerBody, SharedRendered, now_seconds};
-use crate::feed::render::Answer;
+use crate::serve::poll_answers::{Changes, OwnerBody, SharedRendered, now_seconds};
+use crate::serve::render::Answer;
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
 pub const LIQUIDATIONS: &str = "/api/liquidations";
@@ -259,7 +259,7 @@ mod tests {
         }
     }
 
-    use crate::feed::poll_answers::Body;
+    use crate::serve::poll_answers::Body;
 
     const BODY: &[u8] = br#"{"positions":[]}"#;
     const SLOW: Duration = Duration::from_millis(100);

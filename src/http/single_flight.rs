@@ -14,8 +14,8 @@ use futures_util::future::{LocalBoxFuture, Shared};
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ApiResult;
-use crate::feed::poll_answers::{Body, OwnerBody};
-use crate::feed::render::Answer;
+use crate::serve::poll_answers::{Body, OwnerBody};
+use crate::serve::render::Answer;
 
 /// Which answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -12,11 +12,11 @@ use crate::actors::health_cache::HealthCache;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
 use crate::domain::forks::Commitment;
-use crate::feed::gate::StreamGate;
-use crate::feed::poll_answers::SharedRendered;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::ingest::Ingest;
+use crate::serve::gate::StreamGate;
+use crate::serve::poll_answers::SharedRendered;
 use crate::store::Store;
 
 /// What every handler can reach: actor addresses, the store, the settings.

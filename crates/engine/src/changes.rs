@@ -1,5 +1,5 @@
 //! Committed changes of the index, applied to the engine as they were
-//! committed: one tick of the feed's change log (`db::feed_log`) at a time, in
+//! committed: one tick of the change log (`lendex_store::change_log`) at a time, in
 //! commit order. Every change carries the slot of the chain read it holds,
 //! and one older than what the engine holds is passed over, so a change can
 //! never regress an owner.

@@ -26,14 +26,14 @@ pub type Owners = HashMap<Pubkey, (Vec<PositionState>, Option<u128>), foldhash::
 pub struct IndexSnapshot {
     pub pools: Vec<PoolState>,
     pub owners: Owners,
-    /// The feed's clock in the same snapshot.
-    pub clock: crate::feed_clock::Clock,
+    /// The change log's clock in the same snapshot.
+    pub clock: crate::change_clock::Clock,
     /// What the processed overlay holds, in the same snapshot (when asked).
     pub overlay: Vec<lendex_engine::processed::OverlayWrite>,
 }
 
 /// Pools, then every position streamed (a million rows never sit in memory
-/// twice), with the feed's clock, all in one snapshot: the state is exactly
+/// twice), with the change log's clock, all in one snapshot: the state is exactly
 /// that of the clock's tick, and the change log takes over after it.
 pub async fn load_snapshot(
     db: &Pool,
@@ -47,7 +47,7 @@ pub async fn load_snapshot(
         .read_only(true)
         .start()
         .await?;
-    let clock = crate::feed_clock::clock(&tx).await?;
+    let clock = crate::change_clock::clock(&tx).await?;
     let pools = tx
         .query(queries::CACHE_ALL_POOLS, &[&cluster])
         .await?

@@ -5,10 +5,10 @@
 
 pub mod chain_tip;
 pub mod chain_writes;
+pub mod change_clock;
+pub mod change_log;
 pub mod engine_rows;
 pub mod error;
-pub mod feed_clock;
-pub mod feed_log;
 pub mod handle;
 pub mod history;
 pub mod listen;

@@ -1,6 +1,6 @@
 //! A LISTEN connection for the health cache. Every change to positions or
 //! pools, whoever makes it (this replica, another one, an external indexer
-//! writing SQL), announces its tick of the feed's change log (sql/functions.sql); every
+//! writing SQL), announces its tick of the change log (sql/functions.sql); every
 //! borrow written announces its wallet (sql/functions.sql). A lost connection may
 //! have missed some announcements: after reconnecting, the listener says so
 //! (`Notice::Resync`), and the cache reads the log and forgets its borrows.

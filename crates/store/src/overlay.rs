@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use tokio_postgres::GenericClient;
 
 use crate::chain_writes::{AccountWrite, IndexWrite};
+use crate::change_clock::unsigned;
 use crate::engine_rows::{PoolKeys, pool_state, position_state};
 use crate::error::DbResult;
-use crate::feed_clock::unsigned;
 use crate::queries;
 use crate::writes::{Lane, WriteCommand};
 use lendex_domain::accounts::LendingPool;

@@ -477,9 +477,9 @@ pub const CACHE_POOL_OWNERS_POSITIONS: &str = cache_position_select!(
     "AND owner IN (SELECT owner FROM positions WHERE cluster = $1 AND pool_address = $2)"
 );
 
-// ---- the feed's change log (sql/0011) ---------------------------------------------
+// ---- the change log (sql/0011) ---------------------------------------------
 
-/// The feed's clock: its epoch, the last tick committed, the pruned ticks.
+/// The change log's clock: its epoch, the last tick committed, the pruned ticks.
 pub const FEED_CLOCK: &str = "SELECT epoch, tick, pruned_through FROM feed_clock";
 
 /// The pool changes of ticks in ($1, $2] of cluster $3 as the engine reads a

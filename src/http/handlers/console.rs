@@ -14,7 +14,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use crate::error::ApiError;
-use crate::feed::poll_answers::Body;
+use crate::serve::poll_answers::Body;
 
 const INDEX: &str = include_str!("../console/index.html");
 const STYLE: &str = include_str!("../console/console.css");

@@ -18,7 +18,6 @@ use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
-use crate::feed::poll_answers::{Body, Changes, OwnerBody};
 use crate::http::body::{JsonBody, ParseBody};
 use crate::http::commitment::{self, CommitmentParam};
 use crate::http::conditional::{self, Conditional, LongPoll};
@@ -29,6 +28,7 @@ use crate::http::query::Query;
 use crate::http::single_flight::{self, Key};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
+use crate::serve::poll_answers::{Body, Changes, OwnerBody};
 use crate::store::reads::transactions;
 use crate::wire::error::ErrorBody;
 use crate::wire::positions::{

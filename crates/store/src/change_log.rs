@@ -1,13 +1,13 @@
-//! The feed's change log (sql/0011): every committed change of what the
+//! The change log (sql/0011): every committed change of what the
 //! health engine reads, as its row was committed, under the tick of its
 //! transaction. Every replica reads it tick after tick, so all of them apply
 //! the same changes in the same order and number the same events alike.
 
 use deadpool_postgres::Pool;
 
+use crate::change_clock::{Clock, clock, unsigned};
 use crate::engine_rows::{PoolKeys, pool_state, position_state};
 use crate::error::{DbError, DbResult};
-use crate::feed_clock::{Clock, clock, unsigned};
 use crate::overlay::OverlayChange;
 use crate::queries;
 use lendex_domain::pubkey::Pubkey;

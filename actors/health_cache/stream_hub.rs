@@ -1,4 +1,4 @@
-//! The feed hub: the liquidators' streams this replica serves, and all the
+//! The stream hub: the liquidators' streams this replica serves, and all the
 //! state they need, owned here and nowhere else: the subscribers, the replay
 //! window, the reconnects waiting for a change (parked), the shared snapshot,
 //! and the feed's last announced position. The cache calls it after each
@@ -14,11 +14,11 @@ use super::messages::Subscribe;
 use crate::engine::parallel::par_chunks;
 use crate::engine::{Engine, FeedEvent};
 use crate::error::ActorResult;
-use crate::feed::frame::{EventId, Stamp, write_event};
-use crate::feed::poll_answers::now_seconds;
-use crate::feed::render::snapshot_frames;
-use crate::feed::replay::{Replay, Reset, number_tick, tick_end, tick_of};
-use crate::feed::subscriber::{FeedStream, Subscriber};
+use crate::serve::frame::{EventId, Stamp, write_event};
+use crate::serve::poll_answers::now_seconds;
+use crate::serve::render::snapshot_frames;
+use crate::serve::replay::{Replay, Reset, number_tick, tick_end, tick_of};
+use crate::serve::subscriber::{FeedStream, Subscriber};
 
 /// How long a reconnect naming a change this replica has not applied waits
 /// for it (docs/design.md §13).
@@ -51,7 +51,7 @@ pub(super) enum Published {
     TooMany,
 }
 
-pub(super) struct FeedHub {
+pub(super) struct StreamHub {
     subscribers: Vec<Subscriber>,
     dropped: u64,
     /// Unread live-event bytes one subscriber may hold.
@@ -75,9 +75,9 @@ fn now_millis() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-impl FeedHub {
-    pub fn new(replay_bytes: usize, max_lag: usize, max_oracle_age: i64) -> FeedHub {
-        FeedHub {
+impl StreamHub {
+    pub fn new(replay_bytes: usize, max_lag: usize, max_oracle_age: i64) -> StreamHub {
+        StreamHub {
             subscribers: Vec::new(),
             dropped: 0,
             max_lag,

@@ -1,11 +1,11 @@
-//! The feed's clock (sql/0011): the database's feed epoch, the last tick
+//! The change log's clock (sql/0011): the database's feed epoch, the last tick
 //! committed, and how far the change log was pruned. Read with the change
-//! log (`feed_log`) and in the same snapshot as a full load (`engine_rows`).
+//! log (`change_log`) and in the same snapshot as a full load (`engine_rows`).
 
 use crate::error::DbResult;
 use crate::queries;
 
-/// The feed's clock as read.
+/// The change log's clock as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
     /// Names this database's feed (fixed for its life).
