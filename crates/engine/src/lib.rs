@@ -427,10 +427,12 @@ impl Engine {
             .iter()
             .filter_map(|p| Some((p, self.pools.get(p.pool)?)))
             .collect();
+        // Ties by address as base58 text, as the table orders them
+        // (docs/design.md §4.19); a reconcile stamps many rows with one time.
         positions.sort_by(|a, b| {
             b.0.synced_us
                 .cmp(&a.0.synced_us)
-                .then(a.0.address.cmp(&b.0.address))
+                .then_with(|| a.0.address.to_string().cmp(&b.0.address.to_string()))
         });
         OwnerView {
             owner: owner.key,

@@ -574,3 +574,34 @@ fn touches_move_sync_times_and_slots_only() {
         vec![(position_key(1, 0), 10, 50), (position_key(1, 1), 9, 20)]
     );
 }
+
+#[test]
+fn positions_synced_at_one_time_are_ordered_by_their_address_text() {
+    let mut engine = Engine::new(10);
+    for i in 0..3 {
+        engine.upsert_pool(pool_state(i, Some(1_000_000)));
+    }
+    // Addresses whose bytes and base58 text sort differently: 0x08.. is
+    // below 58^43, 43 characters with a high first digit; 0x10.. is above,
+    // 44 characters starting with "2".
+    let addresses = [
+        Pubkey::new_from_array([0x10; 32]),
+        Pubkey::new_from_array([0x01; 32]),
+        Pubkey::new_from_array([0x08; 32]),
+    ];
+    let mut by_bytes = addresses;
+    by_bytes.sort();
+    let mut by_text = addresses;
+    by_text.sort_by_key(|a| a.to_string());
+    assert_ne!(by_bytes, by_text, "the case needs orders that differ");
+    let positions = (addresses.iter().enumerate())
+        .map(|(pool, address)| PositionState {
+            address: *address,
+            ..position(1, pool, 100, 50, 7)
+        })
+        .collect();
+    engine.set_owner(owner_key(1), positions);
+    let view = engine.view(&owner_key(1)).unwrap();
+    let served: Vec<Pubkey> = view.positions.iter().map(|(p, _)| p.address).collect();
+    assert_eq!(served, by_text.to_vec());
+}
