@@ -6,7 +6,7 @@
 use lendex_store::chain_tip::ChainTip;
 
 #[derive(Default)]
-pub struct TipRecorder {
+pub(crate) struct TipRecorder {
     writing: bool,
     /// Reported while a write was in flight: the next to write.
     pending: Option<ChainTip>,
@@ -17,7 +17,7 @@ pub struct TipRecorder {
 impl TipRecorder {
     /// The slots moved: the tip to write now, if none is in flight and the
     /// database does not hold it already.
-    pub fn report(&mut self, tip: ChainTip) -> Option<ChainTip> {
+    pub(crate) fn report(&mut self, tip: ChainTip) -> Option<ChainTip> {
         if self.writing {
             self.pending = Some(tip);
             return None;
@@ -26,7 +26,7 @@ impl TipRecorder {
     }
 
     /// The write ended (kept or failed): the next tip to write, if one waits.
-    pub fn written(&mut self, kept: bool) -> Option<ChainTip> {
+    pub(crate) fn written(&mut self, kept: bool) -> Option<ChainTip> {
         self.writing = false;
         if !kept {
             self.recorded = None;
@@ -35,7 +35,7 @@ impl TipRecorder {
     }
 
     /// A new leader records anew: what an earlier leader left is not ours.
-    pub fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         self.recorded = None;
         self.pending = None;
     }

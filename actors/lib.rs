@@ -18,9 +18,9 @@
 //! HTTP server above it (docs/architecture.md).
 
 pub mod chain_reader;
-pub mod chain_stream;
+mod chain_stream;
 pub mod chain_sync;
-pub mod chain_tip;
+mod chain_tip;
 pub mod db_writer;
 pub mod error;
 pub mod health_cache;

@@ -64,7 +64,7 @@ pub(super) struct Forks {
 }
 
 impl Forks {
-    pub fn new(limit: usize) -> Forks {
+    pub(super) fn new(limit: usize) -> Forks {
         Forks {
             tree: SlotTree::new(limit),
             limit,
@@ -78,7 +78,7 @@ impl Forks {
     }
 
     /// Takes one connection's events until its sender goes.
-    pub async fn apply(
+    pub(super) async fn apply(
         &mut self,
         deps: &StreamDeps,
         mut rx: mpsc::Receiver<StreamEvent>,

@@ -23,7 +23,7 @@ mod grpc_batch;
 mod overlay;
 mod websocket_batch;
 
-pub use forks::SlotReport;
+pub(crate) use forks::SlotReport;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -79,20 +79,20 @@ const LAG_EVERY: Duration = Duration::from_secs(5);
 
 /// Where live updates come from.
 #[derive(Debug, Clone)]
-pub enum Source {
+pub(crate) enum Source {
     Websocket { url: String },
     Grpc(grpc::Endpoint),
 }
 
 impl Source {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Source::Websocket { .. } => "websocket",
             Source::Grpc(_) => "grpc",
         }
     }
 
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         match self {
             Source::Websocket { url } => url,
             Source::Grpc(endpoint) => &endpoint.url,
@@ -102,7 +102,7 @@ impl Source {
 
 /// What the stream needs; owned by the task.
 #[derive(Clone)]
-pub struct StreamDeps {
+pub(crate) struct StreamDeps {
     pub db: Pool,
     pub chain: Addr<ChainReader>,
     pub writer: Writers,
@@ -140,7 +140,7 @@ pub enum StreamReport {
 
 /// Streams forever: connect, subscribe, apply, and after any failure wait and
 /// reconnect. Stopped by aborting its task.
-pub async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
+pub(crate) async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>) {
     let mut backoff = Backoff::default();
     let mut resume = Resume::default();
     // Kept across reconnects: what is confirmed stays confirmed.

@@ -37,7 +37,7 @@ pub(super) struct Publisher {
 }
 
 impl Publisher {
-    pub fn new() -> Publisher {
+    pub(super) fn new() -> Publisher {
         Publisher {
             laid: None,
             // The last leader's overlay is taken back at the first chance.
@@ -48,7 +48,7 @@ impl Publisher {
         }
     }
 
-    pub fn changed(&mut self, rolled_back: bool, heard: Instant) {
+    pub(super) fn changed(&mut self, rolled_back: bool, heard: Instant) {
         self.dirty = true;
         self.rolled_back |= rolled_back;
         self.heard.get_or_insert(heard);
@@ -56,17 +56,17 @@ impl Publisher {
 
     /// Whether to publish now: something changed, and the source paused or
     /// the last publication is `PUBLISH_EVERY` old.
-    pub fn due(&self, paused: bool) -> bool {
+    pub(super) fn due(&self, paused: bool) -> bool {
         self.dirty && (paused || self.last.is_none_or(|at| at.elapsed() >= PUBLISH_EVERY))
     }
 
-    pub fn dirty(&self) -> bool {
+    pub(super) fn dirty(&self) -> bool {
         self.dirty
     }
 
     /// Lays what the tree's best chain holds, and takes back what it no
     /// longer does.
-    pub async fn publish(
+    pub(super) async fn publish(
         &mut self,
         deps: &StreamDeps,
         registered: &mut Registered,

@@ -30,19 +30,19 @@ impl Default for BorrowLists {
 
 impl BorrowLists {
     /// The wallet's list if kept, and the generation a load of it starts under.
-    pub fn get(&mut self, owner: &Pubkey) -> (Option<Borrows>, u64) {
+    pub(super) fn get(&mut self, owner: &Pubkey) -> (Option<Borrows>, u64) {
         (self.lists.get(owner).cloned(), self.generation)
     }
 
     /// Keeps a list loaded under `generation`, unless something changed since.
-    pub fn keep(&mut self, owner: Pubkey, borrows: Borrows, generation: u64) {
+    pub(super) fn keep(&mut self, owner: Pubkey, borrows: Borrows, generation: u64) {
         if generation == self.generation {
             self.lists.put(owner, borrows);
         }
     }
 
     /// Borrows of these wallets were written.
-    pub fn changed<'a>(&mut self, owners: impl IntoIterator<Item = &'a Pubkey>) {
+    pub(super) fn changed<'a>(&mut self, owners: impl IntoIterator<Item = &'a Pubkey>) {
         self.generation += 1;
         for owner in owners {
             self.lists.pop(owner);
@@ -50,7 +50,7 @@ impl BorrowLists {
     }
 
     /// Announcements may have been missed: every list is forgotten.
-    pub fn forget_all(&mut self) {
+    pub(super) fn forget_all(&mut self) {
         self.generation += 1;
         self.lists.clear();
     }

@@ -182,7 +182,7 @@ impl HistoryLink {
 /// Stamps a take of records: each at `base`, except that an owner's (or a
 /// pool's) second record of the same take comes a microsecond after its
 /// first, so a point is one per owner and time. Returns the last time used.
-pub fn stamp(base: i64, records: Vec<Record>) -> (Vec<Stamped>, i64) {
+pub(super) fn stamp(base: i64, records: Vec<Record>) -> (Vec<Stamped>, i64) {
     let mut seen: crate::engine::FastMap<[u8; 32], i64> = Default::default();
     let mut last = base;
     let rows = records

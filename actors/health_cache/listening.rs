@@ -14,12 +14,12 @@ pub(super) struct Listening {
 }
 
 impl Listening {
-    pub fn is_up(&self) -> bool {
+    pub(super) fn is_up(&self) -> bool {
         self.up
     }
 
     /// Tells it up or down; true when it came up for the first time.
-    pub fn set(&mut self, up: bool) -> bool {
+    pub(super) fn set(&mut self, up: bool) -> bool {
         self.up = up;
         if !up {
             return false;
@@ -31,7 +31,7 @@ impl Listening {
     }
 
     /// A receiver told once it is up (at once if it is).
-    pub fn wait(&mut self) -> Option<oneshot::Receiver<()>> {
+    pub(super) fn wait(&mut self) -> Option<oneshot::Receiver<()>> {
         if self.up {
             return None;
         }

@@ -73,7 +73,7 @@ pub(super) enum Kind {
 }
 
 impl Job {
-    pub fn kind(&self) -> Kind {
+    pub(super) fn kind(&self) -> Kind {
         match self {
             Job::Reload => Kind::Reload,
             Job::Owners { .. } => Kind::Owners,
@@ -123,7 +123,7 @@ pub(super) struct ReadQueue {
 
 impl ReadQueue {
     /// Records what is wanted next, and who waits for it.
-    pub fn ask(&mut self, edit: impl FnOnce(&mut Wants), waiter: Option<(Need, Waiter)>) {
+    pub(super) fn ask(&mut self, edit: impl FnOnce(&mut Wants), waiter: Option<(Need, Waiter)>) {
         edit(&mut self.wants);
         if let Some((need, waiter)) = waiter {
             self.waiters.push((need, self.started, waiter));
@@ -131,7 +131,7 @@ impl ReadQueue {
     }
 
     /// Owners and pools a tick could not apply from memory: read back next.
-    pub fn read_back(
+    pub(super) fn read_back(
         &mut self,
         owners: impl IntoIterator<Item = Pubkey>,
         pools: impl IntoIterator<Item = Pubkey>,
@@ -141,19 +141,19 @@ impl ReadQueue {
     }
 
     /// A read is running.
-    pub fn running(&self) -> bool {
+    pub(super) fn running(&self) -> bool {
         self.running
     }
 
     /// Reads started so far (a resume parked now is answered by a later one).
-    pub fn started(&self) -> u64 {
+    pub(super) fn started(&self) -> u64 {
         self.started
     }
 
     /// The next read and its number, if none runs and one is due. Before the
     /// engine's first load only a reload can run; while history holds the
     /// changes, none.
-    pub fn next(&mut self, loaded: bool, held: bool) -> Option<(Job, u64)> {
+    pub(super) fn next(&mut self, loaded: bool, held: bool) -> Option<(Job, u64)> {
         if self.running {
             return None;
         }
@@ -185,7 +185,7 @@ impl ReadQueue {
 
     /// Read `number` of `kind` ended: the waiters it answers (none when it
     /// gave way), and a reload due after a failure.
-    pub fn finish(&mut self, kind: Kind, number: u64, ended: Ended) -> Answered {
+    pub(super) fn finish(&mut self, kind: Kind, number: u64, ended: Ended) -> Answered {
         self.running = false;
         if ended != Ended::Done {
             self.wants.reload_all = true;

@@ -76,7 +76,7 @@ fn now_millis() -> i64 {
 }
 
 impl StreamHub {
-    pub fn new(replay_bytes: usize, max_lag: usize, max_oracle_age: i64) -> StreamHub {
+    pub(super) fn new(replay_bytes: usize, max_lag: usize, max_oracle_age: i64) -> StreamHub {
         StreamHub {
             subscribers: Vec::new(),
             dropped: 0,
@@ -91,17 +91,17 @@ impl StreamHub {
     }
 
     /// The feed's epoch (the database's).
-    pub fn epoch(&self) -> u64 {
+    pub(super) fn epoch(&self) -> u64 {
         self.replay.epoch()
     }
 
     /// Open streams, and streams dropped for falling behind.
-    pub fn counts(&self) -> (usize, u64) {
+    pub(super) fn counts(&self) -> (usize, u64) {
         (self.subscribers.len(), self.dropped)
     }
 
     /// Ticks up to `tick` were applied (with or without events).
-    pub fn advance_to(&mut self, tick: u64) {
+    pub(super) fn advance_to(&mut self, tick: u64) {
         self.replay.advance(tick_end(tick));
     }
 
@@ -109,7 +109,7 @@ impl StreamHub {
     /// owner order (the same on every replica, whatever order the engine
     /// found them in), sent to every subscriber and kept for resumes;
     /// `rolled_back` marks them all (docs/design.md §15).
-    pub fn publish(
+    pub(super) fn publish(
         &mut self,
         engine: &Engine,
         tick: u64,
@@ -175,7 +175,7 @@ impl StreamHub {
     /// resumes here, and, with `close`, open streams end (their subscribers
     /// reconnect: here they get a reset, on a replica that numbered the ticks
     /// they missed they resume).
-    pub fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
+    pub(super) fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
         self.replay.restart(epoch, tick_end(tick));
         if close {
             for subscriber in self.subscribers.drain(..) {
@@ -187,7 +187,7 @@ impl StreamHub {
     /// Sends the feed's position alone when it moved on since it was last
     /// sent (at most every `PROGRESS_EVERY`), so subscribers hold an id no
     /// older than that to resume from, events or not.
-    pub fn announce_progress(&mut self) {
+    pub(super) fn announce_progress(&mut self) {
         let last = self.replay.last_id();
         if self.subscribers.is_empty() || last.seq == self.announced.0 {
             return;
@@ -204,12 +204,12 @@ impl StreamHub {
     }
 
     /// Lets go of the subscribers that hung up (at once, not at the next event).
-    pub fn prune_closed(&mut self) {
+    pub(super) fn prune_closed(&mut self) {
         self.subscribers.retain(|s| !s.is_closed());
     }
 
     /// Stopping: every stream ends, and new ones get only their prelude.
-    pub fn close_streams(&mut self) {
+    pub(super) fn close_streams(&mut self) {
         self.closed = true;
         for subscriber in self.subscribers.drain(..) {
             subscriber.close();
@@ -219,7 +219,7 @@ impl StreamHub {
     /// A new stream. One naming a change not applied here yet waits for it
     /// (until `RESUME_WAIT`); true when it was parked so (the caller asks for
     /// a log read, and unparks after the wait), false when it was answered.
-    pub fn subscribe(
+    pub(super) fn subscribe(
         &mut self,
         engine: &Engine,
         msg: Subscribe,
@@ -250,7 +250,7 @@ impl StreamHub {
     /// Answers the parked reconnects that can be: their change applied, or
     /// proven never issued by log read `number` (when `read_log`: the engine
     /// then holds every tick up to `applied`), or out of time.
-    pub fn unpark(&mut self, engine: &Engine, read_log: bool, number: u64, applied: u64) {
+    pub(super) fn unpark(&mut self, engine: &Engine, read_log: bool, number: u64, applied: u64) {
         if self.parked.is_empty() {
             return;
         }

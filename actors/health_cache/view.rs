@@ -60,29 +60,29 @@ impl View {
         }
     }
 
-    pub fn engine(&self) -> &Engine {
+    pub(super) fn engine(&self) -> &Engine {
         match &self.book {
             Book::Confirmed(engine) => engine,
             Book::Processed(p) => p.engine(),
         }
     }
 
-    pub fn engine_mut(&mut self) -> &mut Engine {
+    pub(super) fn engine_mut(&mut self) -> &mut Engine {
         match &mut self.book {
             Book::Confirmed(engine) => engine,
             Book::Processed(p) => p.engine_mut(),
         }
     }
 
-    pub fn rendered(&self) -> &SharedRendered {
+    pub(super) fn rendered(&self) -> &SharedRendered {
         &self.rendered
     }
 
-    pub fn streams(&self) -> &StreamHub {
+    pub(super) fn streams(&self) -> &StreamHub {
         &self.streams
     }
 
-    pub fn streams_mut(&mut self) -> &mut StreamHub {
+    pub(super) fn streams_mut(&mut self) -> &mut StreamHub {
         &mut self.streams
     }
 
@@ -96,7 +96,7 @@ impl View {
     }
 
     /// Drops the owner bodies of `owners` (every one when None).
-    pub fn forget_bodies<'a>(&self, owners: Option<impl Iterator<Item = &'a Pubkey>>) {
+    pub(super) fn forget_bodies<'a>(&self, owners: Option<impl Iterator<Item = &'a Pubkey>>) {
         match owners {
             Some(owners) => self.rendered.forget_owner_bodies(Some(owners), &ALL_BODIES),
             None => self
@@ -106,13 +106,13 @@ impl View {
     }
 
     /// Drops the detail bodies of `owners` (their borrows changed).
-    pub fn forget_details(&self, owners: &[Pubkey]) {
+    pub(super) fn forget_details(&self, owners: &[Pubkey]) {
         self.rendered
             .forget_owner_bodies(Some(owners.iter()), &[OwnerBody::Detail]);
     }
 
     /// A rendered-answer miss: rendered now and kept for other readers.
-    pub fn render(&self, answer: Answer, now: i64, max_oracle_age: i64) -> Body {
+    pub(super) fn render(&self, answer: Answer, now: i64, max_oracle_age: i64) -> Body {
         if let Some(body) = self.rendered.answer(&answer, now) {
             return body;
         }
@@ -126,7 +126,7 @@ impl View {
     /// events than ids starts the feed over at it.
     /// An owner's positions as this view holds them (the owner known to its
     /// engine), with the wallet's recent borrows as the cache holds them.
-    pub fn owner_positions(
+    pub(super) fn owner_positions(
         &mut self,
         owner: &Pubkey,
         (borrows, borrow_generation): (Option<Borrows>, u64),
@@ -183,7 +183,7 @@ impl View {
 
     /// A new stream; true when it was parked to wait for a change not
     /// applied here yet (`StreamHub::subscribe`).
-    pub fn subscribe(
+    pub(super) fn subscribe(
         &mut self,
         msg: Subscribe,
         reads_started: u64,
@@ -244,7 +244,7 @@ pub(super) struct Views {
 impl Views {
     /// Every replica keeps its numbering and replay window whether or not
     /// anyone is subscribed (docs/design.md §13): the engines keep events.
-    pub fn new(cache: &CacheConfig, max_oracle_age: i64, processed: bool) -> Views {
+    pub(super) fn new(cache: &CacheConfig, max_oracle_age: i64, processed: bool) -> Views {
         let feed = || {
             StreamHub::new(
                 cache.replay_bytes,
@@ -264,17 +264,17 @@ impl Views {
     }
 
     /// Whether a load has filled the views.
-    pub fn is_loaded(&self) -> bool {
+    pub(super) fn is_loaded(&self) -> bool {
         self.loaded
     }
 
     /// The last tick of the change log the views hold.
-    pub fn applied(&self) -> u64 {
+    pub(super) fn applied(&self) -> u64 {
         self.applied
     }
 
     /// The view a read asks for: the one place a commitment chooses.
-    pub fn get(&self, view: Commitment) -> ActorResult<&View> {
+    pub(super) fn get(&self, view: Commitment) -> ActorResult<&View> {
         match (view, &self.processed) {
             (Commitment::Confirmed, _) => Ok(&self.confirmed),
             (Commitment::Processed, Some(p)) => Ok(p),
@@ -282,7 +282,7 @@ impl Views {
         }
     }
 
-    pub fn get_mut(&mut self, view: Commitment) -> ActorResult<&mut View> {
+    pub(super) fn get_mut(&mut self, view: Commitment) -> ActorResult<&mut View> {
         match (view, &mut self.processed) {
             (Commitment::Confirmed, _) => Ok(&mut self.confirmed),
             (Commitment::Processed, Some(p)) => Ok(p),
@@ -292,24 +292,24 @@ impl Views {
 
     /// The confirmed view: what the write-back, history, the risk lens and
     /// the pool status read.
-    pub fn confirmed(&self) -> &View {
+    pub(super) fn confirmed(&self) -> &View {
         &self.confirmed
     }
 
-    pub fn confirmed_engine_mut(&mut self) -> &mut Engine {
+    pub(super) fn confirmed_engine_mut(&mut self) -> &mut Engine {
         self.confirmed.engine_mut()
     }
 
-    pub fn serves_processed(&self) -> bool {
+    pub(super) fn serves_processed(&self) -> bool {
         self.processed.is_some()
     }
 
     /// Every view.
-    pub fn iter(&self) -> impl Iterator<Item = &View> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &View> {
         std::iter::once(&self.confirmed).chain(&self.processed)
     }
 
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut View> {
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut View> {
         std::iter::once(&mut self.confirmed).chain(&mut self.processed)
     }
 
@@ -317,7 +317,7 @@ impl Views {
     /// stale dropped, the processed view given them first (it keeps what
     /// its overlay does not hold newer), the confirmed engine taking them.
     /// What an engine could not apply from memory is to be read back.
-    pub fn apply_changes(&mut self, changes: Vec<Change>) -> Unapplied {
+    pub(super) fn apply_changes(&mut self, changes: Vec<Change>) -> Unapplied {
         let mut unapplied = Unapplied::default();
         if let Some(view) = &mut self.processed
             && !changes.is_empty()
@@ -341,7 +341,7 @@ impl Views {
     /// A tick's overlay moves, in their order, in the processed view (after
     /// the confirmed engine took the tick's changes: a retraction restores
     /// what it holds). Says whether a move rolled writes back.
-    pub fn apply_overlay(&mut self, overlay: Vec<OverlayChange>) -> (Unapplied, bool) {
+    pub(super) fn apply_overlay(&mut self, overlay: Vec<OverlayChange>) -> (Unapplied, bool) {
         let mut unapplied = Unapplied::default();
         let Some(view) = &mut self.processed else {
             return (unapplied, false);
@@ -386,7 +386,7 @@ impl Views {
     /// After tick `tick`: each view's events to its feed (the processed
     /// ones marked when the tick rolled writes back). True when the
     /// confirmed feed published some.
-    pub fn publish(&mut self, tick: u64, rolled_back: bool) -> bool {
+    pub(super) fn publish(&mut self, tick: u64, rolled_back: bool) -> bool {
         let published = self.confirmed.publish(tick, false) == Published::Events;
         if let Some(p) = &mut self.processed {
             p.publish(tick, rolled_back);
@@ -397,7 +397,7 @@ impl Views {
     /// Every view's streams start over at `tick` of the database's `epoch`
     /// (a load): what led there is not numbered, and with `close` open
     /// streams end.
-    pub fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
+    pub(super) fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
         self.applied = tick;
         self.confirmed.restart(epoch, tick, close);
         if let Some(p) = &mut self.processed {
@@ -406,7 +406,7 @@ impl Views {
     }
 
     /// Ticks up to `tick` were applied, in every view.
-    pub fn advance_to(&mut self, tick: u64) {
+    pub(super) fn advance_to(&mut self, tick: u64) {
         self.applied = self.applied.max(tick);
         let applied = self.applied;
         for view in self.iter_mut() {
@@ -416,7 +416,7 @@ impl Views {
 
     /// Answers the parked reconnects that can be (after log read `number`
     /// when `read_log`), in every view.
-    pub fn unpark(&mut self, read_log: bool, number: u64) {
+    pub(super) fn unpark(&mut self, read_log: bool, number: u64) {
         let applied = self.applied;
         for view in self.iter_mut() {
             view.unpark(read_log, number, applied);
@@ -426,7 +426,7 @@ impl Views {
     /// A load: every view emptied and filled with `pools` and `owners` (the
     /// stored health factors kept by the confirmed engine), the overlay laid
     /// over the processed one.
-    pub fn load(&mut self, pools: &[PoolState], owners: Owners, overlay: Vec<OverlayWrite>) {
+    pub(super) fn load(&mut self, pools: &[PoolState], owners: Owners, overlay: Vec<OverlayWrite>) {
         for view in self.iter_mut() {
             view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
             view.load(pools);
@@ -445,7 +445,7 @@ impl Views {
     /// Owners read back from the database (evicted, or unknown to the
     /// processed view): set as stored in every view, the overlay laid over
     /// them again.
-    pub fn read_back(&mut self, owners: Owners) {
+    pub(super) fn read_back(&mut self, owners: Owners) {
         for view in self.iter() {
             view.forget_bodies(Some(owners.keys()));
         }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use crate::engine::history::Stamped;
 use lendex_store::history::write::Batch;
 
-pub struct Queue {
+pub(super) struct Queue {
     /// (epoch, record), oldest first.
     waiting: VecDeque<(i64, Stamped)>,
     /// The batch being stored, or to be retried.
@@ -22,7 +22,7 @@ pub struct Queue {
 }
 
 impl Queue {
-    pub fn new(cap: usize) -> Queue {
+    pub(super) fn new(cap: usize) -> Queue {
         Queue {
             waiting: VecDeque::new(),
             in_flight: None,
@@ -33,18 +33,18 @@ impl Queue {
     }
 
     /// Rows waiting, the batch in flight included.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.waiting.len() + self.in_flight.as_ref().map_or(0, |b| b.rows.len())
     }
 
     /// Rows dropped so far past the cap.
-    pub fn dropped(&self) -> u64 {
+    pub(super) fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// Adds records of leader `epoch`; returns how many old rows were dropped
     /// to stay within the cap.
-    pub fn push(&mut self, epoch: i64, rows: Vec<Stamped>) -> u64 {
+    pub(super) fn push(&mut self, epoch: i64, rows: Vec<Stamped>) -> u64 {
         self.waiting.extend(rows.into_iter().map(|r| (epoch, r)));
         let mut over = self.len().saturating_sub(self.cap);
         let before = self.dropped;
@@ -68,7 +68,7 @@ impl Queue {
 
     /// The batch to store now: the one in flight again, else the oldest
     /// waiting rows of one epoch, at most `max`.
-    pub fn batch(&mut self, max: usize) -> Option<&Batch> {
+    pub(super) fn batch(&mut self, max: usize) -> Option<&Batch> {
         if self.in_flight.is_none() {
             let (epoch, _) = self.waiting.front()?;
             let epoch = *epoch;
@@ -101,12 +101,12 @@ impl Queue {
     }
 
     /// The batch in flight is stored (or was before): it leaves the queue.
-    pub fn stored(&mut self) -> Option<Batch> {
+    pub(super) fn stored(&mut self) -> Option<Batch> {
         self.in_flight.take()
     }
 
     /// Another leader writes now: every row of `epoch` is dropped; returns how many.
-    pub fn fenced(&mut self, epoch: i64) -> usize {
+    pub(super) fn fenced(&mut self, epoch: i64) -> usize {
         let mut n = 0;
         if self.in_flight.as_ref().is_some_and(|b| b.epoch == epoch) {
             n += self.in_flight.take().map_or(0, |b| b.rows.len());

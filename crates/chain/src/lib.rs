@@ -6,7 +6,7 @@
 pub mod grpc;
 pub mod metrics;
 pub mod rpc;
-pub mod sender;
+mod sender;
 pub mod settings;
 pub mod source;
 pub mod websocket;

@@ -29,7 +29,7 @@ const DEFAULT_RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Longest Retry-After honoured; a longer one fails the request instead.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-pub struct GatedSender {
+pub(crate) struct GatedSender {
     http: reqwest::Client,
     url: String,
     rate: DefaultDirectRateLimiter,
@@ -44,7 +44,7 @@ pub struct GatedSender {
 }
 
 impl GatedSender {
-    pub fn new(
+    pub(crate) fn new(
         url: String,
         timeout: Duration,
         max_rps: u32,

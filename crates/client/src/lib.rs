@@ -15,12 +15,12 @@
 //! # }
 //! ```
 
-pub mod error;
-pub mod feed;
+mod error;
+mod feed;
 pub mod keypair;
-pub mod query;
+mod query;
 pub mod routes;
-pub mod signed;
+mod signed;
 pub mod sse;
 
 use std::time::Duration;

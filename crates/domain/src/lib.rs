@@ -13,4 +13,4 @@ pub mod rates;
 pub mod raw;
 pub mod risk;
 pub mod wad;
-pub mod wide;
+mod wide;

@@ -233,8 +233,8 @@ fn with_moves(ticks: Vec<Tick>, moves: Vec<(u64, OverlayChange)>) -> Vec<Tick> {
 
 /// The extra columns of FEED_POSITION_CHANGES, after the position's own.
 mod col {
-    pub const TICK: usize = 11;
-    pub const KIND: usize = 12;
+    pub(super) const TICK: usize = 11;
+    pub(super) const KIND: usize = 12;
 }
 
 /// Prunes the changes older than `keep_seconds` (the lease holder's chore);

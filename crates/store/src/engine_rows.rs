@@ -170,17 +170,17 @@ pub fn pool_state(row: &Row) -> Option<PoolState> {
 /// Columns of `cache_position_select!`, by position: a million rows are read
 /// at a cold start, and a lookup by name searches the columns each time.
 mod col {
-    pub const POSITION: usize = 0;
-    pub const POOL: usize = 1;
-    pub const OWNER: usize = 2;
-    pub const DEPOSIT_SHARES: usize = 3;
-    pub const BORROW_PRINCIPAL: usize = 4;
-    pub const DEPOSIT_IDX_SNAP: usize = 5;
-    pub const BORROW_IDX_SNAP: usize = 6;
-    pub const ORIGINAL_DEPOSIT: usize = 7;
-    pub const HEALTH_FACTOR: usize = 8;
-    pub const SYNCED_AT: usize = 9;
-    pub const SLOT: usize = 10;
+    pub(super) const POSITION: usize = 0;
+    pub(super) const POOL: usize = 1;
+    pub(super) const OWNER: usize = 2;
+    pub(super) const DEPOSIT_SHARES: usize = 3;
+    pub(super) const BORROW_PRINCIPAL: usize = 4;
+    pub(super) const DEPOSIT_IDX_SNAP: usize = 5;
+    pub(super) const BORROW_IDX_SNAP: usize = 6;
+    pub(super) const ORIGINAL_DEPOSIT: usize = 7;
+    pub(super) const HEALTH_FACTOR: usize = 8;
+    pub(super) const SYNCED_AT: usize = 9;
+    pub(super) const SLOT: usize = 10;
 }
 
 /// Pool addresses already decoded: a handful of pools across a million rows,

@@ -9,7 +9,7 @@ pub mod change_clock;
 pub mod change_log;
 pub mod engine_rows;
 pub mod error;
-pub mod handle;
+mod handle;
 pub mod history;
 pub mod listen;
 pub mod migrate;
@@ -19,7 +19,7 @@ pub mod overlay;
 pub mod queries;
 pub mod reads;
 pub mod registered;
-pub mod rows;
+mod rows;
 pub mod settings;
 pub mod writes;
 

@@ -14,14 +14,14 @@ use lendex_domain::enums::Role;
 use lendex_domain::wad::PoolPricing;
 
 /// A NUMERIC column read as text, parsed exactly (the schema's domains keep it in range).
-pub fn num<T: std::str::FromStr>(row: &Row, column: &str) -> DbResult<T> {
+pub(crate) fn num<T: std::str::FromStr>(row: &Row, column: &str) -> DbResult<T> {
     let text = row.get::<_, &str>(column);
     text.parse()
         .map_err(|_| DbError::failed(format!("stored {column} {text:?} out of range")))
 }
 
 /// The pricing columns of a pool row.
-pub fn pool_pricing(row: &Row) -> DbResult<PoolPricing> {
+pub(crate) fn pool_pricing(row: &Row) -> DbResult<PoolPricing> {
     Ok(PoolPricing {
         oracle_price: row.get("oracle_price"),
         oracle_expo: row.get("oracle_expo"),
@@ -33,7 +33,7 @@ pub fn pool_pricing(row: &Row) -> DbResult<PoolPricing> {
 }
 
 /// A pool row as GET /api/pools serves it.
-pub fn pool(row: &Row) -> Pool {
+pub(crate) fn pool(row: &Row) -> Pool {
     Pool {
         pool_address: row.get("pool_address"),
         token_mint: row.get("token_mint"),
@@ -72,7 +72,7 @@ pub fn pool(row: &Row) -> Pool {
 }
 
 /// A transaction log row.
-pub fn transaction(row: &Row) -> Transaction {
+pub(crate) fn transaction(row: &Row) -> Transaction {
     Transaction {
         id: row.get("id"),
         signature: row.get("signature"),
@@ -87,7 +87,7 @@ pub fn transaction(row: &Row) -> Transaction {
 }
 
 /// An allowlist row; a role the schema does not know is an internal error.
-pub fn admin(row: &Row) -> DbResult<Admin> {
+pub(crate) fn admin(row: &Row) -> DbResult<Admin> {
     let role: &str = row.get("role");
     Ok(Admin {
         pubkey: row.get("pubkey"),
@@ -100,7 +100,7 @@ pub fn admin(row: &Row) -> DbResult<Admin> {
 }
 
 /// An audit log row.
-pub fn audit_entry(row: &Row) -> AuditEntry {
+pub(crate) fn audit_entry(row: &Row) -> AuditEntry {
     AuditEntry {
         id: row.get("id"),
         actor: row.get("actor"),
