@@ -9,6 +9,7 @@ pub mod index_writes;
 pub mod limits;
 pub mod liquidation;
 pub mod pubkey;
+pub mod pyth;
 pub mod rates;
 pub mod raw;
 pub mod risk;
