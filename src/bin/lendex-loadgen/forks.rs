@@ -23,7 +23,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use yellowstone_grpc_proto::prelude::SlotStatus;
 
-use crate::serve::{self, p50_p99, round};
+use crate::feed::{self, p50_p99, round};
 
 /// The pool played, and the server playing it.
 struct Player {

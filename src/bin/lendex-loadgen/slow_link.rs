@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use lendex_testkit::proxy::TcpProxy;
 
+use crate::feed::p50_p99;
 use crate::follow::{Seen, follow};
-use crate::serve::p50_p99;
 use crate::{connect, market};
 
 /// How long a round may take before a subscriber counts as not caught up.

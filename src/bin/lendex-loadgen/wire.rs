@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{ETAG, IF_NONE_MATCH};
 
-use crate::serve::{self, p50_p99};
+use crate::feed::{self, p50_p99};
 use crate::{connect, key, market};
 
 /// The server's resident memory, in MB.
