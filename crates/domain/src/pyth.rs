@@ -1,4 +1,4 @@
-//! Pyth price feed accounts (docs/design.md §16): the Solana Receiver's
+//! Pyth price feed accounts (docs/design.md §17): the Solana Receiver's
 //! `PriceUpdateV2`, decoded, judged usable or named by what is wrong with it,
 //! and its distance from a pool's copy of the price. A pool's
 //! `pyth_price_feed` names the account the UpdateOraclePrice crank copies.
@@ -44,7 +44,7 @@ pub struct PriceUpdate {
 }
 
 /// What a pool's feed is to the valuation: `Ok` is usable; every other
-/// status values the pool at its copy (docs/design.md §16).
+/// status values the pool at its copy (docs/design.md §17).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FeedStatus {
     Ok,
