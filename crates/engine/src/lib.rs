@@ -18,6 +18,7 @@ mod changes;
 pub mod events;
 mod filing;
 pub mod history;
+pub mod oracle;
 mod owners;
 pub mod parallel;
 pub mod pool_status;
@@ -561,6 +562,8 @@ fn snapshot(positions: &[Held]) -> Vec<(Pubkey, PositionAmounts)> {
 
 #[cfg(test)]
 mod history_tests;
+#[cfg(test)]
+mod oracle_tests;
 #[cfg(test)]
 mod processed_tests;
 #[cfg(test)]

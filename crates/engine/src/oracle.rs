@@ -1,0 +1,168 @@
+//! The feed valuation (docs/design.md §17): each pool valued at its Pyth feed
+//! where the feed is usable and differs from the pool's copy, else at the
+//! copy. The caller hands over each pool's copy and each feed's reading as
+//! they change; what comes back is the pool's state in the feed view, applied
+//! to that view's engine like any other change. Everything else (positions,
+//! indexes, thresholds, quotes) is the copy's, so the feed view is the pool
+//! view with some prices moved ahead.
+
+use std::collections::BTreeSet;
+
+use super::FastMap;
+use super::state::PoolState;
+use lendex_domain::pubkey::Pubkey;
+use lendex_domain::pyth::{FeedStatus, PriceUpdate};
+
+/// A feed account as last read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedReading {
+    pub status: FeedStatus,
+    /// Its fields, whenever the receiver's data decodes.
+    pub update: Option<PriceUpdate>,
+    /// The slot of the read.
+    pub slot: u64,
+}
+
+impl FeedReading {
+    /// The feed's (price, conf, exponent) when it may value a pool.
+    fn usable(&self) -> Option<(i64, u64, i32)> {
+        let m = self
+            .update
+            .filter(|_| self.status == FeedStatus::Ok)?
+            .message;
+        Some((m.price, m.conf, m.exponent))
+    }
+}
+
+/// A pool's state in the feed view, and whether its feed differs from its
+/// copy (the pool a liquidator must crank for the chain to agree).
+pub fn at_feed(copy: &PoolState, reading: Option<&FeedReading>) -> (PoolState, bool) {
+    let mut state = copy.clone();
+    let Some(reading) = reading else {
+        return (state, false);
+    };
+    // Never older than either read, whichever prices it: the engine refuses
+    // a state read before the one it holds (a feed back at its copy too).
+    state.slot = copy.slot.max(reading.slot);
+    let Some((price, conf, exponent)) = reading.usable() else {
+        return (state, false);
+    };
+    let held = (
+        copy.pricing.oracle_price,
+        copy.terms.oracle_conf,
+        copy.pricing.oracle_expo,
+    );
+    if held == (Some(price), Some(conf), Some(exponent)) {
+        return (state, false);
+    }
+    state.pricing.oracle_price = Some(price);
+    state.pricing.oracle_expo = Some(exponent);
+    state.terms.oracle_conf = Some(conf);
+    // Staleness judged by the feed's publish time (the copy's own update
+    // time says nothing of this price).
+    if let Some(u) = reading.update {
+        state.last_update_ts = u.message.publish_time;
+    }
+    (state, true)
+}
+
+struct Priced {
+    copy: PoolState,
+    feed: Option<Pubkey>,
+    crank: bool,
+}
+
+/// Every pool's copy and the feed it names, every feed's last reading; what
+/// the feed view holds of each pool follows from them (`at_feed`).
+#[derive(Default)]
+pub struct OracleFeeds {
+    pools: FastMap<Pubkey, Priced>,
+    readings: FastMap<Pubkey, FeedReading>,
+    /// The pools naming each feed (several may share one).
+    named_by: FastMap<Pubkey, BTreeSet<Pubkey>>,
+}
+
+impl OracleFeeds {
+    /// A pool's copy as committed, naming `feed`: its state in the feed view.
+    pub fn copy(&mut self, copy: PoolState, feed: Option<Pubkey>) -> PoolState {
+        let address = copy.address;
+        let before = self.pools.get(&address).and_then(|p| p.feed);
+        if before != feed {
+            if let Some(old) = before {
+                self.unname(&old, &address);
+            }
+            if let Some(new) = feed {
+                self.named_by.entry(new).or_default().insert(address);
+            }
+        }
+        let reading = feed.and_then(|f| self.readings.get(&f));
+        let (state, crank) = at_feed(&copy, reading);
+        self.pools.insert(address, Priced { copy, feed, crank });
+        state
+    }
+
+    /// A pool gone from the index.
+    pub fn removed(&mut self, pool: &Pubkey) {
+        if let Some(Priced { feed: Some(f), .. }) = self.pools.remove(pool) {
+            self.unname(&f, pool);
+        }
+    }
+
+    /// A feed account read (a missing account is a reading too, with its
+    /// status): the feed view's new state of each pool naming it. A reading
+    /// older than the one held changes nothing.
+    pub fn reading(&mut self, feed: &Pubkey, reading: FeedReading) -> Vec<PoolState> {
+        if self
+            .readings
+            .get(feed)
+            .is_some_and(|r| r.slot > reading.slot)
+        {
+            return Vec::new();
+        }
+        self.readings.insert(*feed, reading);
+        let named: Vec<Pubkey> = self
+            .named_by
+            .get(feed)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        let mut moved = Vec::new();
+        for pool in named {
+            let Some(priced) = self.pools.get_mut(&pool) else {
+                continue;
+            };
+            let (state, crank) = at_feed(&priced.copy, Some(&reading));
+            priced.crank = crank;
+            moved.push(state);
+        }
+        moved
+    }
+
+    /// Whether the pool is valued at a feed that differs from its copy.
+    pub fn crank(&self, pool: &Pubkey) -> bool {
+        self.pools.get(pool).is_some_and(|p| p.crank)
+    }
+
+    /// The feed a pool names, and its last reading.
+    pub fn feed_of(&self, pool: &Pubkey) -> Option<(Pubkey, Option<&FeedReading>)> {
+        let feed = self.pools.get(pool)?.feed?;
+        Some((feed, self.readings.get(&feed)))
+    }
+
+    /// Every feed some pool names, sorted (the accounts to follow).
+    pub fn feeds(&self) -> Vec<Pubkey> {
+        let mut feeds: Vec<Pubkey> = self.named_by.keys().copied().collect();
+        feeds.sort_unstable();
+        feeds
+    }
+
+    fn unname(&mut self, feed: &Pubkey, pool: &Pubkey) {
+        if let Some(pools) = self.named_by.get_mut(feed) {
+            pools.remove(pool);
+            if pools.is_empty() {
+                self.named_by.remove(feed);
+                // Nobody follows it now: a later reading starts afresh.
+                self.readings.remove(feed);
+            }
+        }
+    }
+}
