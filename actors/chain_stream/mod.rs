@@ -19,6 +19,7 @@
 //! (`chain::source` has the schedule).
 
 mod forks;
+mod gather;
 mod grpc_batch;
 mod overlay;
 mod websocket_batch;
@@ -43,37 +44,10 @@ use crate::domain::pubkey::Pubkey;
 use crate::error::ActorResult;
 use crate::health_cache::{HealthCache, Reaches, commit};
 use crate::ingest::{Ingest, by_slot};
+use gather::{GATHER_MAX, GATHER_SLOT_FOR, Gathering, slot_still_open};
 use lendex_store::chain_writes::{AccountWrite, SlotWrites};
 use lendex_store::registered::is_registered;
 
-/// Updates gathered into one batch: what arrives within 20 ms, at most 100
-/// accounts. A gRPC batch ends at once at the status of its last slot (a
-/// server sends it after the slot's writes), waits for it up to 100 ms, and
-/// is not cut at 100 accounts inside a slot (up to 10,000). The writes of each slot
-/// in a batch are committed together (`commit_slots`).
-const GATHER_FOR: Duration = Duration::from_millis(20);
-/// How long a gRPC batch waits, at most, for the status closing its slot.
-const GATHER_SLOT_FOR: Duration = Duration::from_millis(100);
-const GATHER_MAX: usize = 100;
-const GATHER_SLOT_MAX: usize = 10_000;
-
-/// Past `GATHER_MAX`, a batch still takes accounts while they may be of its
-/// slot, up to `GATHER_SLOT_MAX`: a gRPC batch while its last two share a
-/// slot (the next one may too); a websocket batch until its slot is over.
-fn slot_still_open(batch: &[AccountUpdate], by_slot: bool) -> bool {
-    batch.len() < GATHER_SLOT_MAX && (!by_slot || matches!(batch, [.., a, b] if a.slot == b.slot))
-}
-/// A websocket batch holds until the slot it began in is over (the node's
-/// slot notification of a later slot), so that writes of one slot apply as
-/// one change: two prices written in one slot never flip an account under
-/// and back. At most this long (two slots) when no later slot is announced.
-const HOLD_SLOT_FOR: Duration = Duration::from_millis(800);
-/// A later slot announced this soon after a websocket batch's first write was
-/// on its way already: the node's slot notification and its account
-/// notification race, so the write may well belong to that slot. The batch
-/// then holds until the slot after it (one change may span two slots' end
-/// states, never a mix that existed at no slot's end).
-const SLOT_NEWS_LAG: Duration = Duration::from_millis(50);
 /// How often the source's slot is held against the RPC node's (lag).
 const LAG_EVERY: Duration = Duration::from_secs(5);
 
@@ -223,36 +197,23 @@ async fn apply_updates(
         // (A websocket's notification slots prove nothing: some nodes stamp
         // the subscription's. Its slot notifications say when a slot is over.)
         let by_slot = matches!(deps.source, Source::Grpc(_));
-        // The slot a websocket batch began in, once the node announces slots.
-        let mut began_in = state.source_slot.filter(|_| !by_slot);
-        let mut until = first
-            + if began_in.is_some() {
-                HOLD_SLOT_FOR
-            } else {
-                GATHER_FOR
-            };
-        let whole_slot = by_slot || began_in.is_some();
+        let mut gathering = if by_slot {
+            Gathering::BySlot
+        } else {
+            Gathering::Announced(state.source_slot)
+        };
+        let (gather_for, whole_slot) = gathering.bounds();
+        let mut until = first + gather_for;
         while batch.len() < GATHER_MAX || (whole_slot && slot_still_open(&batch, by_slot)) {
             match tokio::time::timeout_at(until, rx.recv()).await {
                 Ok(Some(StreamEvent::Account(account))) => batch.push(account),
                 Ok(Some(other)) => {
-                    // gRPC: a slot's status comes after its writes. Websocket:
-                    // a later slot began, so the batch's slot is over.
-                    let closes = match (&other, began_in) {
-                        (StreamEvent::Slot(s), Some(began))
-                            if s.slot > began && first.elapsed() < SLOT_NEWS_LAG =>
-                        {
-                            began_in = Some(s.slot);
-                            false
-                        }
-                        (StreamEvent::Slot(s), Some(began)) => s.slot > began,
-                        (StreamEvent::Slot(s), None) => {
-                            by_slot && s.status.confirms() && batch.iter().all(|a| a.slot <= s.slot)
-                        }
+                    let ends = match &other {
+                        StreamEvent::Slot(s) => gathering.ends_at(s, &batch, first.elapsed()),
                         _ => false,
                     };
                     state.on(deps, other, to).await;
-                    if closes {
+                    if ends {
                         break;
                     }
                 }
