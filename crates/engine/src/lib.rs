@@ -45,7 +45,7 @@ use view::{OwnerView, quote_inputs};
 use lendex_domain::forks::Commitment;
 use lendex_domain::history::Cause;
 use lendex_domain::liquidation::{Quote, best_quote};
-use lendex_domain::pubkey::Pubkey;
+use lendex_domain::pubkey::{Pubkey, cmp_as_text};
 use lendex_domain::wad::{PositionAmounts, WAD, account_health_factor};
 
 /// Owners at or above 1 WAD and below this are watched (the at-risk list): never
@@ -433,7 +433,7 @@ impl Engine {
         positions.sort_by(|a, b| {
             b.0.synced_us
                 .cmp(&a.0.synced_us)
-                .then_with(|| a.0.address.to_string().cmp(&b.0.address.to_string()))
+                .then_with(|| cmp_as_text(&a.0.address, &b.0.address))
         });
         OwnerView {
             owner: owner.key,
