@@ -59,29 +59,6 @@ pub enum FeedStatus {
     Nonpositive,
 }
 
-impl FeedStatus {
-    pub const ALL: [FeedStatus; 6] = [
-        FeedStatus::Ok,
-        FeedStatus::Unset,
-        FeedStatus::Missing,
-        FeedStatus::NotAPriceUpdate,
-        FeedStatus::PartiallyVerified,
-        FeedStatus::Nonpositive,
-    ];
-
-    /// Its name in pools status and /metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FeedStatus::Ok => "ok",
-            FeedStatus::Unset => "unset",
-            FeedStatus::Missing => "missing",
-            FeedStatus::NotAPriceUpdate => "not_a_price_update",
-            FeedStatus::PartiallyVerified => "partially_verified",
-            FeedStatus::Nonpositive => "nonpositive",
-        }
-    }
-}
-
 /// A feed account's data decoded: its discriminator and every field through
 /// `posted_slot` (trailing bytes ignored); None otherwise.
 pub fn decode(data: &[u8]) -> Option<PriceUpdate> {

@@ -142,12 +142,6 @@ impl OracleFeeds {
         self.pools.get(pool).is_some_and(|p| p.crank)
     }
 
-    /// The feed a pool names, and its last reading.
-    pub fn feed_of(&self, pool: &Pubkey) -> Option<(Pubkey, Option<&FeedReading>)> {
-        let feed = self.pools.get(pool)?.feed?;
-        Some((feed, self.readings.get(&feed)))
-    }
-
     /// Every feed some pool names, sorted (the accounts to follow).
     pub fn feeds(&self) -> Vec<Pubkey> {
         let mut feeds: Vec<Pubkey> = self.named_by.keys().copied().collect();
