@@ -1,5 +1,5 @@
-//! The settings the actors read (config.toml's `[sync]`, `[cache]`, `[health]`
-//! and `[history]`; the service's `config` module loads them with the rest).
+//! The settings the actors read (config.toml's `[sync]`, `[cache]`, `[health]`,
+//! `[oracle]` and `[history]`; the service's `config` module loads them with the rest).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,15 @@ pub struct CacheConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HealthConfig {
     pub max_oracle_age_seconds: u64,
+}
+
+/// `[oracle]`: the pools' Pyth feeds (docs/design.md §17).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OracleConfig {
+    /// Read the feeds and serve the feed valuation.
+    pub feeds: bool,
+    /// The owner of feed accounts (base58).
+    pub receiver_program: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -65,6 +65,8 @@ fn pool_state(i: u8, price: i64) -> PoolState {
         last_update_ts: 0,
         terms: liquidation_terms(),
         slot: 0,
+        feed: None,
+        crank: false,
     }
 }
 

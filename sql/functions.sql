@@ -114,6 +114,30 @@ CREATE TRIGGER pools_log_update
     WHEN (OLD.* IS DISTINCT FROM NEW.*)
     EXECUTE FUNCTION lendex_log_pool();
 
+-- ---- feeds into the change log (table oracle_feeds, sql/0016) ---------------
+--
+-- A feed account's reading, as stored, is logged as 'f' whenever any of it
+-- changes (its slot included: the feed view's provenance, docs/design.md §17).
+
+CREATE OR REPLACE FUNCTION lendex_log_feed() RETURNS trigger AS $$
+BEGIN
+    PERFORM lendex_log_change(NEW.cluster, 'f', to_jsonb(NEW));
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+
+DROP TRIGGER IF EXISTS oracle_feeds_log_write ON oracle_feeds;
+CREATE TRIGGER oracle_feeds_log_write
+    AFTER INSERT ON oracle_feeds
+    FOR EACH ROW EXECUTE FUNCTION lendex_log_feed();
+
+DROP TRIGGER IF EXISTS oracle_feeds_log_update ON oracle_feeds;
+CREATE TRIGGER oracle_feeds_log_update
+    AFTER UPDATE ON oracle_feeds
+    FOR EACH ROW
+    WHEN (OLD.* IS DISTINCT FROM NEW.*)
+    EXECUTE FUNCTION lendex_log_feed();
+
 -- ---- touches: a re-read that changed no data ----------------------------------
 --
 -- A position read again with no change of its data still gets a new

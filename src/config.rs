@@ -17,7 +17,9 @@ use crate::error::StartError;
 /// The repository's `config.toml`, compiled in: every key has a working default.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config.toml");
 
-pub use lendex_actors::settings::{CacheConfig, HealthConfig, HistoryConfig, SyncConfig};
+pub use lendex_actors::settings::{
+    CacheConfig, HealthConfig, HistoryConfig, OracleConfig, SyncConfig,
+};
 pub use lendex_chain::settings::{ChainSource, RpcConfig};
 pub use lendex_store::settings::DatabaseConfig;
 
@@ -32,6 +34,7 @@ pub struct Config {
     pub sync: SyncConfig,
     pub cache: CacheConfig,
     pub health: HealthConfig,
+    pub oracle: OracleConfig,
     pub metrics: MetricsConfig,
     pub history: HistoryConfig,
 }
@@ -157,6 +160,8 @@ impl Config {
             parse_pubkey(&self.auth.super_admin_pubkey)
                 .map_err(|e| format!("SUPER_ADMIN_PUBKEY is not a pubkey: {e}"))?;
         }
+        parse_pubkey(&self.oracle.receiver_program)
+            .map_err(|e| format!("oracle.receiver_program is not a pubkey: {e}"))?;
         if self.database.pool_size < 2 {
             return Err("database.pool_size must be at least 2".into());
         }

@@ -248,16 +248,16 @@ impl Engine {
 
     // ---- a pool's new price or terms ----------------------------------------------
 
-    /// A pool's liquidation terms changed (not its pricing): its members under
-    /// water get new quotes, and the feed says so.
-    pub(crate) fn requote_pool(&mut self, id: PoolId) {
+    /// A pool's liquidation terms changed (not its pricing), or its crank
+    /// flag: its members under water get new quotes, and the feed says so.
+    pub(crate) fn requote_pool(&mut self, id: PoolId, recrank: bool) {
         self.filing.bump();
         for member in self.pools.members(id) {
             let owner = self.owners.get(member);
             let (key, hf) = (owner.key, owner.hf);
             let quote = quote_of(&self.pools, &owner.positions, hf);
             let owner = self.owners.get_mut(member);
-            if hf < WAD && owner.quote != quote {
+            if hf < WAD && (owner.quote != quote || recrank) {
                 owner.quote = quote;
                 self.filing.emit(FeedEvent::Update(key, hf));
             }
@@ -272,7 +272,7 @@ impl Engine {
     /// the pools and each owner's own positions, so they are computed on all
     /// cores first; filing them (ranking, LRU, events, write-back) stays
     /// sequential and in member order.
-    pub(crate) fn rescore_pool(&mut self, id: PoolId, cause: Cause) {
+    pub(crate) fn rescore_pool(&mut self, id: PoolId, cause: Cause, recrank: bool) {
         // An earlier re-score's values are noted before this one moves them.
         self.settle_notes();
         // In slot order: owners and their positions were allocated in load order,
@@ -311,7 +311,8 @@ impl Engine {
                 owner.hf = hf;
                 self.filing.valued(key, hf, owner.stored_hf);
             } else {
-                self.refile(member, hf, Some(old), false, quote);
+                // A new crank flag changes the entry as new rows would.
+                self.refile(member, hf, Some(old), recrank, quote);
             }
             if let Some(valued) = valued {
                 self.defer_note(member, cause, valued);

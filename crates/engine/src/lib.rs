@@ -185,10 +185,10 @@ impl Engine {
             return false; // removed since
         }
         if !moved.repriced {
-            self.requote_pool(moved.id);
+            self.requote_pool(moved.id, moved.recrank);
             return false;
         }
-        self.rescore_pool(moved.id, moved.cause);
+        self.rescore_pool(moved.id, moved.cause, moved.recrank);
         // Read after the re-score: a member that turned healthy may have evicted
         // another that has not been re-scored yet.
         self.pools.has_evicted_members(moved.id)

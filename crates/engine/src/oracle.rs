@@ -35,9 +35,11 @@ impl FeedReading {
 }
 
 /// A pool's state in the feed view, and whether its feed differs from its
-/// copy (the pool a liquidator must crank for the chain to agree).
+/// copy (the pool a liquidator must crank for the chain to agree; the
+/// state's `crank` says the same).
 pub fn at_feed(copy: &PoolState, reading: Option<&FeedReading>) -> (PoolState, bool) {
     let mut state = copy.clone();
+    state.crank = false;
     let Some(reading) = reading else {
         return (state, false);
     };
@@ -63,6 +65,7 @@ pub fn at_feed(copy: &PoolState, reading: Option<&FeedReading>) -> (PoolState, b
     if let Some(u) = reading.update {
         state.last_update_ts = u.message.publish_time;
     }
+    state.crank = true;
     (state, true)
 }
 
@@ -83,9 +86,10 @@ pub struct OracleFeeds {
 }
 
 impl OracleFeeds {
-    /// A pool's copy as committed, naming `feed`: its state in the feed view.
-    pub fn copy(&mut self, copy: PoolState, feed: Option<Pubkey>) -> PoolState {
-        let address = copy.address;
+    /// A pool's copy as committed (naming its feed): its state in the feed
+    /// view.
+    pub fn copy(&mut self, copy: PoolState) -> PoolState {
+        let (address, feed) = (copy.address, copy.feed);
         let before = self.pools.get(&address).and_then(|p| p.feed);
         if before != feed {
             if let Some(old) = before {

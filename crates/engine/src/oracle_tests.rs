@@ -91,6 +91,7 @@ fn copy_state(pool: usize, (price, conf, exponent): Price, slot: u64) -> crate::
     state.pricing.oracle_expo = Some(exponent);
     state.terms.oracle_conf = Some(conf);
     state.slot = slot;
+    state.feed = Some(feed_key(pool));
     state
 }
 
@@ -132,7 +133,7 @@ proptest! {
         for (i, c) in copies.iter().enumerate() {
             let state = copy_state(i, *c, 1);
             pool_view.upsert_pool(state.clone());
-            feed_view.upsert_pool(feeds.copy(state, Some(feed_key(i))));
+            feed_view.upsert_pool(feeds.copy(state));
         }
         let owners = market(&mut feed_view);
         market(&mut pool_view);
@@ -153,12 +154,12 @@ proptest! {
                     continue;
                 }
             }
-            let (i, state) = match *op {
-                Op::Copy(i, _) | Op::Crank(i) => (i, copy_state(i, copy[i], slot)),
+            let state = match *op {
+                Op::Copy(i, _) | Op::Crank(i) => copy_state(i, copy[i], slot),
                 Op::Feed(..) => unreachable!("handled above"),
             };
             pool_view.upsert_pool(state.clone());
-            feed_view.upsert_pool(feeds.copy(state, Some(feed_key(i))));
+            feed_view.upsert_pool(feeds.copy(state));
         }
         // The model: every pool at its effective price, scored afresh.
         let mut fresh = Engine::new(usize::MAX);
@@ -172,6 +173,8 @@ proptest! {
             let effective = usable.unwrap_or(copy[i]);
             let crank = effective != copy[i];
             prop_assert_eq!(feeds.crank(&pool_key(i)), crank, "pool {}", i);
+            let held = &feed_view.pool(&pool_key(i)).expect("held").state;
+            prop_assert_eq!(held.crank, crank, "pool {}", i);
             all_equal &= !crank;
             fresh.upsert_pool(copy_state(i, effective, 1));
         }
@@ -200,7 +203,7 @@ proptest! {
 fn a_pool_follows_its_new_feed_and_forgets_the_old() {
     let mut feeds = OracleFeeds::default();
     let copy = copy_state(0, (1_000_000, 1_000, -6), 1);
-    feeds.copy(copy.clone(), Some(feed_key(0)));
+    feeds.copy(copy.clone());
     let moved = feeds.reading(
         &feed_key(0),
         reading((1_100_000, 1_000, -6), FeedStatus::Ok, 2),
@@ -208,7 +211,10 @@ fn a_pool_follows_its_new_feed_and_forgets_the_old() {
     assert_eq!(moved[0].pricing.oracle_price, Some(1_100_000));
     assert!(feeds.crank(&pool_key(0)));
     // The pool names another feed, not read yet: valued at its copy.
-    let state = feeds.copy(copy.clone(), Some(feed_key(1)));
+    let state = feeds.copy(crate::PoolState {
+        feed: Some(feed_key(1)),
+        ..copy.clone()
+    });
     assert_eq!(state.pricing.oracle_price, Some(1_000_000));
     assert!(!feeds.crank(&pool_key(0)));
     assert_eq!(feeds.feeds(), vec![feed_key(1)]);
@@ -259,4 +265,35 @@ fn a_bad_feed_values_the_pool_at_its_copy() {
         (copy.pricing, copy.terms, false),
         "a feed equal to its copy"
     );
+}
+
+#[test]
+fn a_crank_landing_updates_the_owners_under_water_and_starts_none() {
+    let mut feeds = OracleFeeds::default();
+    let mut view = Engine::new(usize::MAX);
+    view.record_events(true);
+    for i in 0..POOLS {
+        view.upsert_pool(feeds.copy(copy_state(i, (1_000_000, 1_000, -6), 1)));
+    }
+    market(&mut view);
+    view.take_events();
+    // Pool 0's feed falls to a tenth: its depositors go under in this view.
+    let fallen = (100_000, 1_000, -6);
+    for state in feeds.reading(&feed_key(0), reading(fallen, FeedStatus::Ok, 2)) {
+        view.upsert_pool(state);
+    }
+    let started: Vec<Pubkey> = view.take_events().iter().map(|e| e.owner()).collect();
+    assert!(!started.is_empty(), "the sample market has depositors of pool 0");
+    assert!(view.pool(&pool_key(0)).expect("held").state.crank);
+    // The crank lands: the same price, so the same health factors; each of
+    // them is updated (its list of pools to crank is shorter), none started.
+    view.upsert_pool(feeds.copy(copy_state(0, fallen, 3)));
+    assert!(!view.pool(&pool_key(0)).expect("held").state.crank);
+    let events = view.take_events();
+    assert!(events.iter().all(|e| e.name() == "candidate_update"));
+    let mut updated: Vec<Pubkey> = events.iter().map(|e| e.owner()).collect();
+    let mut started = started;
+    updated.sort_unstable();
+    started.sort_unstable();
+    assert_eq!(updated, started);
 }

@@ -15,6 +15,8 @@ pub(crate) struct Moved {
     pub(crate) cause: Cause,
     /// Its pricing moved (else only its liquidation terms: a re-quote).
     pub(crate) repriced: bool,
+    /// Its crank flag moved: every member under water gets an update.
+    pub(crate) recrank: bool,
 }
 
 /// What a pool's new state was to the table.
@@ -105,6 +107,7 @@ impl PoolTable {
         let entry = self.entry_mut(id);
         let repriced = entry.state.pricing != state.pricing;
         let new_terms = entry.state.terms != state.terms;
+        let recrank = entry.state.crank != state.crank;
         let (old, new) = (&entry.state.pricing, &state.pricing);
         let cause = if (old.oracle_price, old.oracle_expo) != (new.oracle_price, new.oracle_expo) {
             Cause::Price
@@ -114,11 +117,12 @@ impl PoolTable {
         entry.state = state;
         entry.supply_apy = supply_apy;
         entry.borrow_apy = borrow_apy;
-        if repriced || new_terms {
+        if repriced || new_terms || recrank {
             Set::Moved(Moved {
                 id,
                 cause,
                 repriced,
+                recrank,
             })
         } else {
             Set::Unchanged

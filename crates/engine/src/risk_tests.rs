@@ -66,6 +66,8 @@ fn engine_of(m: &Market) -> Engine {
                 oracle_conf: Some(10),
             },
             slot: 0,
+            feed: None,
+            crank: false,
         });
     }
     for (o, positions) in m.owners.iter().enumerate() {

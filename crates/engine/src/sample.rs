@@ -68,6 +68,8 @@ pub fn pool_state(i: usize, price: Option<i64>) -> PoolState {
         last_update_ts: 0,
         terms: liquidation_terms(),
         slot: 0,
+        feed: None,
+        crank: false,
     }
 }
 

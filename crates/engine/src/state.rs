@@ -22,6 +22,12 @@ pub struct PoolState {
     pub terms: LiquidationTerms,
     /// The context slot of the chain read the row holds.
     pub slot: u64,
+    /// The Pyth feed account the pool names (`pyth_price_feed`).
+    pub feed: Option<Pubkey>,
+    /// In the feed view only: valued at a feed that differs from the pool's
+    /// own price, so the pool must be cranked for the chain to agree
+    /// (docs/design.md §17).
+    pub crank: bool,
 }
 
 /// A pool as held: its state and what is derived from it once per change.

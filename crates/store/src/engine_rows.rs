@@ -145,6 +145,12 @@ pub fn pool_state(row: &Row) -> Option<PoolState> {
             total_borrows: num(row, "total_borrows")?,
             last_update_ts: row.get("last_update_ts"),
             slot: slot(row.get("slot")),
+            feed: row
+                .get::<_, Option<&str>>("pyth_price_feed")
+                .map(str::parse)
+                .transpose()
+                .map_err(DbError::failed)?,
+            crank: false,
             terms: LiquidationTerms {
                 close_factor_wad: num(row, "close_factor_wad")?,
                 liquidation_bonus_wad: num(row, "liquidation_bonus_wad")?,

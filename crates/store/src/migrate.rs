@@ -68,6 +68,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0015_chain_tip",
         include_str!("../../../sql/0015_chain_tip.sql"),
     ),
+    (
+        "0016_oracle_feeds",
+        include_str!("../../../sql/0016_oracle_feeds.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

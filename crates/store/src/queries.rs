@@ -249,7 +249,7 @@ macro_rules! engine_pool_columns {
          last_update_ts, close_factor_wad::text AS close_factor_wad,
          liquidation_bonus_wad::text AS liquidation_bonus_wad,
          protocol_liq_fee_wad::text AS protocol_liq_fee_wad, oracle_conf::text AS oracle_conf,
-         slot"
+         pyth_price_feed, slot"
     };
 }
 
