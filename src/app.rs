@@ -65,6 +65,12 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     let ingest = Ingest {
         program: parse_pubkey(&config.chain.program_id).map_err(StartError::Config)?,
         cluster: config.chain.cluster.as_str(),
+        receiver: match config.oracle.feeds {
+            true => {
+                Some(parse_pubkey(&config.oracle.receiver_program).map_err(StartError::Config)?)
+            }
+            false => None,
+        },
     };
     let history = if config.history.enabled() {
         Some(start_history_writer(&config)?)

@@ -6,6 +6,7 @@
 
 use crate::accounts::{LendingPool, UserPosition};
 use crate::pubkey::Pubkey;
+use crate::pyth::{FeedPrice, FeedStatus};
 
 /// POST /api/pools/init after every check: inserts the decoded pool (a repeat
 /// changes nothing) and always writes the init_pool audit entry, which says
@@ -37,11 +38,30 @@ pub struct SyncPool {
     pub catch_up: bool,
 }
 
-/// One account's write from the chain: a pool's state or a position's.
+/// A pool's Pyth feed account read at `slot` (docs/design.md §17): what it
+/// is, and its fields whenever its data decodes. Written over an older
+/// read only (the same order rule as a pool's).
+#[derive(Debug)]
+pub struct SyncFeed {
+    pub cluster: &'static str,
+    pub feed: Pubkey,
+    /// Never `Unset` (that is a pool's, naming no feed).
+    pub status: FeedStatus,
+    pub price: Option<FeedPrice>,
+    pub slot: u64,
+    /// The write version of a streamed write (gRPC); None for a read.
+    pub write_version: Option<u64>,
+    /// Written by the background reconciliation: only over an older read.
+    pub catch_up: bool,
+}
+
+/// One account's write from the chain: a pool's state, a position's, or a
+/// pool's feed.
 #[derive(Debug)]
 pub enum AccountWrite {
     Pool(SyncPool),
     Position(SyncPosition),
+    Feed(SyncFeed),
 }
 
 impl AccountWrite {
@@ -50,6 +70,7 @@ impl AccountWrite {
         let address = match self {
             AccountWrite::Pool(w) => &w.pool_address,
             AccountWrite::Position(w) => &w.position_address,
+            AccountWrite::Feed(w) => return w.feed,
         };
         address.parse().expect("written from a Pubkey")
     }
@@ -59,6 +80,7 @@ impl AccountWrite {
         match self {
             AccountWrite::Pool(w) => w.slot,
             AccountWrite::Position(w) => w.slot,
+            AccountWrite::Feed(w) => w.slot,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! and its distance from a pool's copy of the price. A pool's
 //! `pyth_price_feed` names the account the UpdateOraclePrice crank copies.
 
-use borsh::BorshDeserialize;
+use borsh::{BorshDeserialize, BorshSerialize};
 
 use super::pubkey::Pubkey;
 use crate::wad::Big;
@@ -15,14 +15,14 @@ pub const PRICE_UPDATE_DISCRIMINATOR: [u8; 8] = [0x22, 0xf1, 0x23, 0x63, 0x9d, 0
 pub const RECEIVER_PROGRAM: &str = "rec5EKMGg6MxZYaMdyBfgwp4d5rB9T1VQH5pJv5LtFJ";
 
 /// How far the Wormhole guardians' signatures were checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, BorshDeserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, BorshDeserialize, BorshSerialize)]
 pub enum Verification {
     Partial { num_signatures: u8 },
     Full,
 }
 
 /// The price as Pyth published it: `price × 10^exponent`, ± `conf`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, BorshDeserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, BorshDeserialize, BorshSerialize)]
 pub struct PriceMessage {
     pub feed_id: [u8; 32],
     pub price: i64,
@@ -35,12 +35,45 @@ pub struct PriceMessage {
 }
 
 /// A `PriceUpdateV2` account's fields, after its discriminator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, BorshDeserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, BorshDeserialize, BorshSerialize)]
 pub struct PriceUpdate {
     pub write_authority: Pubkey,
     pub verification: Verification,
     pub message: PriceMessage,
     pub posted_slot: u64,
+}
+
+impl PriceUpdate {
+    /// The account's data as the receiver program writes it (a local
+    /// chain's feeds, the demo's, the tests').
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = PRICE_UPDATE_DISCRIMINATOR.to_vec();
+        BorshSerialize::serialize(self, &mut out).expect("a Vec takes every byte");
+        out
+    }
+}
+
+/// What Lendex keeps of a feed account: what the valuation and the pools
+/// status read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedPrice {
+    pub price: i64,
+    pub conf: u64,
+    pub exponent: i32,
+    pub publish_time: i64,
+    pub posted_slot: u64,
+}
+
+impl From<&PriceUpdate> for FeedPrice {
+    fn from(u: &PriceUpdate) -> FeedPrice {
+        FeedPrice {
+            price: u.message.price,
+            conf: u.message.conf,
+            exponent: u.message.exponent,
+            publish_time: u.message.publish_time,
+            posted_slot: u.posted_slot,
+        }
+    }
 }
 
 /// What a pool's feed is to the valuation: `Ok` is usable; every other
@@ -57,6 +90,34 @@ pub enum FeedStatus {
     PartiallyVerified,
     /// A price at or below zero.
     Nonpositive,
+}
+
+impl FeedStatus {
+    /// Its name on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FeedStatus::Ok => "ok",
+            FeedStatus::Unset => "unset",
+            FeedStatus::Missing => "missing",
+            FeedStatus::NotAPriceUpdate => "not_a_price_update",
+            FeedStatus::PartiallyVerified => "partially_verified",
+            FeedStatus::Nonpositive => "nonpositive",
+        }
+    }
+
+    /// The status named `name`, if any.
+    pub fn parse(name: &str) -> Option<FeedStatus> {
+        [
+            FeedStatus::Ok,
+            FeedStatus::Unset,
+            FeedStatus::Missing,
+            FeedStatus::NotAPriceUpdate,
+            FeedStatus::PartiallyVerified,
+            FeedStatus::Nonpositive,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 /// A feed account's data decoded: its discriminator and every field through
@@ -212,10 +273,27 @@ mod tests {
         assert_eq!(hash[..8], PRICE_UPDATE_DISCRIMINATOR);
     }
 
+    #[test]
+    fn every_status_is_named_and_parsed_back() {
+        for status in [
+            FeedStatus::Ok,
+            FeedStatus::Unset,
+            FeedStatus::Missing,
+            FeedStatus::NotAPriceUpdate,
+            FeedStatus::PartiallyVerified,
+            FeedStatus::Nonpositive,
+        ] {
+            assert_eq!(FeedStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(FeedStatus::parse("OK"), None);
+    }
+
     proptest! {
         #[test]
         fn every_field_is_read_back(u in update(), trailing in proptest::collection::vec(any::<u8>(), 0..40)) {
             let mut data = encode(&u);
+            // The service's own encoder writes the same bytes.
+            prop_assert_eq!(decode(&data).map(|d| d.encode()), Some(data.clone()));
             data.extend(trailing);
             let d = decode(&data).expect("a whole account decodes");
             prop_assert_eq!(d.write_authority, Pubkey::new_from_array(u.write_authority));

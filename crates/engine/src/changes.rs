@@ -41,13 +41,22 @@ pub enum Change {
         slot: u64,
         synced_us: i64,
     },
+    /// A pool's feed account as read (docs/design.md §17): what the feed
+    /// views price with (`oracle::OracleFeeds`); the pool view passes over it.
+    Feed {
+        feed: Pubkey,
+        reading: crate::oracle::FeedReading,
+    },
 }
 
 impl Change {
     /// The owner a position change is of.
     pub fn owner(&self) -> Option<Pubkey> {
         match self {
-            Change::Pool(_) | Change::PoolRemoved(_) | Change::PoolTouched { .. } => None,
+            Change::Pool(_)
+            | Change::PoolRemoved(_)
+            | Change::PoolTouched { .. }
+            | Change::Feed { .. } => None,
             Change::Position { owner, .. }
             | Change::Removed { owner, .. }
             | Change::Touched { owner, .. } => Some(*owner),
@@ -111,6 +120,7 @@ impl Engine {
                     position,
                     slot,
                 } => (owner, Edit::Remove(position, slot)),
+                Change::Feed { .. } => continue,
                 touch @ (Change::Touched { .. } | Change::PoolTouched { .. }) => {
                     touches.push(touch);
                     continue;

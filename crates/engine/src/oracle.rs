@@ -11,14 +11,14 @@ use std::collections::BTreeSet;
 use super::FastMap;
 use super::state::PoolState;
 use lendex_domain::pubkey::Pubkey;
-use lendex_domain::pyth::{FeedStatus, PriceUpdate};
+use lendex_domain::pyth::{FeedPrice, FeedStatus};
 
 /// A feed account as last read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeedReading {
     pub status: FeedStatus,
     /// Its fields, whenever the receiver's data decodes.
-    pub update: Option<PriceUpdate>,
+    pub price: Option<FeedPrice>,
     /// The slot of the read.
     pub slot: u64,
 }
@@ -26,11 +26,8 @@ pub struct FeedReading {
 impl FeedReading {
     /// The feed's (price, conf, exponent) when it may value a pool.
     fn usable(&self) -> Option<(i64, u64, i32)> {
-        let m = self
-            .update
-            .filter(|_| self.status == FeedStatus::Ok)?
-            .message;
-        Some((m.price, m.conf, m.exponent))
+        let p = self.price.filter(|_| self.status == FeedStatus::Ok)?;
+        Some((p.price, p.conf, p.exponent))
     }
 }
 
@@ -62,8 +59,8 @@ pub fn at_feed(copy: &PoolState, reading: Option<&FeedReading>) -> (PoolState, b
     state.terms.oracle_conf = Some(conf);
     // Staleness judged by the feed's publish time (the copy's own update
     // time says nothing of this price).
-    if let Some(u) = reading.update {
-        state.last_update_ts = u.message.publish_time;
+    if let Some(p) = reading.price {
+        state.last_update_ts = p.publish_time;
     }
     state.crank = true;
     (state, true)

@@ -9,7 +9,7 @@ use super::oracle::{FeedReading, OracleFeeds, at_feed};
 use crate::Engine;
 use crate::sample::*;
 use lendex_domain::pubkey::Pubkey;
-use lendex_domain::pyth::{FeedStatus, PriceMessage, PriceUpdate, Verification};
+use lendex_domain::pyth::{FeedPrice, FeedStatus, PriceMessage, PriceUpdate, Verification};
 
 fn feed_key(pool: usize) -> Pubkey {
     Pubkey::new_from_array([100 + pool as u8; 32])
@@ -63,7 +63,7 @@ fn reading((price, conf, exponent): Price, status: FeedStatus, slot: u64) -> Fee
     let decodes = !matches!(status, FeedStatus::Missing | FeedStatus::NotAPriceUpdate);
     FeedReading {
         status,
-        update: decodes.then_some(update),
+        price: decodes.then_some(FeedPrice::from(&update)),
         slot,
     }
 }
@@ -141,8 +141,8 @@ proptest! {
             let slot = 2 + t as u64;
             match *op {
                 Op::Copy(i, c) => copy[i] = c,
-                Op::Crank(i) => match last[i].and_then(|r| r.update.filter(|_| r.status == FeedStatus::Ok)) {
-                    Some(u) => copy[i] = (u.message.price, u.message.conf, u.message.exponent),
+                Op::Crank(i) => match last[i].and_then(|r| r.price.filter(|_| r.status == FeedStatus::Ok)) {
+                    Some(u) => copy[i] = (u.price, u.conf, u.exponent),
                     None => continue,
                 },
                 Op::Feed(i, x, s) => {
@@ -168,8 +168,8 @@ proptest! {
             // A usable feed's (price, conf, exponent), else the copy's.
             let usable = last[i]
                 .filter(|r| r.status == FeedStatus::Ok)
-                .and_then(|r| r.update)
-                .map(|u| (u.message.price, u.message.conf, u.message.exponent));
+                .and_then(|r| r.price)
+                .map(|u| (u.price, u.conf, u.exponent));
             let effective = usable.unwrap_or(copy[i]);
             let crank = effective != copy[i];
             prop_assert_eq!(feeds.crank(&pool_key(i)), crank, "pool {}", i);
@@ -283,7 +283,10 @@ fn a_crank_landing_updates_the_owners_under_water_and_starts_none() {
         view.upsert_pool(state);
     }
     let started: Vec<Pubkey> = view.take_events().iter().map(|e| e.owner()).collect();
-    assert!(!started.is_empty(), "the sample market has depositors of pool 0");
+    assert!(
+        !started.is_empty(),
+        "the sample market has depositors of pool 0"
+    );
     assert!(view.pool(&pool_key(0)).expect("held").state.crank);
     // The crank lands: the same price, so the same health factors; each of
     // them is updated (its list of pools to crank is shorter), none started.

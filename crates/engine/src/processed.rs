@@ -130,7 +130,7 @@ impl Processed {
                     self.overlay.remove(address);
                     None
                 }
-                Change::Touched { .. } | Change::PoolTouched { .. } => None,
+                Change::Touched { .. } | Change::PoolTouched { .. } | Change::Feed { .. } => None,
             };
             if let Some((account, slot)) = account
                 && let Some(held) = self.overlay.get(&account)

@@ -19,10 +19,12 @@ use lendex_domain::accounts::{
     position_address,
 };
 use lendex_domain::index_writes::{
-    AccountWrite, RECONCILE_PART, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
+    AccountWrite, RECONCILE_PART, RefreshPoolPositions, RegisterPool, SyncFeed, SyncPool,
+    SyncPosition,
 };
 use lendex_domain::pubkey::Pubkey;
-use lendex_domain::raw::{AccountRead, RawAccount};
+use lendex_domain::pyth::{FeedAccount, FeedPrice, judge};
+use lendex_domain::raw::{AccountRead, AccountUpdate, RawAccount};
 
 pub use grpc::{Streamed, latest};
 
@@ -48,12 +50,15 @@ impl From<AccountCheck> for Refused {
 }
 pub use websocket::{Notifications, sort_out};
 
-/// What every ingest needs to know: whose accounts, and under which cluster
-/// the rows are kept.
+/// What every ingest needs to know: whose accounts, under which cluster
+/// the rows are kept, and who owns feed accounts.
 #[derive(Debug, Clone, Copy)]
 pub struct Ingest {
     pub program: Pubkey,
     pub cluster: &'static str,
+    /// The Pyth receiver program, when the pools' feeds are read (`[oracle]
+    /// feeds`); None reads none.
+    pub receiver: Option<Pubkey>,
 }
 
 /// A pool registration as asked (POST /api/pools/init), after its signature
@@ -71,6 +76,52 @@ pub struct Registration<'a> {
 }
 
 impl Ingest {
+    /// A pool's feed account as read (a missing account is a reading too):
+    /// its write, judged as docs/design.md §17 says; None when feeds are not
+    /// read.
+    pub fn feed(&self, feed: &Pubkey, read: &AccountRead, catch_up: bool) -> Option<SyncFeed> {
+        let account = read.account.as_ref().filter(|a| a.lamports > 0);
+        self.judged_feed(
+            feed,
+            account.map(|a| (&a.owner, a.data.as_slice())),
+            (read.slot, None),
+            catch_up,
+        )
+    }
+
+    /// A feed account as a live source carried it (0 lamports: gone).
+    pub fn streamed_feed(&self, update: &AccountUpdate) -> Option<SyncFeed> {
+        let account =
+            (update.lamports != Some(0)).then_some((&update.owner, update.data.as_slice()));
+        self.judged_feed(
+            &update.pubkey,
+            account,
+            (update.slot, update.write_version),
+            false,
+        )
+    }
+
+    fn judged_feed(
+        &self,
+        feed: &Pubkey,
+        account: Option<(&Pubkey, &[u8])>,
+        (slot, write_version): (u64, Option<u64>),
+        catch_up: bool,
+    ) -> Option<SyncFeed> {
+        let receiver = self.receiver?;
+        let account = account.map(|(owner, data)| FeedAccount { owner, data });
+        let (status, update) = judge(Some(feed), account, &receiver);
+        Some(SyncFeed {
+            cluster: self.cluster,
+            feed: *feed,
+            status,
+            price: update.as_ref().map(FeedPrice::from),
+            slot,
+            write_version,
+            catch_up,
+        })
+    }
+
     /// A pool's state as read: its write. `catch_up` (the reconciliation)
     /// writes only over an older read, never over one of the same slot.
     pub fn pool(

@@ -12,6 +12,7 @@ const CLUSTER: &str = "localnet";
 
 fn ingest() -> Ingest {
     Ingest {
+        receiver: Some(Pubkey::new_from_array([77; 32])),
         program: Pubkey::new_from_array([9; 32]),
         cluster: CLUSTER,
     }
@@ -214,6 +215,7 @@ fn only_a_provable_slot_is_written_as_notified() {
                 assert_eq!(w.owner, owner);
                 assert!(w.pool.is_none(), "the pool comes with its own notification");
             }
+            AccountWrite::Feed(w) => panic!("no feed was notified: {w:?}"),
         }
     }
 
@@ -403,5 +405,107 @@ fn writes_are_grouped_by_slot_older_first_in_arrival_order() {
             vec![(6, k(4))],
             vec![(7, k(1)), (7, k(3))],
         ]
+    );
+}
+
+fn price_update(price: i64) -> lendex_domain::pyth::PriceUpdate {
+    use lendex_domain::pyth::{PriceMessage, PriceUpdate, Verification};
+    PriceUpdate {
+        write_authority: Pubkey::new_from_array([5; 32]),
+        verification: Verification::Full,
+        message: PriceMessage {
+            feed_id: [6; 32],
+            price,
+            conf: 20,
+            exponent: -8,
+            publish_time: 1_700_000_000,
+            prev_publish_time: 1_699_999_999,
+            ema_price: price,
+            ema_conf: 20,
+        },
+        posted_slot: 990,
+    }
+}
+
+#[test]
+fn a_feed_read_is_judged_and_kept_with_its_slot() {
+    use lendex_domain::pyth::FeedStatus;
+    let i = ingest();
+    let feed = Pubkey::new_from_array([40; 32]);
+    let receiver = i.receiver.unwrap();
+    let ok = i
+        .feed(
+            &feed,
+            &read(receiver, price_update(7).encode(), 1_000),
+            true,
+        )
+        .unwrap();
+    assert_eq!(
+        (ok.status, ok.slot, ok.catch_up),
+        (FeedStatus::Ok, 1_000, true)
+    );
+    let price = ok.price.unwrap();
+    assert_eq!((price.price, price.conf, price.exponent), (7, 20, -8));
+    assert_eq!(
+        (price.publish_time, price.posted_slot),
+        (1_700_000_000, 990)
+    );
+    // Another owner: not a price update, and its fields are not shown.
+    let foreign = i
+        .feed(
+            &feed,
+            &read(i.program, price_update(7).encode(), 1_001),
+            false,
+        )
+        .unwrap();
+    assert_eq!(
+        (foreign.status, foreign.price),
+        (FeedStatus::NotAPriceUpdate, None)
+    );
+    // No account, or one with no lamports: missing.
+    let missing = AccountRead {
+        slot: 1_002,
+        account: None,
+    };
+    assert_eq!(
+        i.feed(&feed, &missing, false).unwrap().status,
+        FeedStatus::Missing
+    );
+    let mut gone = read(receiver, price_update(7).encode(), 1_003);
+    gone.account.as_mut().unwrap().lamports = 0;
+    assert_eq!(
+        i.feed(&feed, &gone, false).unwrap().status,
+        FeedStatus::Missing
+    );
+    // Feeds off: nothing is written.
+    let off = Ingest {
+        receiver: None,
+        ..i
+    };
+    assert!(off.feed(&feed, &missing, false).is_none());
+}
+
+#[test]
+fn a_streamed_feed_keeps_its_write_version_and_a_closed_one_is_missing() {
+    use lendex_domain::pyth::FeedStatus;
+    let i = ingest();
+    let feed = Pubkey::new_from_array([41; 32]);
+    let mut update = AccountUpdate {
+        slot: 2_000,
+        pubkey: feed,
+        owner: i.receiver.unwrap(),
+        lamports: Some(1),
+        data: price_update(0).encode(),
+        write_version: Some(8),
+    };
+    let write = i.streamed_feed(&update).unwrap();
+    assert_eq!(
+        (write.feed, write.status, write.slot, write.write_version),
+        (feed, FeedStatus::Nonpositive, 2_000, Some(8))
+    );
+    update.lamports = Some(0);
+    assert_eq!(
+        i.streamed_feed(&update).unwrap().status,
+        FeedStatus::Missing
     );
 }

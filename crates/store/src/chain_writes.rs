@@ -14,7 +14,7 @@ use super::writes::{Lane, WriteCommand, insert_audit};
 use crate::error::{DbError, DbResult};
 use lendex_domain::accounts::LendingPool;
 pub use lendex_domain::index_writes::{
-    AccountWrite, RefreshPoolPositions, RegisterPool, SyncPool, SyncPosition,
+    AccountWrite, RefreshPoolPositions, RegisterPool, SyncFeed, SyncPool, SyncPosition,
 };
 use lendex_domain::pubkey::Pubkey;
 use lendex_engine::{Change, PoolState};
@@ -246,6 +246,7 @@ impl WriteCommand for SlotWrites {
                 written.push(match write {
                     AccountWrite::Pool(w) => w.apply(tx).await?.is_some(),
                     AccountWrite::Position(w) => !w.apply(tx).await?.is_empty(),
+                    AccountWrite::Feed(w) => w.apply(tx).await?,
                 });
             }
             Ok(written)
@@ -256,6 +257,42 @@ impl WriteCommand for SlotWrites {
 impl IndexWrite for SlotWrites {
     fn changed(output: &Vec<bool>) -> bool {
         output.iter().any(|w| *w)
+    }
+}
+
+impl WriteCommand for SyncFeed {
+    /// Whether it was written (false: the row holds a newer read).
+    type Output = bool;
+    const LANE: Lane = Lane::Index;
+    fn apply<'a>(&'a self, tx: &'a Transaction<'a>) -> BoxFuture<'a, DbResult<bool>> {
+        Box::pin(async move {
+            let query = match self.catch_up {
+                true => queries::UPSERT_ORACLE_FEED_CATCH_UP,
+                false => queries::UPSERT_ORACLE_FEED,
+            };
+            let p = self.price;
+            let feed = self.feed.to_string();
+            let params: [&(dyn ToSql + Sync); 10] = [
+                &self.cluster,
+                &feed,
+                &self.status.as_str(),
+                &p.map(|p| p.price),
+                &p.map(|p| p.conf.to_string()),
+                &p.map(|p| p.exponent),
+                &p.map(|p| p.publish_time),
+                &p.map(|p| p.posted_slot.to_string()),
+                &slot_param(self.slot),
+                &self.write_version.map(slot_param),
+            ];
+            let stmt = tx.prepare_cached(query).await?;
+            Ok(tx.query_opt(&stmt, &params).await?.is_some())
+        })
+    }
+}
+
+impl IndexWrite for SyncFeed {
+    fn changed(written: &bool) -> bool {
+        *written
     }
 }
 

@@ -6,7 +6,7 @@
 use deadpool_postgres::Pool;
 
 use crate::change_clock::{Clock, clock, unsigned};
-use crate::engine_rows::{PoolKeys, pool_state, position_state};
+use crate::engine_rows::{PoolKeys, feed_reading, pool_state, position_state};
 use crate::error::{DbError, DbResult};
 use crate::overlay::OverlayChange;
 use crate::queries;
@@ -58,7 +58,7 @@ pub async fn read_after(
     }
     let (from, to) = (signed(after), signed(clock.tick));
     let limit = i64::try_from(max_rows).unwrap_or(i64::MAX - 1) + 1;
-    let (pools, positions, touches, moves, again) = futures_util::try_join!(
+    let (pools, positions, touches, feeds, moves, again) = futures_util::try_join!(
         async {
             let statement = client.prepare_cached(queries::FEED_POOL_CHANGES).await?;
             Ok::<_, DbError>(client.query(&statement, &[&from, &to, &cluster]).await?)
@@ -76,6 +76,10 @@ pub async fn read_after(
             Ok(client
                 .query(&statement, &[&from, &to, &cluster, &limit])
                 .await?)
+        },
+        async {
+            let statement = client.prepare_cached(queries::FEED_ORACLE_CHANGES).await?;
+            Ok(client.query(&statement, &[&from, &to, &cluster]).await?)
         },
         async {
             if !overlay {
@@ -153,9 +157,16 @@ pub async fn read_after(
         let tick = unsigned(row.get("change_tick"));
         touch(row).map(|change| (tick, change))
     });
+    let feeds = feeds.iter().filter_map(|row| {
+        let tick = unsigned(row.get("change_tick"));
+        feed_reading(row).map(|(feed, reading)| (tick, Change::Feed { feed, reading }))
+    });
+    // A tick's touches and feeds after its rows: a feed is valued against
+    // the pools as the tick leaves them.
+    let ticks = with_trailing(with_trailing(ticks, touches), feeds);
     Ok(Read::Ticks {
         clock,
-        ticks: with_moves(with_touches(ticks, touches), moves),
+        ticks: with_moves(ticks, moves),
     })
 }
 
@@ -181,10 +192,10 @@ fn touch(row: &tokio_postgres::Row) -> Option<Change> {
     }
 }
 
-/// `ticks` (in tick order) with each touch added at the end of its tick's
+/// `ticks` (in tick order) with each change added at the end of its tick's
 /// changes, or as a tick of its own: touches are applied after the rows they
-/// may follow (`Engine::apply`).
-fn with_touches(ticks: Vec<Tick>, touches: impl IntoIterator<Item = (u64, Change)>) -> Vec<Tick> {
+/// may follow (`Engine::apply`), feeds after the pools they value.
+fn with_trailing(ticks: Vec<Tick>, touches: impl IntoIterator<Item = (u64, Change)>) -> Vec<Tick> {
     let mut out: Vec<Tick> = Vec::with_capacity(ticks.len());
     let mut touches = touches.into_iter().peekable();
     for mut tick in ticks {
@@ -324,7 +335,7 @@ mod tests {
             (5, touched(50)),
             (9, touched(9)),
         ];
-        let merged = with_touches(ticks, touches);
+        let merged = with_trailing(ticks, touches);
         let shape: Vec<(u64, Vec<Change>)> =
             merged.into_iter().map(|t| (t.tick, t.changes)).collect();
         assert_eq!(

@@ -14,8 +14,10 @@ use crate::queries;
 use crate::rows::{num, pool_pricing};
 use lendex_domain::liquidation::LiquidationTerms;
 use lendex_domain::pubkey::Pubkey;
+use lendex_domain::pyth::{FeedPrice, FeedStatus};
 use lendex_domain::rates::RateModel;
 use lendex_domain::wad::PositionAmounts;
+use lendex_engine::oracle::FeedReading;
 use lendex_engine::{PoolState, PositionState};
 
 /// Every owner's positions as loaded, with the health factor stored on its rows
@@ -30,6 +32,8 @@ pub struct IndexSnapshot {
     pub clock: crate::change_clock::Clock,
     /// What the processed overlay holds, in the same snapshot (when asked).
     pub overlay: Vec<lendex_engine::processed::OverlayWrite>,
+    /// Every feed account's reading (docs/design.md §17).
+    pub feeds: Vec<(Pubkey, FeedReading)>,
 }
 
 /// Pools, then every position streamed (a million rows never sit in memory
@@ -54,6 +58,12 @@ pub async fn load_snapshot(
         .iter()
         .filter_map(pool_state)
         .collect();
+    let feeds = tx
+        .query(queries::CACHE_ALL_FEEDS, &[&cluster])
+        .await?
+        .iter()
+        .filter_map(feed_reading)
+        .collect();
     let mut owners = Owners::default();
     let mut pools_seen = PoolKeys::default();
     // In two halves by owner (owners never span halves), one after the other
@@ -76,6 +86,7 @@ pub async fn load_snapshot(
         owners,
         clock,
         overlay,
+        feeds,
     })
 }
 
@@ -168,6 +179,52 @@ pub fn pool_state(row: &Row) -> Option<PoolState> {
             pool = row.get::<_, &str>("pool_address"),
             error = %e,
             "pool row not usable by the cache; skipped"
+        );
+    }
+    parsed.ok()
+}
+
+/// A feed row (`feed_columns!`): the account and its reading; `None`
+/// (logged) when it cannot be used.
+pub fn feed_reading(row: &Row) -> Option<(Pubkey, FeedReading)> {
+    let parsed = (|| -> DbResult<(Pubkey, FeedReading)> {
+        let status: &str = row.get("status");
+        let status = FeedStatus::parse(status)
+            .ok_or_else(|| DbError::failed(format!("unknown feed status {status}")))?;
+        let u64_of = |column: &str| -> DbResult<Option<u64>> {
+            row.get::<_, Option<&str>>(column)
+                .map(str::parse)
+                .transpose()
+                .map_err(DbError::failed)
+        };
+        let (conf, posted_slot) = (u64_of("conf")?, u64_of("posted_slot")?);
+        let price = match (
+            row.get("price"),
+            conf,
+            row.get("exponent"),
+            row.get("publish_time"),
+        ) {
+            (Some(price), Some(conf), Some(exponent), Some(publish_time)) => Some(FeedPrice {
+                price,
+                conf,
+                exponent,
+                publish_time,
+                posted_slot: posted_slot.unwrap_or(0),
+            }),
+            _ => None,
+        };
+        let reading = FeedReading {
+            status,
+            price,
+            slot: slot(row.get("slot")),
+        };
+        Ok((key(row.get("feed_address"))?, reading))
+    })();
+    if let Err(e) = &parsed {
+        tracing::warn!(
+            feed = row.get::<_, &str>("feed_address"),
+            error = %e,
+            "feed row not usable by the cache; skipped"
         );
     }
     parsed.ok()

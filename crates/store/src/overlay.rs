@@ -61,6 +61,9 @@ impl WriteCommand for PublishOverlay {
                         tx.execute(&stmt, &[&self.cluster, &w.pool_address, &chain])
                             .await?;
                     }
+                    // A feed's reading reaches the views once its slot is
+                    // confirmed (docs/design.md §17).
+                    AccountWrite::Feed(_) => {}
                     AccountWrite::Position(w) => {
                         let stmt = tx.prepare_cached(queries::OVERLAY_SET).await?;
                         let (kind, image) = match &w.position {

@@ -332,6 +332,61 @@ pub const UPDATE_POOL_STATE_CATCH_UP: &str = pool_state_update!("NULL", "slot < 
 pub const SET_POOL_DECIMALS: &str =
     "UPDATE pools SET decimals = $3 WHERE cluster = $1 AND pool_address = $2";
 
+// ---- feeds (docs/design.md §17) ------------------------------------------------
+
+/// The upsert of a feed account's reading ($1 cluster, $2 address, $3 status,
+/// $4..$8 price, conf, exponent, publish time, posted slot, $9 slot, $10
+/// write version), refused when the row holds a newer read (`$guard`).
+macro_rules! feed_upsert {
+    ($guard:literal) => {
+        concat!(
+            "INSERT INTO oracle_feeds (cluster, feed_address, status, price, conf, exponent,
+        publish_time, posted_slot, slot, write_version)
+    VALUES ($1, $2, $3, $4, $5::text::numeric, $6, $7, $8::text::numeric, $9, $10)
+    ON CONFLICT (cluster, feed_address) DO UPDATE SET
+        status = EXCLUDED.status, price = EXCLUDED.price, conf = EXCLUDED.conf,
+        exponent = EXCLUDED.exponent, publish_time = EXCLUDED.publish_time,
+        posted_slot = EXCLUDED.posted_slot, slot = EXCLUDED.slot,
+        write_version = EXCLUDED.write_version, read_at = now()
+    WHERE ",
+            $guard,
+            " RETURNING 1"
+        )
+    };
+}
+
+/// A feed read or streamed write, as UPDATE_POOL_STATE rules.
+pub const UPSERT_ORACLE_FEED: &str = feed_upsert!(
+    "oracle_feeds.slot < EXCLUDED.slot OR (oracle_feeds.slot = EXCLUDED.slot
+        AND (EXCLUDED.write_version IS NULL OR oracle_feeds.write_version < EXCLUDED.write_version))"
+);
+/// The background reconciliation's: only over an older read.
+pub const UPSERT_ORACLE_FEED_CATCH_UP: &str = feed_upsert!("oracle_feeds.slot < EXCLUDED.slot");
+
+/// The columns a feed reading is read back with (`engine_rows::feed_reading`).
+macro_rules! feed_columns {
+    () => {
+        "feed_address, status, price, conf::text AS conf, exponent, publish_time,
+         posted_slot::text AS posted_slot, slot"
+    };
+}
+
+/// Every feed of cluster $1 (a load).
+pub const CACHE_ALL_FEEDS: &str = concat!(
+    "SELECT ",
+    feed_columns!(),
+    " FROM oracle_feeds WHERE cluster = $1"
+);
+
+/// The feed readings of ticks in ($1, $2] of cluster $3, each with its tick.
+pub const FEED_ORACLE_CHANGES: &str = concat!(
+    "SELECT l.tick AS change_tick, ",
+    feed_columns!(),
+    " FROM feed_changes l, jsonb_populate_record(NULL::oracle_feeds, l.image) r
+    WHERE l.tick > $1 AND l.tick <= $2 AND l.cluster = $3 AND l.kind = 'f'
+    ORDER BY l.tick, l.seq"
+);
+
 // ---- positions ----------------------------------------------------------------
 
 /// The upsert of a position read, refused when the row holds a newer read
