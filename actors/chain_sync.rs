@@ -465,12 +465,14 @@ impl Refresher {
             })
             .await??;
         let mut pool_writes = Vec::new();
+        let mut feeds = std::collections::BTreeSet::new();
         for (key, read) in registered.iter().zip(reads.iter()) {
             pools.slot = pools.slot.min(read.slot);
             let Ok(sync) = ingest.pool(key, read, None, true) else {
                 tracing::warn!(pool = %key, "registered pool is missing or not a LendingPool on chain; left as is");
                 continue;
             };
+            feeds.extend(sync.pool.pyth_price_feed);
             // Sent together: the writer commits them as one batch.
             let (writer, cache) = (writer.clone(), cache.clone());
             pool_writes.push(async move {
@@ -478,7 +480,27 @@ impl Refresher {
             });
             pools.live.push(*key);
         }
-        pools.written = futures_util::future::try_join_all(pool_writes)
+        let pools_written = futures_util::future::try_join_all(pool_writes);
+        // The feeds the pools name (docs/design.md §17), read with them: a
+        // feed's stream may have missed what the reconcile brings.
+        let feed_writes = match ingest.receiver {
+            Some(_) if !feeds.is_empty() => {
+                let keys: Vec<Pubkey> = feeds.into_iter().collect();
+                let reads = chain.send(ReadAccounts { keys: keys.clone() }).await??;
+                let writes: Vec<_> = (keys.iter().zip(reads.iter()))
+                    .filter_map(|(key, read)| ingest.feed(key, read, true))
+                    .map(|sync| {
+                        let (writer, cache) = (writer.clone(), cache.clone());
+                        async move {
+                            commit(&writer, &cache, sync, Reaches::Queued { heard: None }).await
+                        }
+                    })
+                    .collect();
+                futures_util::future::try_join_all(writes).boxed_local()
+            }
+            _ => async { Ok(Vec::new()) }.boxed_local(),
+        };
+        pools.written = futures_util::future::try_join(pools_written, feed_writes)
             .map(|written| written.map(|_| ()))
             .boxed_local();
         Ok(pools)

@@ -12,20 +12,23 @@ use crate::actors::chain_reader::ChainReader;
 use crate::actors::chain_sync::{ChainDeps, ChainSync};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{
-    AwaitListening, CloseStreams, FlushWrites, HealthCache, HistoryLink, LoadAll,
+    AwaitListening, CloseStreams, FlushWrites, HealthCache, HistoryLink, LoadAll, NamedFeeds,
     Settings as CacheSettings,
 };
 use crate::actors::history::{Flush, HistoryWriter};
 use crate::actors::leader_lease::hold_lease;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::Config;
+use crate::domain::forks::Commitment;
 use crate::domain::pubkey::parse_pubkey;
+use crate::domain::view_key::{Oracle, ViewKey};
 use crate::error::StartError;
 use crate::http;
 use crate::http::drain::Drain;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
 use crate::http::state::AppState;
+use crate::http::view_key::RenderedViews;
 use crate::ingest::Ingest;
 use crate::serve::gate::StreamGate;
 use crate::store::Store;
@@ -86,6 +89,9 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     // One replica of the cluster ingests, records history and writes the
     // health factors back: the holder of the lease, when anything needs one.
     let leased = config.sync.interval_seconds > 0 || history.is_some();
+    // The feed accounts the pools name: told by the cache, followed by the
+    // chain work (docs/design.md §17).
+    let named_feeds = NamedFeeds::new(Arc::default());
     let settings = CacheSettings {
         cache: &config.cache,
         health: &config.health,
@@ -93,6 +99,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         cluster: config.chain.cluster.as_str(),
         rpc_url: &config.rpc.url,
         processed: config.rpc.commitment == crate::domain::forks::Commitment::Processed,
+        named_feeds: config.oracle.feeds.then_some(named_feeds),
     };
     let cache = HealthCache::new(
         store.pool().clone(),
@@ -102,8 +109,11 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         link,
         leased,
     );
-    let rendered = cache.rendered();
-    let rendered_processed = cache.rendered_processed();
+    let views = RenderedViews {
+        confirmed: cache.rendered(),
+        processed: cache.rendered_of(ViewKey::new(Commitment::Processed, Oracle::Pool)),
+        feed: cache.rendered_of(ViewKey::new(Commitment::Confirmed, Oracle::Feed)),
+    };
     let cache = cache.start();
     let deps = ChainDeps {
         db: store.pool().clone(),
@@ -149,8 +159,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         chain,
         sync,
         cache: cache.clone(),
-        rendered,
-        rendered_processed,
+        views,
         limiter: PublicWriteLimiter::new(&config.limits),
         held_polls: HeldPolls::new(config.server.max_held_polls),
         streams: StreamGate::new(config.server.max_streams_per_ip, config.server.max_streams),

@@ -23,11 +23,11 @@ use super::messages::{
 };
 use super::read_queue::{ReadQueue, Waiter, earliest};
 use super::stream_hub::RESUME_WAIT;
-use super::view::Views;
+use super::views::{NamedFeeds, Views};
 use super::write_back::{Pace, WriteBack};
 use crate::db_writer::Writers;
-use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::view_key::ViewKey;
 use crate::engine::Engine;
 use crate::engine::pool_status::{Served, pool_status};
 use crate::engine::risk::{self, RiskError};
@@ -103,6 +103,9 @@ pub struct Settings<'a> {
     pub rpc_url: &'a str,
     /// The cluster reads the chain at processed: serve that view too.
     pub processed: bool,
+    /// Feeds are read (docs/design.md §17): serve the feed view, and tell
+    /// the chain work here which feed accounts the pools name.
+    pub named_feeds: Option<NamedFeeds>,
 }
 
 impl HealthCache {
@@ -126,6 +129,7 @@ impl HealthCache {
             cluster,
             rpc_url,
             processed,
+            named_feeds,
         } = settings;
         let max_oracle_age = i64::try_from(health.max_oracle_age_seconds).unwrap_or(i64::MAX);
         HealthCache {
@@ -137,7 +141,7 @@ impl HealthCache {
             explorer_query: crate::wire::pools::explorer_query(cluster, rpc_url),
             max_oracle_age,
             log_keep_seconds: cache.change_log_seconds as f64,
-            views: Views::new(cache, max_oracle_age, processed),
+            views: Views::new(cache, max_oracle_age, processed, named_feeds),
             reads: ReadQueue::default(),
             listening: Listening::default(),
             writing: WriteBack::default(),
@@ -156,10 +160,10 @@ impl HealthCache {
         self.views.confirmed().rendered().clone()
     }
 
-    /// The processed view's rendered answers, when it is served.
-    pub fn rendered_processed(&self) -> Option<SharedRendered> {
-        let processed = self.views.get(Commitment::Processed).ok();
-        processed.map(|view| view.rendered().clone())
+    /// A view's rendered answers, when it is served.
+    pub fn rendered_of(&self, key: ViewKey) -> Option<SharedRendered> {
+        let view = self.views.get(key).ok();
+        view.map(|view| view.rendered().clone())
     }
 
     /// The database and the cluster the pipeline's reads are of.
@@ -313,7 +317,7 @@ impl HealthCache {
     // ---- reads of a view ------------------------------------------------------------
 
     /// Whether `view`'s engine holds `owner` (else it is read back first).
-    pub(super) fn knows(&self, owner: &Pubkey, view: Commitment) -> ActorResult<bool> {
+    pub(super) fn knows(&self, owner: &Pubkey, view: ViewKey) -> ActorResult<bool> {
         self.loaded()?;
         Ok(self.views.get(view)?.engine().knows(owner))
     }
@@ -322,7 +326,7 @@ impl HealthCache {
     pub(super) fn owner_positions(
         &mut self,
         owner: &Pubkey,
-        view: Commitment,
+        view: ViewKey,
     ) -> ActorResult<OwnerPositions> {
         let borrows = self.borrows.get(owner);
         Ok(self.views.get_mut(view)?.owner_positions(owner, borrows))
@@ -363,7 +367,7 @@ impl HealthCache {
     }
 
     /// A rendered-answer miss: the actor renders, keeps it for other readers.
-    pub(super) fn render(&self, answer: Answer, view: Commitment) -> ActorResult<Body> {
+    pub(super) fn render(&self, answer: Answer, view: ViewKey) -> ActorResult<Body> {
         self.loaded()?;
         let view = self.views.get(view)?;
         Ok(view.render(answer, now_seconds(), self.max_oracle_age))

@@ -7,9 +7,9 @@ use actix::prelude::*;
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::risk::LiquidationPrice;
+use crate::domain::view_key::ViewKey;
 use crate::engine::PositionState;
 use crate::engine::risk::RiskError;
 use crate::error::ActorResult;
@@ -70,13 +70,13 @@ pub struct FlushWrites;
 /// this change and second: rendered here, then shared with every reader.
 #[derive(Message)]
 #[rtype(result = "ActorResult<Body>")]
-pub struct Render(pub Answer, pub Commitment);
+pub struct Render(pub Answer, pub ViewKey);
 
 /// An owner's positions with what readers need of their pools, newest sync first
 /// (GET /api/positions/{user} and /detail).
 #[derive(Message)]
 #[rtype(result = "ActorResult<OwnerPositions>")]
-pub struct OwnerOf(pub Pubkey, pub Commitment);
+pub struct OwnerOf(pub Pubkey, pub ViewKey);
 
 /// A wallet's recent borrows: (pool address, transaction), newest first per pool.
 pub type Borrows = Arc<Vec<(String, BorrowTx)>>;
@@ -133,8 +133,8 @@ pub struct Subscribe {
     pub socket: Option<std::os::fd::RawFd>,
     /// The request's `Last-Event-ID` header.
     pub last_event_id: Option<String>,
-    /// The view streamed (docs/design.md §15).
-    pub view: Commitment,
+    /// The view streamed (docs/design.md §15, §17).
+    pub view: ViewKey,
 }
 
 /// The service is stopping: every feed stream ends (their queues are dropped),

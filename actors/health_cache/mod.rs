@@ -35,6 +35,7 @@ mod pipeline;
 mod read_queue;
 mod stream_hub;
 mod view;
+mod views;
 mod write_back;
 
 pub use actor::{HealthCache, Settings};
@@ -44,6 +45,7 @@ pub use messages::{
     KeepBorrows, LoadAll, OwnerOf, OwnerPositions, OwnerRow, PoolStatus, Render, Risk, RiskQuery,
     Stats, Subscribe,
 };
+pub use views::NamedFeeds;
 
 use actix::Addr;
 

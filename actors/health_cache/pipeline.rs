@@ -151,8 +151,12 @@ impl HealthCache {
     fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
         let reloaded = self.views.is_loaded();
         let owners = snapshot.owners.len();
-        self.views
-            .load(&snapshot.pools, snapshot.owners, snapshot.overlay);
+        self.views.load(
+            &snapshot.pools,
+            &snapshot.feeds,
+            snapshot.owners,
+            snapshot.overlay,
+        );
         let clock = snapshot.clock;
         self.views.restart(clock.epoch, clock.tick, reloaded);
         self.record_history();

@@ -3,7 +3,6 @@
 //! PostgreSQL directly through named queries.
 
 pub mod body;
-pub mod commitment;
 pub mod conditional;
 pub mod drain;
 pub mod extract;
@@ -21,6 +20,7 @@ pub mod signed;
 pub mod single_flight;
 pub mod socket;
 pub mod state;
+pub mod view_key;
 
 use actix_web::{HttpResponse, ResponseError, web};
 

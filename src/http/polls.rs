@@ -19,22 +19,21 @@ use actix_http::{HttpMessage, Method, Request, Response};
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use super::commitment;
 use super::conditional::{self, Conditional};
 use super::observe::{Answered, Observed};
 use super::query::Query;
 use super::single_flight::{self, Key};
 use super::state::AppState;
+use super::view_key::{self, RenderedViews};
 use crate::actors::health_cache::Render;
 use crate::domain::enums::parse_u128_decimal;
-use crate::domain::forks::Commitment;
 use crate::domain::limits::clamp_limit;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
 use crate::domain::wad::WAD;
 use crate::engine::WATCH_BELOW;
 use crate::engine::quotes::QuoteFilter;
 use crate::error::{ApiError, ApiResult};
-use crate::serve::poll_answers::{Changes, OwnerBody, SharedRendered, now_seconds};
+use crate::serve::poll_answers::{Changes, OwnerBody, now_seconds};
 use crate::serve::render::Answer;
 
 pub const UNHEALTHY: &str = "/api/positions/unhealthy";
@@ -127,28 +126,21 @@ pub fn is_polled(route: &str) -> bool {
     POLLED.contains(&route)
 }
 
-/// The rendered answers of each view served (docs/design.md §15).
-#[derive(Clone, Default)]
-pub struct Views {
-    pub confirmed: SharedRendered,
-    pub processed: Option<SharedRendered>,
-}
-
 /// The answer to `req` when it is one of the polls and already rendered (a
 /// 200, or a 304 for a client that holds it); None sends the request on to
 /// the App, which also holds a long poll.
-pub fn answer(views: &Views, req: &Request, slow_after: Duration) -> Option<Response<BoxBody>> {
+pub fn answer(
+    views: &RenderedViews,
+    req: &Request,
+    slow_after: Duration,
+) -> Option<Response<BoxBody>> {
     if req.method() != Method::GET {
         return None;
     }
     let observed = Observed::start();
     let query = Query(req.uri().query().unwrap_or_default()).check().ok()?;
     let cond = Conditional::of(req.headers(), query).ok()?;
-    let view = commitment::requested(query, views.processed.is_some()).ok()?;
-    let rendered = match (view, &views.processed) {
-        (Commitment::Processed, Some(processed)) => processed,
-        _ => &views.confirmed,
-    };
+    let (view, rendered) = views.requested(query).ok()?;
     let (route, body) = match POLLS.iter().find(|poll| poll.route == req.path()) {
         Some(poll) => {
             let answer = (poll.parse)(query).ok()?;
@@ -162,7 +154,7 @@ pub fn answer(views: &Views, req: &Request, slow_after: Duration) -> Option<Resp
     if cond.would_wait(&body) {
         return None;
     }
-    let response = commitment::stamp(cond.respond(&body), view);
+    let response = view_key::stamp(cond.respond(&body), view);
     observed.finish(
         Answered {
             route,
@@ -201,9 +193,8 @@ pub async fn serve(
     answer: Answer,
 ) -> ApiResult<HttpResponse> {
     let query = Query(req.query_string());
-    let view = commitment::requested(query, state.serves_processed())?;
+    let (view, rendered) = state.views.requested(query)?;
     let cond = Conditional::of(req.headers(), query)?;
-    let rendered = state.rendered_for(view);
     let answered = conditional::answer(state, (rendered, Changes::Polls), cond, || async move {
         if let Some(body) = rendered.answer(&answer, now_seconds()) {
             return Ok(body);
@@ -216,7 +207,7 @@ pub async fn serve(
         .await
     })
     .await?;
-    Ok(commitment::stamp(answered, view))
+    Ok(view_key::stamp(answered, view))
 }
 
 /// A 200 with an already rendered JSON body.
@@ -233,6 +224,8 @@ mod tests {
     use actix_web::web::Bytes;
 
     use super::*;
+    use crate::domain::view_key::ViewKey;
+    use crate::serve::poll_answers::SharedRendered;
 
     #[test]
     fn owner_routes_are_told_from_the_other_positions_paths() {
@@ -264,12 +257,12 @@ mod tests {
     const BODY: &[u8] = br#"{"positions":[]}"#;
     const SLOW: Duration = Duration::from_millis(100);
 
-    fn rendered_for(answer: Answer, second: i64) -> Views {
+    fn rendered_for(answer: Answer, second: i64) -> RenderedViews {
         let rendered = SharedRendered::default();
         rendered.keep_answer(answer, second, Body::new(Bytes::from_static(BODY)));
-        Views {
+        RenderedViews {
             confirmed: rendered,
-            processed: None,
+            ..RenderedViews::default()
         }
     }
 
@@ -306,7 +299,7 @@ mod tests {
         let response = response.expect("rendered for this second");
         // The same response the handler builds.
         let handlers = conditional::ok(&Body::new(Bytes::from_static(BODY)));
-        let expected: Response<BoxBody> = commitment::stamp(handlers, Commitment::Confirmed).into();
+        let expected: Response<BoxBody> = view_key::stamp(handlers, ViewKey::CONFIRMED).into();
         assert_eq!(response.status(), expected.status());
         let sorted = |r: &Response<BoxBody>| {
             let mut headers: Vec<(String, Vec<u8>)> = r

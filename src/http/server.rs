@@ -78,10 +78,7 @@ pub fn start(state: web::Data<AppState>, config: &ServerConfig) -> Result<Listen
                         // The polled answers the cache has rendered skip the App.
                         {
                             let state = state.clone();
-                            let views = polls::Views {
-                                confirmed: state.rendered.clone(),
-                                processed: state.rendered_processed.clone(),
-                            };
+                            let views = state.views.clone();
                             move |req: Request, app: &_| match polls::answer(
                                 &views, &req, slow_after,
                             ) {

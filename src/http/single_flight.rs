@@ -11,8 +11,8 @@ use std::future::Future;
 use futures_util::FutureExt;
 use futures_util::future::{LocalBoxFuture, Shared};
 
-use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::view_key::ViewKey;
 use crate::error::ApiResult;
 use crate::serve::poll_answers::{Body, OwnerBody};
 use crate::serve::render::Answer;
@@ -20,8 +20,8 @@ use crate::serve::render::Answer;
 /// Which answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Key {
-    Poll(Answer, Commitment),
-    Owner(Pubkey, OwnerBody, Commitment),
+    Poll(Answer, ViewKey),
+    Owner(Pubkey, OwnerBody, ViewKey),
     Pools,
 }
 
@@ -95,7 +95,7 @@ mod tests {
                 Key::Owner(
                     Pubkey::new_from_array([0; 32]),
                     OwnerBody::Detail,
-                    Commitment::Confirmed,
+                    ViewKey::CONFIRMED,
                 ),
                 counted(&runs, "other")
             ),

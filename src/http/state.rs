@@ -11,12 +11,11 @@ use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::HealthCache;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::config::{Cluster, Config};
-use crate::domain::forks::Commitment;
 use crate::http::held_polls::HeldPolls;
 use crate::http::rate_limit::PublicWriteLimiter;
+use crate::http::view_key::RenderedViews;
 use crate::ingest::Ingest;
 use crate::serve::gate::StreamGate;
-use crate::serve::poll_answers::SharedRendered;
 use crate::store::Store;
 
 /// What every handler can reach: actor addresses, the store, the settings.
@@ -32,11 +31,9 @@ pub struct AppState {
     pub chain: Addr<ChainReader>,
     pub sync: Addr<ChainSync>,
     pub cache: Addr<HealthCache>,
-    /// The cache's rendered unhealthy answers, read without a round trip.
-    pub rendered: SharedRendered,
-    /// The processed view's, when this cluster reads at processed
-    /// (docs/design.md §15).
-    pub rendered_processed: Option<SharedRendered>,
+    /// The cache's rendered answers of each view served, read without a
+    /// round trip (docs/design.md §15, §17).
+    pub views: RenderedViews,
     pub limiter: PublicWriteLimiter,
     /// Long polls held now, capped (`server.max_held_polls`).
     pub held_polls: HeldPolls,
@@ -48,20 +45,4 @@ pub struct AppState {
     pub history: Option<Addr<crate::actors::history::HistoryWriter>>,
     /// Serving, or on the way out from behind the balancer.
     pub drain: crate::http::drain::Drain,
-}
-
-impl AppState {
-    /// The rendered answers of `view` (a view `commitment::requested` let
-    /// through is served).
-    pub fn rendered_for(&self, view: Commitment) -> &SharedRendered {
-        match (view, &self.rendered_processed) {
-            (Commitment::Processed, Some(processed)) => processed,
-            _ => &self.rendered,
-        }
-    }
-
-    /// Whether the processed view is served here.
-    pub fn serves_processed(&self) -> bool {
-        self.rendered_processed.is_some()
-    }
 }

@@ -807,8 +807,19 @@ export interface components {
              * @example confirmed
              */
             commitment: string;
+            /**
+             * @description In the feed view: the owner's pools valued at a feed that differs
+             *     from the pool's own price, sorted: send UpdateOraclePrice for each,
+             *     then Liquidate, in one transaction. Absent in the pool view.
+             */
+            crank?: components["schemas"]["Pubkey"][] | null;
             debt_pool: components["schemas"]["Pubkey"];
             debt_position: components["schemas"]["Pubkey"];
+            /**
+             * @description The price it values pools at (docs/design.md §17): `pool`, or `feed`.
+             * @example pool
+             */
+            oracle: string;
             /** @description Either pool's oracle is older than `health.max_oracle_age_seconds`. */
             oracle_stale: boolean;
             owner: components["schemas"]["Pubkey"];
@@ -1388,6 +1399,12 @@ export interface components {
         UnhealthyRow: {
             account_health_factor_wad: components["schemas"]["Wad"];
             borrow_principal: components["schemas"]["U64"];
+            /**
+             * @description In the feed view (docs/design.md §17): the owner's pools valued at a
+             *     feed that differs from the pool's own price, sorted. Absent in the
+             *     pool view.
+             */
+            crank?: components["schemas"]["Pubkey"][] | null;
             deposit_shares: components["schemas"]["U64"];
             health_factor_wad: components["schemas"]["Wad"];
             /**
@@ -2095,6 +2112,8 @@ export interface operations {
                 wait_ms?: number;
                 /** @description the view (docs/design.md §15): `confirmed` (default, durable) or `processed` (the best chain now, tentative; only on a server reading at processed, else 400 invalid). The answer's `Lendex-Commitment` header names the view */
                 commitment?: "confirmed" | "processed";
+                /** @description the price each pool is valued at (docs/design.md §17): `pool` (default, the pool's own copy, what the program uses now) or `feed` (the pool's Pyth feed where it is usable and differs: what the program will use once the pool is cranked; entries, quotes and events then list the pools to crank in `crank`; only on a server reading feeds, else 400 invalid). The answer's `Lendex-Oracle` header names it */
+                oracle?: "pool" | "feed";
             };
             header?: {
                 /** @description ETags held (or *): a match is answered 304 with no body */
@@ -2114,6 +2133,8 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered: confirmed or processed */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at: pool or feed */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2127,11 +2148,13 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description invalid (a malformed pool or min_profit_wad, or wait_ms out of range, or a commitment not served) */
+            /** @description invalid (a malformed pool or min_profit_wad, or wait_ms out of range, or a commitment or oracle not served) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2680,6 +2703,8 @@ export interface operations {
                 wait_ms?: number;
                 /** @description the view (docs/design.md §15): `confirmed` (default, durable) or `processed` (the best chain now, tentative; only on a server reading at processed, else 400 invalid). The answer's `Lendex-Commitment` header names the view */
                 commitment?: "confirmed" | "processed";
+                /** @description the price each pool is valued at (docs/design.md §17): `pool` (default, the pool's own copy, what the program uses now) or `feed` (the pool's Pyth feed where it is usable and differs: what the program will use once the pool is cranked; entries, quotes and events then list the pools to crank in `crank`; only on a server reading feeds, else 400 invalid). The answer's `Lendex-Oracle` header names it */
+                oracle?: "pool" | "feed";
             };
             header?: {
                 /** @description ETags held (or *): a match is answered 304 with no body */
@@ -2699,6 +2724,8 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered: confirmed or processed */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at: pool or feed */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2712,11 +2739,13 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description invalid (below malformed or out of range, or wait_ms out of range, or a commitment not served) */
+            /** @description invalid (below malformed or out of range, or wait_ms out of range, or a commitment or oracle not served) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2852,6 +2881,8 @@ export interface operations {
                 wait_ms?: number;
                 /** @description the view (docs/design.md §15): `confirmed` (default, durable) or `processed` (the best chain now, tentative; only on a server reading at processed, else 400 invalid). The answer's `Lendex-Commitment` header names the view */
                 commitment?: "confirmed" | "processed";
+                /** @description the price each pool is valued at (docs/design.md §17): `pool` (default, the pool's own copy, what the program uses now) or `feed` (the pool's Pyth feed where it is usable and differs: what the program will use once the pool is cranked; entries, quotes and events then list the pools to crank in `crank`; only on a server reading feeds, else 400 invalid). The answer's `Lendex-Oracle` header names it */
+                oracle?: "pool" | "feed";
             };
             header?: {
                 /** @description ETags held (or *): a match is answered 304 with no body */
@@ -2871,6 +2902,8 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered: confirmed or processed */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at: pool or feed */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2884,11 +2917,13 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description invalid (malformed pool, or wait_ms out of range, or a commitment not served) */
+            /** @description invalid (malformed pool, or wait_ms out of range, or a commitment or oracle not served) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2922,6 +2957,8 @@ export interface operations {
             query?: {
                 /** @description the view (docs/design.md §15): `confirmed` (default, durable) or `processed` (the best chain now, tentative; only on a server reading at processed, else 400 invalid). The answer's `Lendex-Commitment` header names the view */
                 commitment?: "confirmed" | "processed";
+                /** @description the price each pool is valued at (docs/design.md §17): `pool` (default, the pool's own copy, what the program uses now) or `feed` (the pool's Pyth feed where it is usable and differs: what the program will use once the pool is cranked; entries, quotes and events then list the pools to crank in `crank`; only on a server reading feeds, else 400 invalid). The answer's `Lendex-Oracle` header names it */
+                oracle?: "pool" | "feed";
             };
             header?: {
                 /** @description the `id` of the last event received: a reconnect inside the replay window gets exactly the events it missed, and no snapshot */
@@ -2937,13 +2974,15 @@ export interface operations {
                 headers: {
                     /** @description the view streamed: confirmed or processed */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at: pool or feed */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/event-stream": unknown;
                 };
             };
-            /** @description invalid: `commitment` other than confirmed, or processed on a server reading the chain at confirmed */
+            /** @description invalid: a `commitment` or `oracle` not served here (processed on a server reading the chain at confirmed, feed on one not reading feeds), or any other value */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2988,6 +3027,8 @@ export interface operations {
                 wait_ms?: number;
                 /** @description the view (docs/design.md §15): `confirmed` (default, durable) or `processed` (the best chain now, tentative; only on a server reading at processed, else 400 invalid). The answer's `Lendex-Commitment` header names the view */
                 commitment?: "confirmed" | "processed";
+                /** @description the price each pool is valued at (docs/design.md §17): `pool` (default, the pool's own copy, what the program uses now) or `feed` (the pool's Pyth feed where it is usable and differs: what the program will use once the pool is cranked; entries, quotes and events then list the pools to crank in `crank`; only on a server reading feeds, else 400 invalid). The answer's `Lendex-Oracle` header names it */
+                oracle?: "pool" | "feed";
             };
             header?: {
                 /** @description ETags held (or *): a match is answered 304 with no body */
@@ -3010,6 +3051,8 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered: confirmed or processed */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at: pool or feed */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3023,11 +3066,13 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description invalid (malformed wallet, or wait_ms out of range, or a commitment not served) */
+            /** @description invalid (malformed wallet, or wait_ms out of range, or a commitment or oracle not served) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3063,6 +3108,8 @@ export interface operations {
                 wait_ms?: number;
                 /** @description the view (docs/design.md §15): `confirmed` (default, durable) or `processed` (the best chain now, tentative; only on a server reading at processed, else 400 invalid). The answer's `Lendex-Commitment` header names the view */
                 commitment?: "confirmed" | "processed";
+                /** @description the price each pool is valued at (docs/design.md §17): `pool` (default, the pool's own copy, what the program uses now) or `feed` (the pool's Pyth feed where it is usable and differs: what the program will use once the pool is cranked; entries, quotes and events then list the pools to crank in `crank`; only on a server reading feeds, else 400 invalid). The answer's `Lendex-Oracle` header names it */
+                oracle?: "pool" | "feed";
             };
             header?: {
                 /** @description ETags held (or *): a match is answered 304 with no body */
@@ -3085,6 +3132,8 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered: confirmed or processed */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at: pool or feed */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3098,11 +3147,13 @@ export interface operations {
                     ETag?: string;
                     /** @description the view answered */
                     "Lendex-Commitment"?: string;
+                    /** @description the price valued at */
+                    "Lendex-Oracle"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description invalid (malformed wallet, or wait_ms out of range, or a commitment not served) */
+            /** @description invalid (malformed wallet, or wait_ms out of range, or a commitment or oracle not served) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -13,5 +13,6 @@ pub mod pyth;
 pub mod rates;
 pub mod raw;
 pub mod risk;
+pub mod view_key;
 pub mod wad;
 mod wide;

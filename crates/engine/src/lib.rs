@@ -46,6 +46,7 @@ use lendex_domain::forks::Commitment;
 use lendex_domain::history::Cause;
 use lendex_domain::liquidation::{Quote, best_quote};
 use lendex_domain::pubkey::{Pubkey, cmp_as_text};
+use lendex_domain::view_key::{Oracle, ViewKey};
 use lendex_domain::wad::{PositionAmounts, WAD, account_health_factor};
 
 /// Owners at or above 1 WAD and below this are watched (the at-risk list): never
@@ -73,9 +74,10 @@ pub struct Engine {
     was_unhealthy: Option<FastMap<Pubkey, u64>>,
     /// History's recorder, while this engine records (the leader).
     history: Option<Box<history::Recorder>>,
-    /// The view this engine holds (docs/design.md §15), named in its quotes
-    /// and events.
+    /// The view this engine holds (docs/design.md §15, §17), named in its
+    /// quotes and events.
     commitment: Commitment,
+    oracle: Oracle,
 }
 
 impl Engine {
@@ -87,12 +89,33 @@ impl Engine {
             was_unhealthy: None,
             history: None,
             commitment: Commitment::Confirmed,
+            oracle: Oracle::Pool,
+        }
+    }
+
+    /// An engine of the feed valuation (docs/design.md §17): the pools it is
+    /// given are priced by `oracle::OracleFeeds`; it writes nothing back.
+    pub fn at_feeds(max_owners: usize) -> Self {
+        Engine {
+            oracle: Oracle::Feed,
+            ..Engine::new(max_owners)
         }
     }
 
     /// The view this engine holds (its quotes and events say so).
     pub fn commitment(&self) -> Commitment {
         self.commitment
+    }
+
+    /// The price this engine values pools at (its quotes and events say so,
+    /// and in the feed view they list the pools to crank).
+    pub fn oracle(&self) -> Oracle {
+        self.oracle
+    }
+
+    /// The view this engine holds.
+    pub fn view_key(&self) -> ViewKey {
+        ViewKey::new(self.commitment, self.oracle)
     }
 
     /// Forgets everything (before a full reload); `end_reload` then tells the
@@ -116,10 +139,11 @@ impl Engine {
             }
         }
         let filing = self.filing.after();
-        let (history, commitment) = (self.history.take(), self.commitment);
+        let (history, commitment, oracle) = (self.history.take(), self.commitment, self.oracle);
         *self = Engine::new(self.owners.max_owners());
         self.history = history;
         self.commitment = commitment;
+        self.oracle = oracle;
         self.history_loading(true);
         self.filing = filing;
         self.was_unhealthy = Some(was_unhealthy);

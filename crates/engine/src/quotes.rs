@@ -3,7 +3,7 @@
 //! (GET /api/positions/at-risk).
 
 use super::Engine;
-use super::view::OwnerView;
+use super::view::{OwnerView, crank_list};
 use lendex_domain::liquidation::Quote;
 use lendex_domain::pubkey::Pubkey;
 use lendex_wire::liquidations::NearestLiquidation;
@@ -41,6 +41,8 @@ pub fn quote_wire(
         oracle_stale: stale(&quote.debt_pool) || stale(&quote.collateral_pool),
         slot: view.slot(),
         commitment: engine.commitment(),
+        oracle: engine.oracle(),
+        crank: crank_list(engine, view),
     }
 }
 

@@ -476,6 +476,9 @@ pub fn shock_response(
                     oracle_stale: stale(&q.debt_pool) || stale(&q.collateral_pool),
                     slot: a.slot,
                     commitment: engine.commitment(),
+                    // The risk lens values at the pools' own prices.
+                    oracle: engine.oracle(),
+                    crank: None,
                 }),
             })
             .collect(),

@@ -3,7 +3,7 @@
 //! their bytes).
 
 use super::Engine;
-use super::view::OwnerView;
+use super::view::{OwnerView, crank_list};
 use lendex_domain::pubkey::Pubkey;
 use lendex_wire::positions::{UnhealthyResponse, UnhealthyRow};
 
@@ -12,6 +12,7 @@ use lendex_wire::positions::{UnhealthyResponse, UnhealthyRow};
 pub fn rows_of(
     view: &OwnerView<'_>,
     debt_in_pool: Option<&Pubkey>,
+    crank: Option<&[String]>,
     now: i64,
     max_oracle_age: i64,
 ) -> Vec<UnhealthyRow> {
@@ -37,6 +38,7 @@ pub fn rows_of(
             health_factor_wad: hf.clone(),
             account_health_factor_wad: hf.clone(),
             oracle_stale: stale,
+            crank: crank.map(<[String]>::to_vec),
         })
         .collect();
     rows.sort_by(|a, b| {
@@ -63,8 +65,9 @@ pub fn unhealthy(
             continue;
         };
         let room = limit - positions.len();
+        let crank = crank_list(engine, &view);
         positions.extend(
-            rows_of(&view, pool, now, max_oracle_age)
+            rows_of(&view, pool, crank.as_deref(), now, max_oracle_age)
                 .into_iter()
                 .take(room),
         );

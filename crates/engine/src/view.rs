@@ -1,9 +1,11 @@
 //! What readers see of the engine: an owner's positions with their pools and
 //! quote (`OwnerView`).
 
+use super::Engine;
 use super::state::{Held, PoolEntry, PoolState};
 use lendex_domain::liquidation::{Quote, QuoteInput, best_quote, health_factor_with_confidence};
 use lendex_domain::pubkey::Pubkey;
+use lendex_domain::view_key::Oracle;
 
 /// A resident owner's positions with their pools, as readers see them.
 pub struct OwnerView<'a> {
@@ -25,6 +27,18 @@ impl OwnerView<'_> {
             .unwrap_or(0)
     }
 
+    /// The owner's pools valued at a feed that differs from the pool's own
+    /// price (docs/design.md §17): their addresses, sorted, once each.
+    pub fn crank(&self) -> Vec<String> {
+        let mut pools: Vec<String> = (self.positions.iter())
+            .filter(|(_, pool)| pool.state.crank)
+            .map(|(_, pool)| pool.address_text.to_string())
+            .collect();
+        pools.sort_unstable();
+        pools.dedup();
+        pools
+    }
+
     /// The account health factor priced with the oracles' confidence (§8).
     pub fn health_factor_with_confidence(&self) -> u128 {
         health_factor_with_confidence(&quote_inputs(
@@ -37,6 +51,12 @@ impl OwnerView<'_> {
         let inputs = quote_inputs(self.positions.iter().map(|(p, pool)| (*p, &pool.state)));
         best_quote(&inputs, debt, collateral)
     }
+}
+
+/// What an owner's entries, quote and events say of cranking: the list in
+/// the feed view, nothing in the pool view.
+pub fn crank_list(engine: &Engine, view: &OwnerView<'_>) -> Option<Vec<String>> {
+    (engine.oracle() == Oracle::Feed).then(|| view.crank())
 }
 
 /// The quote inputs of positions with their pools.

@@ -10,14 +10,14 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use lendex_domain::forks::Commitment;
 use lendex_domain::liquidation::Quote;
 use lendex_domain::pubkey::Pubkey;
+use lendex_domain::view_key::{Oracle, ViewKey};
 use lendex_domain::wad::Big;
 use lendex_engine::Engine;
 use lendex_engine::events::FeedEvent;
 use lendex_engine::state::PoolEntry;
-use lendex_engine::view::OwnerView;
+use lendex_engine::view::{OwnerView, crank_list};
 use lendex_wire::liquidations::LiquidationQuote;
 use lendex_wire::positions::{Candidate, UnhealthyRow};
 
@@ -36,11 +36,13 @@ pub struct Stamp {
 }
 
 /// Where a candidate's state comes from: the §11 provenance slot, in the
-/// view of the engine that computed it.
+/// view of the engine that computed it, and in the feed view the pools to
+/// crank (docs/design.md §17).
 #[derive(Debug, Clone, Copy)]
-pub struct Provenance {
+pub struct Provenance<'a> {
     pub slot: u64,
-    pub commitment: Commitment,
+    pub view: ViewKey,
+    pub crank: Option<&'a [String]>,
 }
 
 /// One SSE frame: its `id:`, `event: <name>` and the candidate as JSON.
@@ -50,7 +52,7 @@ pub fn sse_frame(
     hf: u128,
     rows: &[UnhealthyRow],
     liquidation: Option<&LiquidationQuote>,
-    Provenance { slot, commitment }: Provenance,
+    Provenance { slot, view, crank }: Provenance<'_>,
     stamp: Stamp,
 ) -> Bytes {
     let data = serde_json::to_string(&Candidate {
@@ -58,8 +60,10 @@ pub fn sse_frame(
         account_health_factor_wad: hf.to_string(),
         positions: rows,
         liquidation,
+        crank,
         slot,
-        commitment,
+        commitment: view.commitment,
+        oracle: view.oracle,
         published_at_ms: stamp.published_at_ms,
         rolled_back: stamp.rolled_back,
     })
@@ -91,15 +95,22 @@ pub fn write_event(
             max_oracle_age,
         ),
         FeedEvent::Stop(owner, hf) => {
-            let slot = engine.peek(&owner).map_or(0, |view| view.slot());
+            let held = engine.peek(&owner);
+            let slot = held.as_ref().map_or(0, |view| view.slot());
+            let crank = match &held {
+                Some(view) => crank_list(engine, view),
+                None => (engine.oracle() == Oracle::Feed).then(Vec::new),
+            };
             let from = Provenance {
                 slot,
-                commitment: engine.commitment(),
+                view: engine.view_key(),
+                crank: crank.as_deref(),
             };
             out.extend_from_slice(&sse_frame(event.name(), &owner, hf, &[], None, from, stamp));
             true
         }
         FeedEvent::Gone(owner, slot) => {
+            let crank = (engine.oracle() == Oracle::Feed).then(Vec::new);
             out.extend_from_slice(&sse_frame(
                 event.name(),
                 &owner,
@@ -108,7 +119,8 @@ pub fn write_event(
                 None,
                 Provenance {
                     slot,
-                    commitment: engine.commitment(),
+                    view: engine.view_key(),
+                    crank: crank.as_deref(),
                 },
                 stamp,
             ));
@@ -145,6 +157,8 @@ pub fn write_candidate(
         .map(|(i, (p, _))| (p.amounts.borrow_principal == 0, p.address.to_string(), i))
         .collect();
     rows.sort();
+    let crank = crank_list(engine, &view);
+    let crank = crank.as_deref();
 
     let _ = write!(
         out,
@@ -161,6 +175,11 @@ pub fn write_candidate(
             "{{\"position_address\":\"{address}\",\"pool_address\":\"{}\",\"owner\":\"{owner_text}\",\"deposit_shares\":\"{}\",\"borrow_principal\":\"{}\",\"health_factor_wad\":\"{hf}\",\"account_health_factor_wad\":\"{hf}\",\"oracle_stale\":{stale}}}",
             pool.address_text, p.amounts.deposit_shares, p.amounts.borrow_principal
         );
+        if let Some(crank) = crank {
+            out.pop();
+            write_crank(out, crank);
+            out.push(b'}');
+        }
     }
     out.extend_from_slice(b"],\"liquidation\":");
     match view.quote {
@@ -176,7 +195,7 @@ pub fn write_candidate(
                 (held(&q.debt_position), held(&q.collateral_position))
             else {
                 out.extend_from_slice(b"null");
-                write_tail(out, slot, engine.commitment(), stamp);
+                write_tail(out, slot, engine.view_key(), crank, stamp);
                 return true;
             };
             let texts = QuoteTexts {
@@ -188,22 +207,41 @@ pub fn write_candidate(
                 collateral_position,
                 stale: stale_entry(debt_pool) || stale_entry(collateral_pool),
                 slot,
-                commitment: engine.commitment(),
+                view: engine.view_key(),
+                crank,
             };
             write_quote(out, &view, q, &texts);
         }
         None => out.extend_from_slice(b"null"),
     }
-    write_tail(out, slot, engine.commitment(), stamp);
+    write_tail(out, slot, engine.view_key(), crank, stamp);
     true
 }
 
+/// `,"crank":[...]`: the pools to crank (docs/design.md §17).
+fn write_crank(out: &mut Vec<u8>, crank: &[String]) {
+    out.extend_from_slice(b",\"crank\":[");
+    for (n, pool) in crank.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(pool.as_bytes());
+        out.push(b'"');
+    }
+    out.push(b']');
+}
+
 /// The provenance that ends every candidate's data, and the frame's end.
-fn write_tail(out: &mut Vec<u8>, slot: u64, commitment: Commitment, stamp: Stamp) {
+fn write_tail(out: &mut Vec<u8>, slot: u64, view: ViewKey, crank: Option<&[String]>, stamp: Stamp) {
+    if let Some(crank) = crank {
+        write_crank(out, crank);
+    }
     let _ = write!(
         out,
-        ",\"slot\":{slot},\"commitment\":\"{}\",\"published_at_ms\":{}",
-        commitment.name(),
+        ",\"slot\":{slot},\"commitment\":\"{}\",\"oracle\":\"{}\",\"published_at_ms\":{}",
+        view.commitment.name(),
+        view.oracle.name(),
         stamp.published_at_ms
     );
     if stamp.rolled_back {
@@ -222,13 +260,14 @@ struct QuoteTexts<'a> {
     collateral_position: &'a str,
     stale: bool,
     slot: u64,
-    commitment: Commitment,
+    view: ViewKey,
+    crank: Option<&'a [String]>,
 }
 
 fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteTexts<'_>) {
     let _ = write!(
         out,
-        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{},\"slot\":{},\"commitment\":\"{}\"}}",
+        "{{\"owner\":\"{}\",\"account_health_factor_wad\":\"{}\",\"account_health_factor_conf_wad\":\"{}\",\"debt_pool\":\"{}\",\"collateral_pool\":\"{}\",\"debt_position\":\"{}\",\"collateral_position\":\"{}\",\"repay_amount\":\"{}\",\"seize_amount\":\"{}\",\"repay_value_wad\":\"{}\",\"seize_value_wad\":\"{}\",\"protocol_fee_value_wad\":\"{}\",\"profit_value_wad\":\"{}\",\"oracle_stale\":{},\"slot\":{},\"commitment\":\"{}\",\"oracle\":\"{}\"",
         t.owner,
         t.health_factor,
         view.health_factor_with_confidence(),
@@ -244,8 +283,13 @@ fn write_quote(out: &mut Vec<u8>, view: &OwnerView<'_>, q: &Quote, t: &QuoteText
         Decimal(&q.profit_value_wad),
         t.stale,
         t.slot,
-        t.commitment.name(),
+        t.view.commitment.name(),
+        t.view.oracle.name(),
     );
+    if let Some(crank) = t.crank {
+        write_crank(out, crank);
+    }
+    out.push(b'}');
 }
 
 /// A 512-bit value in decimal, through u128 when it fits (ruint's 512-bit
@@ -339,6 +383,61 @@ mod tests {
         assert!(
             checked > 100 && quoted > 20 && stale > 20,
             "{checked} frames, {quoted} quoted, {stale} stale"
+        );
+    }
+
+    #[test]
+    fn feed_view_frames_equal_the_serde_wire_types() {
+        let (sample, owners) = lendex_engine::sample::sample_market(250);
+        let mut engine = Engine::at_feeds(usize::MAX);
+        // Every other pool valued ahead of its copy.
+        for (i, pool) in sample.pools().enumerate() {
+            let mut state = pool.state.clone();
+            state.crank = i % 2 == 0;
+            engine.upsert_pool(state);
+        }
+        for owner in &owners {
+            let Some(view) = sample.peek(owner) else {
+                continue;
+            };
+            let positions = (view.positions.iter())
+                .map(|(held, pool)| held.state(pool.state.address))
+                .collect();
+            engine.set_owner(*owner, positions);
+        }
+        let stamp = Stamp {
+            id: EventId { epoch: 99, seq: 7 },
+            published_at_ms: 1_700_000_000_123,
+            rolled_back: false,
+        };
+        let (mut checked, mut cranked, mut quoted) = (0, 0, 0);
+        for owner in &owners {
+            let now = 1_700_000_000;
+            let Some(expected) =
+                candidate_frame(&engine, "candidate_start", owner, stamp, now, 120)
+            else {
+                continue;
+            };
+            let mut out = Vec::new();
+            assert!(write_candidate(
+                &mut out,
+                &engine,
+                "candidate_start",
+                owner,
+                stamp,
+                now,
+                120
+            ));
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(text, String::from_utf8(expected.to_vec()).unwrap());
+            assert!(text.contains("\"oracle\":\"feed\""));
+            checked += 1;
+            cranked += usize::from(text.contains("\"crank\":[\""));
+            quoted += usize::from(text.contains("\"liquidation\":{"));
+        }
+        assert!(
+            checked > 50 && cranked > 20 && quoted > 10,
+            "{checked} frames, {cranked} with pools to crank, {quoted} quoted"
         );
     }
 }

@@ -77,7 +77,8 @@ pub fn candidate_frame(
     use lendex_engine::quotes::quote_wire;
     use lendex_engine::unhealthy::rows_of;
     let view = engine.peek(owner)?;
-    let rows = rows_of(&view, None, now, max_oracle_age);
+    let crank = lendex_engine::view::crank_list(engine, &view);
+    let rows = rows_of(&view, None, crank.as_deref(), now, max_oracle_age);
     let quote = view
         .quote
         .map(|q| quote_wire(engine, &view, q, now, max_oracle_age));
@@ -89,7 +90,8 @@ pub fn candidate_frame(
         quote.as_ref(),
         crate::frame::Provenance {
             slot: view.slot(),
-            commitment: engine.commitment(),
+            view: engine.view_key(),
+            crank: crank.as_deref(),
         },
         stamp,
     ))

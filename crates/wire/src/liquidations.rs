@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 use super::formats::{DecimalText, DirectionName, PubkeyText, U64Text, WadText};
 use lendex_domain::forks::Commitment;
 use lendex_domain::risk::Direction;
+use lendex_domain::view_key::Oracle;
 
 /// One quote: the owner's most profitable (debt pool, collateral pool) pair.
 /// u64/u128 values are decimal strings; values are in WAD USD.
@@ -51,6 +52,15 @@ pub struct LiquidationQuote {
     /// or `processed` (tentative).
     #[schema(value_type = String, example = "confirmed")]
     pub commitment: Commitment,
+    /// The price it values pools at (docs/design.md §17): `pool`, or `feed`.
+    #[schema(value_type = String, example = "pool")]
+    pub oracle: Oracle,
+    /// In the feed view: the owner's pools valued at a feed that differs
+    /// from the pool's own price, sorted: send UpdateOraclePrice for each,
+    /// then Liquidate, in one transaction. Absent in the pool view.
+    #[schema(value_type = Option<Vec<PubkeyText>>)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crank: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

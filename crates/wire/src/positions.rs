@@ -9,6 +9,7 @@ use super::formats::{PubkeyText, TxSignature, U64Text, U128Text, WadText};
 use super::liquidations::LiquidationQuote;
 use super::risk::LiquidationPriceWire;
 use lendex_domain::forks::Commitment;
+use lendex_domain::view_key::Oracle;
 
 /// docs/design.md §16.2.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -131,6 +132,12 @@ pub struct UnhealthyRow {
     /// True when any pool of the account has an oracle price older than
     /// `health.max_oracle_age_seconds` (by the pool's on-chain last_update_ts).
     pub oracle_stale: bool,
+    /// In the feed view (docs/design.md §17): the owner's pools valued at a
+    /// feed that differs from the pool's own price, sorted. Absent in the
+    /// pool view.
+    #[schema(value_type = Option<Vec<PubkeyText>>)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crank: Option<Vec<String>>,
 }
 
 /// The body of GET /api/positions/unhealthy.
@@ -147,11 +154,16 @@ pub struct Candidate<'a> {
     pub positions: &'a [UnhealthyRow],
     /// The owner's best liquidation quote (null when no pair qualifies, and on stop).
     pub liquidation: Option<&'a LiquidationQuote>,
+    /// In the feed view: the owner's pools to crank, sorted (`[]` on a
+    /// stop of an owner no longer held). Absent in the pool view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crank: Option<&'a [String]>,
     /// Provenance: the largest context slot among the owner's rows and pools
     /// (on a stop for an owner with no position left, of its last state).
     pub slot: u64,
-    /// The view of the stream it belongs to (docs/design.md §15).
+    /// The view of the stream it belongs to (docs/design.md §15, §17).
     pub commitment: Commitment,
+    pub oracle: Oracle,
     /// When the service published the event (Unix milliseconds).
     pub published_at_ms: i64,
     /// Present (true) on the events of a processed stream that bring a

@@ -123,24 +123,32 @@ const MAX_SIGNATURE_CHARS: usize = 128;
         (status = 400, body = ErrorBody, description = "invalid (wait_ms out of range)")))]
 pub async fn list_pools(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    conditional::answer(&state, (&state.rendered, Changes::Bodies), cond, || async {
-        match state.rendered.pools(now_seconds()) {
-            Some(body) => Ok(body),
-            // Held polls woken together read it once per worker.
-            None => single_flight::once(Key::Pools, || pools_body(state.clone())).await,
-        }
-    })
+    conditional::answer(
+        &state,
+        (&state.views.confirmed, Changes::Bodies),
+        cond,
+        || async {
+            match state.views.confirmed.pools(now_seconds()) {
+                Some(body) => Ok(body),
+                // Held polls woken together read it once per worker.
+                None => single_flight::once(Key::Pools, || pools_body(state.clone())).await,
+            }
+        },
+    )
     .await
 }
 
 /// The index, read and rendered now, and kept for the rest of this second.
 async fn pools_body(state: web::Data<AppState>) -> ApiResult<Body> {
     let now = now_seconds();
-    let generation = state.rendered.owner_generation();
+    let generation = state.views.confirmed.owner_generation();
     let pools = reads::pools::list(&state.store, state.cluster.as_str()).await?;
     let bytes = serde_json::to_vec(&PoolsResponse { pools }).map_err(ApiError::internal)?;
     let body = Body::new(bytes.into());
-    state.rendered.keep_pools(now, generation, body.clone());
+    state
+        .views
+        .confirmed
+        .keep_pools(now, generation, body.clone());
     Ok(body)
 }
 

@@ -13,13 +13,12 @@ use crate::actors::chain_reader::ReadAccounts;
 use crate::actors::health_cache::{
     KeepBorrows, OwnerOf, OwnerPositions, OwnerRow, Reaches, Subscribe, commit,
 };
-use crate::domain::forks::Commitment;
 use crate::domain::pubkey::{Pubkey, parse_pubkey};
+use crate::domain::view_key::ViewKey;
 use crate::domain::wad::{Big, borrow_debt, deposit_tokens};
 use crate::engine::risk::liquidation_price_wire;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::{JsonBody, ParseBody};
-use crate::http::commitment::{self, CommitmentParam};
 use crate::http::conditional::{self, Conditional, LongPoll};
 use crate::http::extract::{Params, PublicWrite};
 use crate::http::handlers::pools::ensure_registered;
@@ -28,6 +27,7 @@ use crate::http::query::Query;
 use crate::http::single_flight::{self, Key};
 use crate::http::socket::bound_feed_socket;
 use crate::http::state::AppState;
+use crate::http::view_key::{self, ViewParams};
 use crate::serve::poll_answers::{Body, Changes, OwnerBody};
 use crate::store::reads::transactions;
 use crate::wire::error::ErrorBody;
@@ -55,10 +55,10 @@ impl ParseBody for SyncPositionRequest {
 
 #[utoipa::path(get, path = "/api/positions/{user}", tag = "positions",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           LongPoll, CommitmentParam),
-    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range, or a commitment not served)")))]
+           LongPoll, ViewParams),
+    responses((status = 200, body = PositionsResponse, description = "the wallet's positions (empty when it has none)", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"), ("Lendex-Oracle" = String, description = "the price valued at: pool or feed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"), ("Lendex-Oracle" = String, description = "the price valued at"))),
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range, or a commitment or oracle not served)")))]
 pub async fn list_positions(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -76,9 +76,8 @@ async fn owner_answer(
     kind: OwnerBody,
 ) -> ApiResult<HttpResponse> {
     let owner = parse_pubkey(user).map_err(|_| ApiError::Invalid)?;
-    let view = commitment::requested(Query(req.query_string()), state.serves_processed())?;
+    let (view, rendered) = state.views.requested(Query(req.query_string()))?;
     let cond = Conditional::of(req.headers(), Query(req.query_string()))?;
-    let rendered = state.rendered_for(view);
     let answered = conditional::answer(state, (rendered, Changes::Bodies), cond, || async move {
         if let Some(body) = rendered.owner_body(&owner, kind) {
             return Ok(body);
@@ -92,15 +91,15 @@ async fn owner_answer(
                 OwnerBody::Detail => detail_body(&state, &owner, held).await?,
             };
             let body = Body::new(bytes);
-            state
-                .rendered_for(view)
-                .keep_owner_body(owner, kind, generation, body.clone());
+            if let Some(rendered) = state.views.get(view) {
+                rendered.keep_owner_body(owner, kind, generation, body.clone());
+            }
             Ok(body)
         })
         .await
     })
     .await?;
-    Ok(commitment::stamp(answered, view))
+    Ok(view_key::stamp(answered, view))
 }
 
 fn positions_body(owner: &Pubkey, held: &OwnerPositions) -> ApiResult<Bytes> {
@@ -139,7 +138,7 @@ fn render(value: &impl Serialize) -> ApiResult<Bytes> {
 async fn owner_positions(
     state: &AppState,
     owner: Pubkey,
-    view: Commitment,
+    view: ViewKey,
 ) -> ApiResult<OwnerPositions> {
     Ok(state.cache.send(OwnerOf(owner, view)).await??)
 }
@@ -177,10 +176,10 @@ pub async fn sync_position(
 #[utoipa::path(get, path = "/api/positions/unhealthy", tag = "positions",
     params(("pool" = Option<PubkeyText>, Query, description = "keep only debt rows in this pool"),
            ("limit" = Option<i64>, Query, description = "default 50, clamped to 200"),
-           LongPoll, CommitmentParam),
-    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range, or a commitment not served)"),
+           LongPoll, ViewParams),
+    responses((status = 200, body = UnhealthyResponse, description = "positions of owners whose account health factor is below 1 WAD, worst first", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"), ("Lendex-Oracle" = String, description = "the price valued at: pool or feed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"), ("Lendex-Oracle" = String, description = "the price valued at"))),
+        (status = 400, body = ErrorBody, description = "invalid (malformed pool, or wait_ms out of range, or a commitment or oracle not served)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet)")))]
 pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<HttpResponse> {
     polls::serve(
@@ -193,10 +192,10 @@ pub async fn unhealthy(state: web::Data<AppState>, params: Params) -> ApiResult<
 
 #[utoipa::path(get, path = "/api/positions/{user}/detail", tag = "positions",
     params(("user" = PubkeyText, Path, description = "wallet"),
-           LongPoll, CommitmentParam),
-    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"))),
-        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"))),
-        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range, or a commitment not served)")))]
+           LongPoll, ViewParams),
+    responses((status = 200, body = DetailResponse, description = "the wallet's positions with token amounts, interest and APYs", headers(("ETag" = String, description = "strong tag of the exact body"), ("Cache-Control" = String, description = "no-cache"), ("Lendex-Commitment" = String, description = "the view answered: confirmed or processed"), ("Lendex-Oracle" = String, description = "the price valued at: pool or feed"))),
+        (status = 304, description = "not modified: If-None-Match lists the current ETag (no body)", headers(("ETag" = String, description = "the current answer's tag"), ("Lendex-Commitment" = String, description = "the view answered"), ("Lendex-Oracle" = String, description = "the price valued at"))),
+        (status = 400, body = ErrorBody, description = "invalid (malformed wallet, or wait_ms out of range, or a commitment or oracle not served)")))]
 pub async fn detail(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -268,11 +267,11 @@ async fn recent_borrows(state: &AppState, wallet: &str) -> ApiResult<Vec<(String
 
 #[utoipa::path(get, path = "/api/positions/unhealthy/stream", tag = "positions",
     params(("Last-Event-ID" = Option<String>, Header, description = "the `id` of the last event received: a reconnect inside the replay window gets exactly the events it missed, and no snapshot"),
-           CommitmentParam),
+           ViewParams),
     responses((status = 200, content_type = "text/event-stream",
-        headers(("Lendex-Commitment" = String, description = "the view streamed: confirmed or processed")),
+        headers(("Lendex-Commitment" = String, description = "the view streamed: confirmed or processed"), ("Lendex-Oracle" = String, description = "the price valued at: pool or feed")),
         description = "Server-Sent Events: `candidate_start` (an owner's health factor fell below 1 WAD; also sent for every owner already below on connect), `candidate_update` (changed while below), `candidate_stop` (recovered or debt gone). Each has an `id: <epoch>.<sequence>`; each `data` is {owner, account_health_factor_wad, positions: [unhealthy rows], liquidation: the owner's quote as in GET /api/liquidations, or null, slot, commitment (the view), published_at_ms}. The snapshot's events carry the id of the last live event they include. A reconnect whose Last-Event-ID cannot resume (another epoch, older than `cache.replay_bytes` of events, garbage) first gets a `reset` event ({reason}) and then the snapshot. A comment line every second keeps the connection alive. A subscriber more than `cache.subscriber_max_lag_bytes` of live events behind gets one `resync` event ({reason, resync: \"/api/positions/unhealthy\"}) and the stream ends: reconnect with its Last-Event-ID."),
-        (status = 400, body = ErrorBody, description = "invalid: `commitment` other than confirmed, or processed on a server reading the chain at confirmed"),
+        (status = 400, body = ErrorBody, description = "invalid: a `commitment` or `oracle` not served here (processed on a server reading the chain at confirmed, feed on one not reading feeds), or any other value"),
         (status = 429, body = ErrorBody, description = "rate limited: `server.max_streams_per_ip` streams open from this address, or `server.max_streams` in all (Retry-After)"),
         (status = 503, body = ErrorBody, description = "database unavailable (cache not loaded yet); or draining: this replica is stopping, connect again (Retry-After; a balancer sends it to another replica)")))]
 pub async fn unhealthy_stream(
@@ -282,7 +281,7 @@ pub async fn unhealthy_stream(
     if state.drain.is_draining() {
         return Err(ApiError::Draining);
     }
-    let view = commitment::requested(Query(req.query_string()), state.serves_processed())?;
+    let (view, _) = state.views.requested(Query(req.query_string()))?;
     let ticket = state
         .streams
         .admit(req.peer_addr().map(|a| a.ip()))
@@ -305,11 +304,13 @@ pub async fn unhealthy_stream(
             view,
         })
         .await??;
+    let [commitment, oracle] = view_key::values(view);
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"))
-        .insert_header((commitment::HEADER, commitment::value(view)))
+        .insert_header(commitment)
+        .insert_header(oracle)
         .streaming(stream.holding(ticket)))
 }
 

@@ -45,7 +45,7 @@ class PoolsResponse(TypedDict):
     pools: List["Pool"]
 
 
-class UnhealthyRow(TypedDict):
+class _UnhealthyRowFields(TypedDict):
     """docs/design.md §16.4, plus oracle freshness for liquidators."""
     account_health_factor_wad: str
     borrow_principal: str
@@ -57,12 +57,18 @@ class UnhealthyRow(TypedDict):
     position_address: str
 
 
+class UnhealthyRow(_UnhealthyRowFields, total=False):
+    """docs/design.md §16.4, plus oracle freshness for liquidators; with
+    `oracle=feed`, the owner's pools to crank (docs/design.md §17)."""
+    crank: List[str]
+
+
 class UnhealthyResponse(TypedDict):
     """The body of GET /api/positions/unhealthy."""
     positions: List["UnhealthyRow"]
 
 
-class LiquidationQuote(TypedDict):
+class _LiquidationQuoteFields(TypedDict):
     """One quote: the owner's most profitable (debt pool, collateral pool) pair."""
     account_health_factor_conf_wad: str
     account_health_factor_wad: str
@@ -71,6 +77,7 @@ class LiquidationQuote(TypedDict):
     commitment: str
     debt_pool: str
     debt_position: str
+    oracle: str
     oracle_stale: bool
     owner: str
     profit_value_wad: str
@@ -80,6 +87,13 @@ class LiquidationQuote(TypedDict):
     seize_amount: str
     seize_value_wad: str
     slot: int
+
+
+class LiquidationQuote(_LiquidationQuoteFields, total=False):
+    """One quote: the owner's most profitable (debt pool, collateral pool)
+    pair; with `oracle=feed`, the owner's pools to crank in the same
+    transaction, before Liquidate (docs/design.md §17)."""
+    crank: List[str]
 
 
 class LiquidationsResponse(TypedDict):
@@ -172,7 +186,9 @@ class Candidate(TypedDict, total=False):
     account_health_factor_wad: str
     positions: List[UnhealthyRow]
     liquidation: Optional[LiquidationQuote]
+    crank: List[str]
     slot: int
     commitment: str
+    oracle: str
     published_at_ms: int
     rolled_back: bool

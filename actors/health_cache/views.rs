@@ -1,0 +1,439 @@
+//! The views of this replica (docs/design.md §15, §17): `confirmed` always,
+//! `processed` on a cluster reading the chain at processed, and the
+//! confirmed view at the feeds' prices where feeds are read. `Views` is the
+//! one place a read's view key chooses one, and the pipeline hands each tick
+//! to every view through it; it knows whether the index is loaded and the
+//! last tick of the change log its views hold.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::stream_hub::{Published, StreamHub};
+use super::view::{Book, View};
+use crate::domain::forks::Commitment;
+use crate::domain::pubkey::Pubkey;
+use crate::domain::view_key::{Oracle, ViewKey};
+use crate::engine::oracle::{FeedReading, OracleFeeds};
+use crate::engine::processed::{OverlayWrite, Processed};
+use crate::engine::{Change, Engine, PoolState, Unapplied};
+use crate::error::{ActorError, ActorResult};
+use crate::settings::CacheConfig;
+use lendex_store::engine_rows::Owners;
+use lendex_store::overlay::OverlayChange;
+
+/// The feed accounts the index's pools name, as the chain work follows
+/// them (docs/design.md §17).
+pub type NamedFeeds = watch::Sender<Arc<BTreeSet<Pubkey>>>;
+
+/// A view's feed epoch, from the database's: the same on every replica,
+/// never another view's (a confirmed feed's are milliseconds, below 2^48),
+/// so an id resumed on another view gets `reset`.
+fn view_epoch(epoch: u64, view: ViewKey) -> u64 {
+    let commitment = match view.commitment {
+        Commitment::Confirmed => 0,
+        Commitment::Processed => 1 << 48,
+    };
+    let oracle = match view.oracle {
+        Oracle::Pool => 0,
+        Oracle::Feed => 1 << 49,
+    };
+    epoch | commitment | oracle
+}
+
+/// The confirmed view at the feeds' prices: its engine is given each pool
+/// as `OracleFeeds` values it, and every other change as it comes.
+struct AtFeeds {
+    view: View,
+    feeds: OracleFeeds,
+    /// Where the set of feeds followed is told to the chain work.
+    named: NamedFeeds,
+}
+
+impl AtFeeds {
+    /// A tick's changes as this view applies them: pools at their feeds'
+    /// prices, each feed reading turned into the pools naming it.
+    fn translate(&mut self, changes: &[Change]) -> Vec<Change> {
+        let mut out = Vec::with_capacity(changes.len());
+        for change in changes {
+            match change {
+                Change::Pool(state) => out.push(Change::Pool(self.feeds.copy(state.clone()))),
+                Change::PoolRemoved(pool) => {
+                    self.feeds.removed(pool);
+                    out.push(change.clone());
+                }
+                Change::Feed { feed, reading } => {
+                    out.extend((self.feeds.reading(feed, *reading).into_iter()).map(Change::Pool))
+                }
+                _ => out.push(change.clone()),
+            }
+        }
+        out
+    }
+
+    /// Tells the chain work the feeds the pools name, when they changed.
+    fn tell_named(&self) {
+        let named: BTreeSet<Pubkey> = self.feeds.feeds().into_iter().collect();
+        self.named.send_if_modified(|held| {
+            let changed = **held != named;
+            if changed {
+                *held = Arc::new(named);
+            }
+            changed
+        });
+    }
+
+    /// A load: the readings first, then each pool at its feed's price.
+    fn load(&mut self, pools: &[PoolState], readings: &[(Pubkey, FeedReading)]) {
+        self.feeds = OracleFeeds::default();
+        for (feed, reading) in readings {
+            self.feeds.reading(feed, *reading);
+        }
+        let priced: Vec<PoolState> = (pools.iter()).map(|p| self.feeds.copy(p.clone())).collect();
+        self.view.load(&priced);
+        self.tell_named();
+    }
+}
+
+pub(super) struct Views {
+    confirmed: View,
+    processed: Option<View>,
+    /// Where feeds are read (`[oracle] feeds`).
+    at_feeds: Option<AtFeeds>,
+    /// A load has filled them: until then reads answer 503.
+    loaded: bool,
+    /// The last tick of the change log they hold.
+    applied: u64,
+}
+
+impl Views {
+    /// Every replica keeps its numbering and replay window whether or not
+    /// anyone is subscribed (docs/design.md §13): the engines keep events.
+    /// `named` given, feeds are read and valued.
+    pub(super) fn new(
+        cache: &CacheConfig,
+        max_oracle_age: i64,
+        processed: bool,
+        named: Option<NamedFeeds>,
+    ) -> Views {
+        let feed = || {
+            StreamHub::new(
+                cache.replay_bytes,
+                cache.subscriber_max_lag_bytes,
+                max_oracle_age,
+            )
+        };
+        let mut engine = Engine::new(cache.max_owners);
+        engine.record_events(true);
+        let at_feeds = named.map(|named| {
+            let mut engine = Engine::at_feeds(cache.max_owners);
+            engine.record_events(true);
+            AtFeeds {
+                view: View::new(Book::Confirmed(engine), feed()),
+                feeds: OracleFeeds::default(),
+                named,
+            }
+        });
+        Views {
+            confirmed: View::new(Book::Confirmed(engine), feed()),
+            processed: processed
+                .then(|| View::new(Book::Processed(Processed::new(cache.max_owners)), feed())),
+            at_feeds,
+            loaded: false,
+            applied: 0,
+        }
+    }
+
+    /// Whether a load has filled the views.
+    pub(super) fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// The last tick of the change log the views hold.
+    pub(super) fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// The view a read asks for: the one place a view key chooses.
+    pub(super) fn get(&self, key: ViewKey) -> ActorResult<&View> {
+        match (key.commitment, key.oracle) {
+            (Commitment::Confirmed, Oracle::Pool) => Some(&self.confirmed),
+            (Commitment::Processed, Oracle::Pool) => self.processed.as_ref(),
+            (Commitment::Confirmed, Oracle::Feed) => self.at_feeds.as_ref().map(|f| &f.view),
+            (Commitment::Processed, Oracle::Feed) => None,
+        }
+        .ok_or_else(|| not_served(key))
+    }
+
+    pub(super) fn get_mut(&mut self, key: ViewKey) -> ActorResult<&mut View> {
+        match (key.commitment, key.oracle) {
+            (Commitment::Confirmed, Oracle::Pool) => Some(&mut self.confirmed),
+            (Commitment::Processed, Oracle::Pool) => self.processed.as_mut(),
+            (Commitment::Confirmed, Oracle::Feed) => self.at_feeds.as_mut().map(|f| &mut f.view),
+            (Commitment::Processed, Oracle::Feed) => None,
+        }
+        .ok_or_else(|| not_served(key))
+    }
+
+    /// Whether the processed view is served (the overlay's moves are read).
+    pub(super) fn serves_processed(&self) -> bool {
+        self.processed.is_some()
+    }
+
+    /// The confirmed view: what the write-back, history, the risk lens and
+    /// the pool status read.
+    pub(super) fn confirmed(&self) -> &View {
+        &self.confirmed
+    }
+
+    pub(super) fn confirmed_engine_mut(&mut self) -> &mut Engine {
+        self.confirmed.engine_mut()
+    }
+
+    /// Every view.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &View> {
+        std::iter::once(&self.confirmed)
+            .chain(&self.processed)
+            .chain(self.at_feeds.as_ref().map(|f| &f.view))
+    }
+
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut View> {
+        std::iter::once(&mut self.confirmed)
+            .chain(&mut self.processed)
+            .chain(self.at_feeds.as_mut().map(|f| &mut f.view))
+    }
+
+    /// A tick's confirmed changes, in every view: the owner bodies they make
+    /// stale dropped, the processed view given them first (it keeps what
+    /// its overlay does not hold newer), the feed view its translation, the
+    /// confirmed engine taking them. What an engine could not apply from
+    /// memory is to be read back.
+    pub(super) fn apply_changes(&mut self, changes: Vec<Change>) -> Unapplied {
+        let mut unapplied = Unapplied::default();
+        if let Some(view) = &mut self.processed
+            && !changes.is_empty()
+        {
+            // Any confirmed change may end an overlaid write: all its bodies go.
+            view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
+            if let Some(p) = view.processed_mut() {
+                unapplied = p.apply_confirmed(&changes);
+            }
+        }
+        let owners: Option<HashSet<Pubkey>> = (!changes.iter().any(Change::is_pool_wide))
+            .then(|| changes.iter().filter_map(Change::owner).collect());
+        if let Some(f) = &mut self.at_feeds
+            && !changes.is_empty()
+        {
+            let translated = f.translate(&changes);
+            f.view.forget_bodies(owners.as_ref().map(|o| o.iter()));
+            let engine = f.view.engine_mut();
+            let more = engine.apply(translated);
+            // Its health factors are not the index's to store.
+            engine.take_dirty();
+            unapplied.owners.extend(more.owners);
+            unapplied.pools.extend(more.pools);
+            if changes
+                .iter()
+                .any(|c| matches!(c, Change::Pool(_) | Change::PoolRemoved(_)))
+            {
+                f.tell_named();
+            }
+        }
+        self.confirmed
+            .forget_bodies(owners.as_ref().map(|o| o.iter()));
+        let more = self.confirmed.engine_mut().apply(changes);
+        unapplied.owners.extend(more.owners);
+        unapplied.pools.extend(more.pools);
+        unapplied
+    }
+
+    /// A tick's overlay moves, in their order, in the processed view (after
+    /// the confirmed engine took the tick's changes: a retraction restores
+    /// what it holds). Says whether a move rolled writes back.
+    pub(super) fn apply_overlay(&mut self, overlay: Vec<OverlayChange>) -> (Unapplied, bool) {
+        let mut unapplied = Unapplied::default();
+        let Some(view) = &mut self.processed else {
+            return (unapplied, false);
+        };
+        if overlay.is_empty() {
+            return (unapplied, false);
+        }
+        view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
+        let Some(p) = view.processed_mut() else {
+            return (unapplied, false);
+        };
+        let confirmed = self.confirmed.engine();
+        let (mut set, mut retracted, mut rolled_back) = (Vec::new(), Vec::new(), false);
+        let mut moves = overlay.into_iter().peekable();
+        while let Some(change) = moves.next() {
+            match change {
+                OverlayChange::Set(write) => set.push(*write),
+                OverlayChange::Retract {
+                    account,
+                    rolled_back: back,
+                } => {
+                    retracted.push(account);
+                    rolled_back |= back;
+                }
+            }
+            // A run of retractions, then its sets, at a time.
+            let run_ends = match moves.peek() {
+                None => true,
+                Some(OverlayChange::Retract { .. }) => !set.is_empty(),
+                Some(OverlayChange::Set(_)) => false,
+            };
+            if run_ends {
+                let more = p.apply_overlay(std::mem::take(&mut set), &retracted, confirmed);
+                retracted.clear();
+                unapplied.owners.extend(more.owners);
+                unapplied.pools.extend(more.pools);
+            }
+        }
+        (unapplied, rolled_back)
+    }
+
+    /// After tick `tick`: each view's events to its feed (the processed
+    /// ones marked when the tick rolled writes back). True when the
+    /// confirmed feed published some.
+    pub(super) fn publish(&mut self, tick: u64, rolled_back: bool) -> bool {
+        let published = self.confirmed.publish(tick, false) == Published::Events;
+        if let Some(p) = &mut self.processed {
+            p.publish(tick, rolled_back);
+        }
+        if let Some(f) = &mut self.at_feeds {
+            f.view.publish(tick, false);
+        }
+        published
+    }
+
+    /// Every view's streams start over at `tick` of the database's `epoch`
+    /// (a load): what led there is not numbered, and with `close` open
+    /// streams end.
+    pub(super) fn restart(&mut self, epoch: u64, tick: u64, close: bool) {
+        self.applied = tick;
+        for view in self.iter_mut() {
+            let key = view.engine().view_key();
+            view.restart(view_epoch(epoch, key), tick, close);
+        }
+    }
+
+    /// Ticks up to `tick` were applied, in every view.
+    pub(super) fn advance_to(&mut self, tick: u64) {
+        self.applied = self.applied.max(tick);
+        let applied = self.applied;
+        for view in self.iter_mut() {
+            view.streams_mut().advance_to(applied);
+        }
+    }
+
+    /// Answers the parked reconnects that can be (after log read `number`
+    /// when `read_log`), in every view.
+    pub(super) fn unpark(&mut self, read_log: bool, number: u64) {
+        let applied = self.applied;
+        for view in self.iter_mut() {
+            view.unpark(read_log, number, applied);
+        }
+    }
+
+    /// A load: every view emptied and filled with `pools` (the feed view's
+    /// at `readings`) and `owners` (the stored health factors kept by the
+    /// confirmed engine), the overlay laid over the processed one.
+    pub(super) fn load(
+        &mut self,
+        pools: &[PoolState],
+        readings: &[(Pubkey, FeedReading)],
+        owners: Owners,
+        overlay: Vec<OverlayWrite>,
+    ) {
+        for view in self.iter_mut() {
+            view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
+        }
+        self.confirmed.load(pools);
+        if let Some(p) = &mut self.processed {
+            p.load(pools);
+        }
+        if let Some(f) = &mut self.at_feeds {
+            f.load(pools, readings);
+        }
+        self.set_owners(owners, false);
+        let confirmed = self.confirmed.engine();
+        if let Some(p) = self.processed.as_mut().and_then(View::processed_mut) {
+            p.engine_mut().end_reload();
+            p.reset_overlay();
+            p.apply_overlay(overlay, &[], confirmed);
+        }
+        if let Some(f) = &mut self.at_feeds {
+            let engine = f.view.engine_mut();
+            engine.end_reload();
+            engine.take_dirty();
+        }
+        self.confirmed.engine_mut().end_reload();
+        self.loaded = true;
+    }
+
+    /// Owners read back from the database (evicted, or unknown to the
+    /// processed view): set as stored in every view, the overlay laid over
+    /// them again.
+    pub(super) fn read_back(&mut self, owners: Owners) {
+        for view in self.iter() {
+            view.forget_bodies(Some(owners.keys()));
+        }
+        self.set_owners(owners, true);
+    }
+
+    /// `owners` as stored, in every view; with `relay`, the overlay's
+    /// writes of theirs laid over them again (a load lays the whole overlay).
+    fn set_owners(&mut self, owners: Owners, relay: bool) {
+        if let Some(p) = self.processed.as_mut().and_then(View::processed_mut) {
+            for (owner, (positions, _)) in &owners {
+                p.engine_mut().set_owner(*owner, positions.clone());
+            }
+            if relay {
+                let keys: Vec<Pubkey> = owners.keys().copied().collect();
+                p.relay(&keys);
+            }
+        }
+        if let Some(f) = &mut self.at_feeds {
+            let engine = f.view.engine_mut();
+            for (owner, (positions, _)) in &owners {
+                engine.set_owner(*owner, positions.clone());
+            }
+            engine.take_dirty();
+        }
+        let engine = self.confirmed.engine_mut();
+        for (owner, (positions, stored)) in owners {
+            engine.set_owner(owner, positions);
+            if let Some(stored) = stored {
+                engine.set_stored(&owner, stored);
+            }
+        }
+    }
+}
+
+fn not_served(key: ViewKey) -> ActorError {
+    ActorError::internal(format!(
+        "the {} view at the {} price is not served here",
+        key.commitment.name(),
+        key.oracle.name()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_view_has_an_epoch_of_its_own() {
+        let epoch = 1_700_000_000_000;
+        let keys = [
+            ViewKey::new(Commitment::Confirmed, Oracle::Pool),
+            ViewKey::new(Commitment::Processed, Oracle::Pool),
+            ViewKey::new(Commitment::Confirmed, Oracle::Feed),
+            ViewKey::new(Commitment::Processed, Oracle::Feed),
+        ];
+        let epochs: BTreeSet<u64> = keys.iter().map(|k| view_epoch(epoch, *k)).collect();
+        assert_eq!(epochs.len(), 4);
+        assert_eq!(view_epoch(epoch, ViewKey::CONFIRMED), epoch);
+    }
+}
