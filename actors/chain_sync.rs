@@ -11,6 +11,7 @@
 //! a cut has the prices it missed in a second, not after a reconcile that
 //! may take half a minute at 100,000 positions (docs/design.md §7).
 
+use crate::chain::source::NamedFeeds;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -109,6 +110,9 @@ pub struct ChainDeps {
     pub writer: Writers,
     pub cache: Addr<HealthCache>,
     pub ingest: Ingest,
+    /// The feed accounts the pools name, when feeds are read
+    /// (docs/design.md §17): the stream follows them.
+    pub feeds: Option<NamedFeeds>,
 }
 
 /// What one refresh needs; cloned into each refresh job.
@@ -313,6 +317,7 @@ impl Handler<LeaderChanged> for ChainSync {
                 writer,
                 cache,
                 ingest,
+                feeds,
             } = self.refresher.deps.clone();
             let deps = StreamDeps {
                 db,
@@ -320,6 +325,7 @@ impl Handler<LeaderChanged> for ChainSync {
                 writer,
                 cache,
                 ingest,
+                feeds,
                 source: self.source.clone(),
                 silence: self.silence,
                 commitment: self.commitment,
@@ -440,6 +446,7 @@ impl Refresher {
             writer,
             cache,
             ingest,
+            ..
         } = &self.deps;
         let registered: Vec<Pubkey> = {
             let client = db.get().await?;

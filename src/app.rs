@@ -92,6 +92,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     // The feed accounts the pools name: told by the cache, followed by the
     // chain work (docs/design.md §17).
     let named_feeds = NamedFeeds::new(Arc::default());
+    let followed = config.oracle.feeds.then(|| named_feeds.subscribe());
     let settings = CacheSettings {
         cache: &config.cache,
         health: &config.health,
@@ -121,6 +122,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         writer: writer.clone(),
         cache: cache.clone(),
         ingest,
+        feeds: followed,
     };
     let sync = ChainSync::new(deps, &config.rpc, &config.sync).start();
     // Both are told when the lease is taken and lost.

@@ -23,6 +23,11 @@ pub(super) async fn apply(
 ) -> ActorResult<()> {
     let mut writes = Vec::new();
     for account in latest(batch) {
+        if deps.is_feed(&account.pubkey) {
+            // A pool's feed (docs/design.md §17): written as it came.
+            writes.extend(deps.ingest.streamed_feed(account).map(AccountWrite::Feed));
+            continue;
+        }
         match deps.ingest.streamed(account) {
             Streamed::Write { pool, write } => {
                 // Another pool of the program: not the index's.

@@ -35,7 +35,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::mpsc;
 
 use crate::chain::grpc::{self, Resume};
-use crate::chain::source::{AccountUpdate, Backoff, Ended, StreamEvent, wait_out};
+use crate::chain::source::{AccountUpdate, Backoff, Ended, NamedFeeds, StreamEvent, wait_out};
 use crate::chain::websocket;
 use crate::chain_reader::{ChainReader, GetSlot};
 use crate::db_writer::Writers;
@@ -87,6 +87,16 @@ pub(crate) struct StreamDeps {
     /// What the gRPC source reads at; at `processed`, the slot tree's bound.
     pub commitment: Commitment,
     pub max_unconfirmed_slots: usize,
+    /// The feed accounts the pools name, when feeds are read
+    /// (docs/design.md §17).
+    pub feeds: Option<NamedFeeds>,
+}
+
+impl StreamDeps {
+    /// Whether `account` is a feed some pool names now.
+    pub(crate) fn is_feed(&self, account: &Pubkey) -> bool {
+        (self.feeds.as_ref()).is_some_and(|named| named.borrow().contains(account))
+    }
 }
 
 /// Reports to the chain-sync actor (health, reconcile).
@@ -126,7 +136,8 @@ pub(crate) async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>
         let connection = async {
             match &deps.source {
                 Source::Websocket { url } => {
-                    websocket::run_connection(url, &deps.ingest.program, deps.silence, &tx).await
+                    let (program, feeds) = (&deps.ingest.program, deps.feeds.clone());
+                    websocket::run_connection(url, program, deps.silence, feeds, &tx).await
                 }
                 Source::Grpc(endpoint) => {
                     let (program, commitment) = (deps.ingest.program, deps.commitment);
@@ -136,6 +147,7 @@ pub(crate) async fn stream_forever(deps: StreamDeps, to: Recipient<StreamReport>
                         commitment,
                         deps.silence,
                         &mut resume,
+                        deps.feeds.clone(),
                         &tx,
                     )
                     .await

@@ -133,6 +133,11 @@ async fn index_write(
     registered: &mut Registered,
     account: &AccountUpdate,
 ) -> Result<Option<AccountWrite>, ActorError> {
+    // A feed's processed write reaches the views once its slot is confirmed
+    // (docs/design.md §17).
+    if deps.is_feed(&account.pubkey) {
+        return Ok(None);
+    }
     match deps.ingest.streamed(account) {
         Streamed::Write { pool, write } => {
             Ok(registered.contains(deps, &pool).await?.then_some(*write))

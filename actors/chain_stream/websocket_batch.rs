@@ -16,6 +16,7 @@ use crate::chain_reader::ReadAccounts;
 use crate::domain::pubkey::Pubkey;
 use crate::error::ActorResult;
 use crate::ingest::sort_out;
+use lendex_store::chain_writes::AccountWrite;
 
 /// A re-read that does not yet show the notified data is tried again after
 /// this, at most this many times.
@@ -31,6 +32,12 @@ pub(super) async fn apply(
     batch: &[AccountUpdate],
     heard: Instant,
 ) -> ActorResult<()> {
+    let (feeds, batch): (Vec<AccountUpdate>, Vec<AccountUpdate>) =
+        batch.iter().cloned().partition(|a| deps.is_feed(&a.pubkey));
+    if !feeds.is_empty() {
+        apply_feeds(deps, trusted_above, &feeds, heard).await?;
+    }
+    let batch = batch.as_slice();
     let mut wanted = sort_out(batch);
     let mut keep = HashSet::new();
     for pool in wanted.all_pools() {
@@ -75,5 +82,42 @@ pub(super) async fn apply(
     let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
     // One read, one slot: written together.
     commit_slots(deps, deps.ingest.reread(&again, &reads), heard).await?;
+    Ok(())
+}
+
+/// The pools' feeds notified (docs/design.md §17): written as they came when
+/// the slot proves them newer, else re-read over HTTP (the same rule as a
+/// pool's). A write the stored row's newer read refuses is left: the row
+/// holds the newer one.
+async fn apply_feeds(
+    deps: &StreamDeps,
+    trusted_above: u64,
+    feeds: &[AccountUpdate],
+    heard: Instant,
+) -> ActorResult<()> {
+    let latest: BTreeMap<Pubkey, &AccountUpdate> = feeds.iter().map(|n| (n.pubkey, n)).collect();
+    let mut writes = Vec::new();
+    let mut reread = Vec::new();
+    for (key, update) in latest {
+        match update.slot > trusted_above {
+            true => writes.extend(deps.ingest.streamed_feed(update).map(AccountWrite::Feed)),
+            false => reread.push(key),
+        }
+    }
+    if !reread.is_empty() {
+        let reads = deps
+            .chain
+            .send(ReadAccounts {
+                keys: reread.clone(),
+            })
+            .await??;
+        let read = reread.iter().zip(reads.iter());
+        writes.extend(
+            read.filter_map(|(key, read)| {
+                deps.ingest.feed(key, read, false).map(AccountWrite::Feed)
+            }),
+        );
+    }
+    commit_slots(deps, writes, heard).await?;
     Ok(())
 }

@@ -36,6 +36,7 @@ mod leader;
 mod liquidations_api;
 mod metrics_api;
 mod numeric_binary;
+mod oracle_feeds;
 mod positions_synced;
 mod process;
 mod processed_source;

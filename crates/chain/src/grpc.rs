@@ -10,11 +10,13 @@
 //! is the wire: requests, updates, and one connection's life, reported as
 //! `chain::source` events; `actors::chain_stream` applies them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
+
+use super::source::{NamedFeeds, named_changed};
 use yellowstone_grpc_client::{ClientTlsConfig, GeyserGrpcClient, GeyserGrpcClientError};
 use yellowstone_grpc_proto::prelude::{
     CommitmentLevel, SlotStatus, SubscribeRequest, SubscribeRequestFilterAccounts,
@@ -34,6 +36,8 @@ use lendex_domain::pubkey::Pubkey;
 pub const POOLS_FILTER: &str = "lendex_pools";
 pub const POSITIONS_FILTER: &str = "lendex_positions";
 pub const SLOTS_FILTER: &str = "lendex_slots";
+/// The pools' feed accounts, by address (docs/design.md §17).
+pub const FEEDS_FILTER: &str = "lendex_feeds";
 
 /// Connecting (TCP, TLS, HTTP/2) must finish within this; so must the
 /// replay question.
@@ -44,14 +48,16 @@ const REFUSAL_WAIT: Duration = Duration::from_secs(1);
 /// A probe of a node that is backed off from gets this long.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The subscription: the program's pools and positions and slot updates at
-/// `commitment` (set explicitly: a server's default may differ); from
-/// `from_slot` when resuming. At `processed` every slot status arrives,
-/// between slots too, so that the slot tree sees forks and dead slots.
+/// The subscription: the program's pools and positions, the feed accounts
+/// `feeds` names, and slot updates at `commitment` (set explicitly: a
+/// server's default may differ); from `from_slot` when resuming. At
+/// `processed` every slot status arrives, between slots too, so that the
+/// slot tree sees forks and dead slots.
 pub fn subscribe_request(
     program: &Pubkey,
     from_slot: Option<u64>,
     commitment: Commitment,
+    feeds: &BTreeSet<Pubkey>,
 ) -> SubscribeRequest {
     let every_status = commitment == Commitment::Processed;
     let accounts = |discriminator: &[u8; 8]| SubscribeRequestFilterAccounts {
@@ -64,14 +70,22 @@ pub fn subscribe_request(
         }],
         ..Default::default()
     };
+    let mut filters = HashMap::from([
+        (POOLS_FILTER.to_string(), accounts(&POOL_DISCRIMINATOR)),
+        (
+            POSITIONS_FILTER.to_string(),
+            accounts(&POSITION_DISCRIMINATOR),
+        ),
+    ]);
+    if !feeds.is_empty() {
+        let by_address = SubscribeRequestFilterAccounts {
+            account: feeds.iter().map(Pubkey::to_string).collect(),
+            ..Default::default()
+        };
+        filters.insert(FEEDS_FILTER.to_string(), by_address);
+    }
     SubscribeRequest {
-        accounts: HashMap::from([
-            (POOLS_FILTER.to_string(), accounts(&POOL_DISCRIMINATOR)),
-            (
-                POSITIONS_FILTER.to_string(),
-                accounts(&POSITION_DISCRIMINATOR),
-            ),
-        ]),
+        accounts: filters,
         slots: HashMap::from([(
             SLOTS_FILTER.to_string(),
             SubscribeRequestFilterSlots {
@@ -182,6 +196,7 @@ pub async fn run_connection(
     commitment: Commitment,
     silence: Duration,
     resume: &mut Resume,
+    mut feeds: Option<NamedFeeds>,
     to: &mpsc::Sender<StreamEvent>,
 ) -> Ended {
     let mut client = match connect(endpoint).await {
@@ -192,8 +207,12 @@ pub async fn run_connection(
         Some(last) => replay_from(&mut client, last).await,
         None => None,
     };
+    let mut followed = feeds
+        .as_mut()
+        .map(|named| named.borrow_and_update().clone())
+        .unwrap_or_default();
     let (mut sink, mut stream) = loop {
-        let request = subscribe_request(program, from, commitment);
+        let request = subscribe_request(program, from, commitment, &followed);
         let (mut sink, mut stream) = match client.subscribe_with_request(Some(request)).await {
             Ok(subscribed) => subscribed,
             Err(e) => return Ended::reached(format!("subscribe failed: {e}")),
@@ -241,7 +260,20 @@ pub async fn run_connection(
         tracing::info!(from_slot = from, "gRPC stream resumed");
     }
     loop {
-        let update = match tokio::time::timeout(silence, stream.next()).await {
+        let next = tokio::select! {
+            next = tokio::time::timeout(silence, stream.next()) => next,
+            Some(wanted) = named_changed(&mut feeds) => {
+                // The filters replaced on the same stream (Yellowstone takes
+                // a later request as the whole subscription), from now.
+                followed = wanted;
+                let request = subscribe_request(program, None, commitment, &followed);
+                if let Err(e) = sink.send(request).await {
+                    return Ended::reached(format!("resubscribe failed: {e}"));
+                }
+                continue;
+            }
+        };
+        let update = match next {
             Err(_) => return Ended::reached(format!("silent for {silence:?}")),
             Ok(None) => return Ended::reached("closed by the server"),
             Ok(Some(Err(status))) => return Ended::reached(format!("stream failed: {status}")),
@@ -397,7 +429,8 @@ mod tests {
     #[test]
     fn the_request_names_two_account_filters_and_slots_at_confirmed() {
         let program = Pubkey::new_from_array([3; 32]);
-        let request = subscribe_request(&program, Some(77), Commitment::Confirmed);
+        let request =
+            subscribe_request(&program, Some(77), Commitment::Confirmed, &BTreeSet::new());
         assert_eq!(request.commitment, Some(CommitmentLevel::Confirmed as i32));
         assert_eq!(request.from_slot, Some(77));
         for (name, discriminator) in [
@@ -418,11 +451,11 @@ mod tests {
         assert_eq!(request.slots[SLOTS_FILTER].filter_by_commitment, Some(true));
         assert_eq!(request.slots[SLOTS_FILTER].interslot_updates, Some(false));
         assert_eq!(
-            subscribe_request(&program, None, Commitment::Confirmed).from_slot,
+            subscribe_request(&program, None, Commitment::Confirmed, &BTreeSet::new()).from_slot,
             None
         );
         // At processed: every status, between slots too, at processed.
-        let processed = subscribe_request(&program, None, Commitment::Processed);
+        let processed = subscribe_request(&program, None, Commitment::Processed, &BTreeSet::new());
         assert_eq!(
             processed.commitment,
             Some(CommitmentLevel::Processed as i32)
@@ -431,6 +464,19 @@ mod tests {
         assert_eq!(slots.filter_by_commitment, Some(false));
         assert_eq!(slots.interslot_updates, Some(true));
         assert_eq!(processed.accounts.len(), 2);
+        // The feeds, by address, once any is named.
+        let feed = Pubkey::new_from_array([8; 32]);
+        let with_feeds = subscribe_request(
+            &program,
+            None,
+            Commitment::Confirmed,
+            &BTreeSet::from([feed]),
+        );
+        assert_eq!(
+            with_feeds.accounts[FEEDS_FILTER].account,
+            vec![feed.to_string()]
+        );
+        assert!(with_feeds.accounts[FEEDS_FILTER].owner.is_empty());
         // A ping's answer changes no filter.
         let ping = ping_answer();
         assert!(ping.ping.is_some() && ping.accounts.is_empty() && ping.slots.is_empty());

@@ -10,5 +10,6 @@ mod sender;
 pub mod settings;
 pub mod source;
 pub mod websocket;
+mod websocket_feeds;
 
 pub use settings::{ChainSource, RpcConfig};

@@ -12,11 +12,15 @@
 //! silent), so the feed catches up within 2 s of its return. A node that
 //! answers every probe and still fails gets the whole backoff.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
+use tokio::sync::watch;
 
 use lendex_domain::forks::SlotStatus;
+use lendex_domain::pubkey::Pubkey;
 
 pub use lendex_domain::raw::AccountUpdate;
 
@@ -168,6 +172,21 @@ pub fn endpoint_of(url: &str) -> Option<(String, u16)> {
     match authority.rsplit_once(':') {
         Some((host, port)) => Some((host.to_string(), port.parse().ok()?)),
         None => Some((authority.to_string(), default_port)),
+    }
+}
+
+/// The feeds the health cache names, as the chain work reads them.
+pub type NamedFeeds = watch::Receiver<Arc<BTreeSet<Pubkey>>>;
+
+/// The next set named, when one is watched (never, else).
+pub(crate) async fn named_changed(feeds: &mut Option<NamedFeeds>) -> Option<Arc<BTreeSet<Pubkey>>> {
+    match feeds {
+        Some(named) => match named.changed().await {
+            Ok(()) => Some(named.borrow_and_update().clone()),
+            // The cache is gone (the service stops): nothing more to follow.
+            Err(_) => std::future::pending().await,
+        },
+        None => std::future::pending().await,
     }
 }
 

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::source::{AccountUpdate, Ended, SlotUpdate, StreamEvent};
+use super::source::{AccountUpdate, Ended, NamedFeeds, SlotUpdate, StreamEvent, named_changed};
+use super::websocket_feeds::FeedSubscriptions;
 use lendex_domain::accounts::{POOL_DISCRIMINATOR, POSITION_DISCRIMINATOR};
 use lendex_domain::forks::SlotStatus;
 use lendex_domain::pubkey::Pubkey;
@@ -73,9 +74,10 @@ pub fn subscriptions(program: &Pubkey) -> [String; 3] {
 /// What a text frame from the node means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
-    /// A subscription request was answered.
-    Subscribed {
+    /// A request was answered (a subscription's result is its number).
+    Answered {
         id: u64,
+        result: Value,
     },
     /// A subscription request was refused.
     Refused {
@@ -83,6 +85,12 @@ pub enum Frame {
         error: String,
     },
     Account(AccountUpdate),
+    /// An account followed by its own subscription (a feed): the node names
+    /// it by the subscription's number only, so `update.pubkey` is unset.
+    Watched {
+        subscription: u64,
+        update: AccountUpdate,
+    },
     /// The node began processing this slot (after `parent`).
     Slot(SlotUpdate),
     Other,
@@ -93,8 +101,11 @@ pub fn parse_frame(text: &str) -> Frame {
         return Frame::Other;
     };
     if let Some(id) = v["id"].as_u64() {
-        if v.get("result").is_some() {
-            return Frame::Subscribed { id };
+        if let Some(result) = v.get("result") {
+            return Frame::Answered {
+                id,
+                result: result.clone(),
+            };
         }
         return Frame::Refused {
             id,
@@ -112,15 +123,20 @@ pub fn parse_frame(text: &str) -> Frame {
             None => Frame::Other,
         };
     }
-    if v["method"] != "programNotification" {
+    let watched = v["method"] == "accountNotification";
+    if v["method"] != "programNotification" && !watched {
         return Frame::Other;
     }
     let result = &v["params"]["result"];
     let value = &result["value"];
-    let account = &value["account"];
+    // A program's notification names the account; an account's is the account.
+    let account = if watched { value } else { &value["account"] };
     let parsed = (|| {
         let slot = result["context"]["slot"].as_u64()?;
-        let pubkey = value["pubkey"].as_str()?.parse().ok()?;
+        let pubkey = match watched {
+            true => Pubkey::default(),
+            false => value["pubkey"].as_str()?.parse().ok()?,
+        };
         let owner = account["owner"].as_str()?.parse().ok()?;
         let data = base64::engine::general_purpose::STANDARD
             .decode(account["data"][0].as_str()?)
@@ -134,7 +150,14 @@ pub fn parse_frame(text: &str) -> Frame {
             write_version: None,
         })
     })();
-    parsed.map_or(Frame::Other, Frame::Account)
+    match (parsed, v["params"]["subscription"].as_u64()) {
+        (Some(update), Some(subscription)) if watched => Frame::Watched {
+            subscription,
+            update,
+        },
+        (Some(update), _) if !watched => Frame::Account(update),
+        _ => Frame::Other,
+    }
 }
 
 /// Whether the node answers the protocol now: a websocket handshake within
@@ -162,6 +185,7 @@ pub async fn run_connection(
     url: &str,
     program: &Pubkey,
     silence: Duration,
+    mut feeds: Option<NamedFeeds>,
     to: &mpsc::Sender<StreamEvent>,
 ) -> Ended {
     let connect = tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_tungstenite::connect_async(url));
@@ -182,6 +206,16 @@ pub async fn run_connection(
             return Ended::reached(format!("subscribe failed: {e}"));
         }
     }
+    // The feeds the cache names, each followed on its own (docs/design.md §17).
+    let mut followed = FeedSubscriptions::default();
+    if let Some(named) = &mut feeds {
+        let wanted = named.borrow_and_update().clone();
+        for request in followed.follow(&wanted) {
+            if let Err(e) = socket.send(Message::text(request)).await {
+                return Ended::reached(format!("subscribe failed: {e}"));
+            }
+        }
+    }
     let mut confirmed = 0;
     let mut ping = tokio::time::interval(silence / 3);
     ping.tick().await;
@@ -190,6 +224,14 @@ pub async fn run_connection(
     loop {
         let frame = tokio::select! {
             frame = socket.next() => frame,
+            Some(wanted) = named_changed(&mut feeds) => {
+                for request in followed.follow(&wanted) {
+                    if let Err(e) = socket.send(Message::text(request)).await {
+                        return Ended::reached(format!("subscribe failed: {e}"));
+                    }
+                }
+                continue;
+            }
             _ = ping.tick() => {
                 if heard.elapsed() >= silence {
                     return Ended::reached(format!("silent for {silence:?}"));
@@ -210,7 +252,16 @@ pub async fn run_connection(
             continue;
         };
         match parse_frame(&text) {
-            Frame::Subscribed { .. } => {
+            Frame::Answered { id, result } => {
+                let mut then = Vec::new();
+                if followed.answered(id, &result, &mut then) {
+                    for request in then {
+                        if let Err(e) = socket.send(Message::text(request)).await {
+                            return Ended::reached(format!("unsubscribe failed: {e}"));
+                        }
+                    }
+                    continue;
+                }
                 confirmed += 1;
                 // A websocket resends nothing: what the socket missed
                 // while down is the reconciliation's.
@@ -224,6 +275,19 @@ pub async fn run_connection(
             }
             Frame::Account(account) => {
                 if to.send(StreamEvent::Account(account)).await.is_err() {
+                    return Ended::reached("stopped");
+                }
+            }
+            Frame::Watched {
+                subscription,
+                mut update,
+            } => {
+                // A notification of a subscription just dropped: not followed.
+                let Some(feed) = followed.account_of(subscription) else {
+                    continue;
+                };
+                update.pubkey = feed;
+                if to.send(StreamEvent::Account(update)).await.is_err() {
                     return Ended::reached("stopped");
                 }
             }
@@ -285,7 +349,10 @@ mod tests {
     fn frames() {
         assert_eq!(
             parse_frame(r#"{"jsonrpc":"2.0","result":7,"id":2}"#),
-            Frame::Subscribed { id: 2 }
+            Frame::Answered {
+                id: 2,
+                result: json!(7)
+            }
         );
         assert!(matches!(
             parse_frame(r#"{"jsonrpc":"2.0","error":{"code":-32601},"id":1}"#),
@@ -311,6 +378,27 @@ mod tests {
                 data: vec![1, 2, 3],
                 write_version: None,
             })
+        );
+        let watched = json!({
+            "jsonrpc": "2.0", "method": "accountNotification",
+            "params": { "subscription": 23, "result": { "context": { "slot": 43 }, "value": {
+                "data": ["AQID", "base64"], "owner": owner.to_string(), "lamports": 0,
+                "executable": false, "rentEpoch": 0, "space": 3 } } }
+        })
+        .to_string();
+        assert_eq!(
+            parse_frame(&watched),
+            Frame::Watched {
+                subscription: 23,
+                update: AccountUpdate {
+                    slot: 43,
+                    pubkey: Pubkey::default(),
+                    owner,
+                    lamports: Some(0),
+                    data: vec![1, 2, 3],
+                    write_version: None,
+                }
+            }
         );
         assert_eq!(parse_frame("not json"), Frame::Other);
         assert_eq!(

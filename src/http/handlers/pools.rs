@@ -22,6 +22,7 @@ use crate::http::single_flight::{self, Key};
 use crate::http::state::AppState;
 use crate::ingest::Registration;
 use crate::serve::poll_answers::{Body, Changes, now_seconds};
+use crate::store::chain_writes::{AccountWrite, SlotWrites};
 use crate::store::reads;
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::PubkeyText;
@@ -313,7 +314,32 @@ pub async fn sync_pool(
         .send(ReadAccounts { keys: vec![pool] })
         .await??;
     let sync = state.ingest.pool(&pool, &reads[0], symbol, false)?;
-    commit(&state.writer, &state.cache, sync, Reaches::Awaited).await?;
+    // Its feed read with it (docs/design.md §17), committed in the same
+    // transaction: one change brings both views along.
+    let feed = match sync
+        .pool
+        .pyth_price_feed
+        .filter(|_| state.ingest.receiver.is_some())
+    {
+        Some(feed) => {
+            let reads = state
+                .chain
+                .send(ReadAccounts { keys: vec![feed] })
+                .await??;
+            state.ingest.feed(&feed, &reads[0], false)
+        }
+        None => None,
+    };
+    let writes = std::iter::once(AccountWrite::Pool(sync))
+        .chain(feed.map(AccountWrite::Feed))
+        .collect();
+    commit(
+        &state.writer,
+        &state.cache,
+        SlotWrites { writes },
+        Reaches::Awaited,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(SyncPoolResponse {
         ok: true,
         pool_address: pool.to_string(),

@@ -1,0 +1,189 @@
+//! Oracle feeds (docs/design.md §17) on a real chain: a pool names a Pyth
+//! `PriceUpdateV2` account written with `surfnet_setAccount`; a pool sync
+//! reads it with the pool. Market: USDC $1 and SOL $20 (threshold 0.8); one
+//! account deposits 1,000 USDC ($800 weighted) and borrows 35 SOL ($700):
+//! 1.14 at the pools' copy, 0.91 with SOL's feed at $25.
+
+use std::time::Duration;
+
+use lendex::domain::accounts::encode_pool;
+use lendex::domain::pubkey::Pubkey;
+use lendex::domain::pyth::{PriceMessage, PriceUpdate, RECEIVER_PROGRAM, Verification};
+use serde_json::Value;
+
+use crate::common::*;
+use crate::fixtures::feeds::read_events;
+use crate::fixtures::market::{Market, USD, market};
+
+fn receiver() -> Pubkey {
+    RECEIVER_PROGRAM.parse().unwrap()
+}
+
+/// A feed account's data: `price` at exponent -8, confidence 1000 (the
+/// copy's), fully verified unless `partial`.
+fn feed_data(price: i64, partial: bool) -> Vec<u8> {
+    PriceUpdate {
+        write_authority: Pubkey::new_unique(),
+        verification: match partial {
+            true => Verification::Partial { num_signatures: 3 },
+            false => Verification::Full,
+        },
+        message: PriceMessage {
+            feed_id: [7; 32],
+            price,
+            conf: 1000,
+            exponent: -8,
+            publish_time: chrono::Utc::now().timestamp(),
+            prev_publish_time: chrono::Utc::now().timestamp() - 1,
+            ema_price: price,
+            ema_conf: 1000,
+        },
+        posted_slot: 1,
+    }
+    .encode()
+}
+
+/// SOL's pool names `feed` on chain, and the index reads both (a pool sync).
+async fn name_sol_feed(m: &mut Market, feed: &Pubkey) {
+    m.sol_data.pyth_price_feed = Some(*feed);
+    m.t.chain
+        .set(&m.sol, &m.t.program, &encode_pool(&m.sol_data))
+        .await;
+    assert_eq!(m.t.sync_pool(&m.sol).await.0, 200);
+}
+
+/// Writes SOL's feed account and reads it (with the pool).
+async fn set_feed(m: &Market, feed: &Pubkey, owner: &Pubkey, data: &[u8]) {
+    m.t.chain.set(feed, owner, data).await;
+    assert_eq!(m.t.sync_pool(&m.sol).await.0, 200);
+}
+
+/// The unhealthy rows at the feeds' prices.
+async fn at_feed(m: &Market) -> Value {
+    get_view(m, "/api/positions/unhealthy?oracle=feed").await.1["positions"].clone()
+}
+
+async fn get_view(m: &Market, path: &str) -> (u16, Value, Option<String>) {
+    let res = m.t.app.http.get(m.t.app.url(path)).send().await.unwrap();
+    let oracle = res
+        .headers()
+        .get("lendex-oracle")
+        .map(|v| v.to_str().unwrap().to_string());
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null), oracle)
+}
+
+#[actix_rt::test]
+async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
+    let mut m = market(|_| {}).await;
+    let feed = Pubkey::new_unique();
+    m.t.chain
+        .set(&feed, &receiver(), &feed_data(25 * USD, false))
+        .await;
+    name_sol_feed(&mut m, &feed).await;
+    let owner = m.account(1_000_000_000, 35_000_000_000).await;
+    let sol = m.sol.to_string();
+
+    // The pools' own prices: healthy; no crank list, oracle named.
+    let (status, body, oracle) = get_view(&m, "/api/positions/unhealthy").await;
+    assert_eq!((status, oracle.as_deref()), (200, Some("pool")));
+    assert_eq!(body["positions"], serde_json::json!([]));
+    // At the feeds' prices: under, with SOL's pool to crank on every row.
+    let (status, body, oracle) = get_view(&m, "/api/positions/unhealthy?oracle=feed").await;
+    assert_eq!((status, oracle.as_deref()), (200, Some("feed")));
+    let rows = body["positions"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{body}");
+    for row in rows {
+        assert_eq!(row["owner"], owner);
+        assert_eq!(row["crank"], serde_json::json!([sol]));
+    }
+    let (_, quotes, _) = get_view(&m, "/api/liquidations?oracle=feed").await;
+    let quote = &quotes["liquidations"][0];
+    assert_eq!(
+        (&quote["oracle"], &quote["crank"]),
+        (&Value::from("feed"), &serde_json::json!([sol]))
+    );
+    let (_, quotes, _) = get_view(&m, "/api/liquidations").await;
+    assert_eq!(quotes["liquidations"], serde_json::json!([]));
+    // The owner's own answers are valued at the feed too.
+    let (_, mine, _) = get_view(&m, &format!("/api/positions/{owner}?oracle=feed")).await;
+    let hf: u128 = mine["positions"][0]["health_factor_wad"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(hf < 1_000_000_000_000_000_000, "{mine}");
+
+    // A liquidator follows the feed view: the owner starts with the list.
+    let mut res =
+        m.t.app
+            .http
+            .get(m.t.app.url("/api/positions/unhealthy/stream?oracle=feed"))
+            .send()
+            .await
+            .unwrap();
+    assert_eq!(res.headers()["lendex-oracle"], "feed");
+    let mut buffer = String::new();
+    let events = read_events(&mut res, &mut buffer, 1, Duration::from_secs(5)).await;
+    assert_eq!(events[0].0, "candidate_start");
+    assert_eq!(events[0].1["crank"], serde_json::json!([sol]));
+    assert_eq!(events[0].1["oracle"], "feed");
+
+    // The crank lands (the copy takes the feed's price): the pool view
+    // follows, and the feed view updates the owner with nothing to crank.
+    m.set_sol_price(25 * USD).await;
+    let events = read_events(&mut res, &mut buffer, 1, Duration::from_secs(5)).await;
+    assert_eq!(events[0].0, "candidate_update", "{events:?}");
+    assert_eq!(events[0].1["crank"], serde_json::json!([]));
+    let pool_view = m.unhealthy("").await;
+    assert_eq!(pool_view.len(), 2);
+    assert!(
+        pool_view[0].get("crank").is_none(),
+        "absent in the pool view"
+    );
+    let (_, body, _) = get_view(&m, "/api/positions/unhealthy?oracle=feed").await;
+    assert_eq!(body["positions"][0]["crank"], serde_json::json!([]));
+}
+
+#[actix_rt::test]
+async fn a_feed_that_cannot_value_leaves_the_pool_at_its_copy() {
+    let mut m = market(|_| {}).await;
+    let feed = Pubkey::new_unique();
+    name_sol_feed(&mut m, &feed).await; // missing: no such account yet
+    m.account(1_000_000_000, 35_000_000_000).await;
+    assert_eq!(at_feed(&m).await, serde_json::json!([]));
+    // Every shape that is not a usable price: valued at the copy (healthy).
+    let shapes: [(Pubkey, Vec<u8>); 4] = [
+        (Pubkey::new_unique(), feed_data(25 * USD, false)), // another owner
+        (receiver(), vec![1, 2, 3]),                        // not a price update
+        (receiver(), feed_data(25 * USD, true)),            // partially verified
+        (receiver(), feed_data(-25 * USD, false)),          // price below zero
+    ];
+    for (owner, data) in shapes {
+        set_feed(&m, &feed, &owner, &data).await;
+        assert_eq!(at_feed(&m).await, serde_json::json!([]));
+    }
+    // Once usable, the same account values the pool.
+    set_feed(&m, &feed, &receiver(), &feed_data(25 * USD, false)).await;
+    assert_eq!(at_feed(&m).await.as_array().unwrap().len(), 2);
+}
+
+#[actix_rt::test]
+async fn the_feed_view_is_refused_where_feeds_are_not_read() {
+    let app = spawn_app_with(|c| c.oracle.feeds = false).await;
+    for path in [
+        "/api/positions/unhealthy?oracle=feed",
+        "/api/liquidations?oracle=feed",
+        "/api/positions/unhealthy/stream?oracle=feed",
+        "/api/positions/unhealthy?oracle=copy",
+    ] {
+        let (status, body) = app.get(path).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid")),
+            "{path}"
+        );
+    }
+    let (status, _) = app.get("/api/positions/unhealthy?oracle=pool").await;
+    assert_eq!(status, 200);
+}
