@@ -401,7 +401,8 @@ impl HealthCache {
             explorer_query: &self.explorer_query,
         };
         let now = now_seconds();
-        let status = pool_status(self.engine(), now, self.max_oracle_age, served);
+        let feeds = self.views.oracle_feeds();
+        let status = pool_status(self.engine(), feeds, now, self.max_oracle_age, served);
         Ok(render::json(&status))
     }
 

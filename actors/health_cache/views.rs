@@ -176,6 +176,11 @@ impl Views {
         .ok_or_else(|| not_served(key))
     }
 
+    /// The feed view's readings, where feeds are read (the pools status).
+    pub(super) fn oracle_feeds(&self) -> Option<&OracleFeeds> {
+        self.at_feeds.as_ref().map(|f| &f.feeds)
+    }
+
     /// Whether the processed view is served (the overlay's moves are read).
     pub(super) fn serves_processed(&self) -> bool {
         self.processed.is_some()

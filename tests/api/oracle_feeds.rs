@@ -58,6 +58,18 @@ async fn set_feed(m: &Market, feed: &Pubkey, owner: &Pubkey, data: &[u8]) {
     assert_eq!(m.t.sync_pool(&m.sol).await.0, 200);
 }
 
+/// SOL's and USDC's `feed` objects in pools status.
+async fn feeds_status(m: &Market) -> (Value, Value) {
+    let (status, body) = m.t.app.get("/api/pools/status").await;
+    assert_eq!(status, 200, "{body}");
+    let of = |pool: &Pubkey| {
+        let pools = body["pools"].as_array().unwrap();
+        let p = pools.iter().find(|p| p["pool_address"] == pool.to_string());
+        p.unwrap()["feed"].clone()
+    };
+    (of(&m.sol), of(&m.usdc))
+}
+
 /// The unhealthy rows at the feeds' prices.
 async fn at_feed(m: &Market) -> Value {
     get_view(m, "/api/positions/unhealthy?oracle=feed").await.1["positions"].clone()
@@ -83,6 +95,20 @@ async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
     name_sol_feed(&mut m, &feed).await;
     let owner = m.account(1_000_000_000, 35_000_000_000).await;
     let sol = m.sol.to_string();
+    let (sol_feed, usdc_feed) = feeds_status(&m).await;
+    assert_eq!(usdc_feed["status"], "unset");
+    assert_eq!(usdc_feed["address"], Value::Null);
+    assert_eq!(sol_feed["address"], feed.to_string());
+    assert_eq!(sol_feed["status"], "ok");
+    assert_eq!(
+        (&sol_feed["price"], &sol_feed["exponent"]),
+        (&Value::from("2500000000"), &Value::from(-8))
+    );
+    assert_eq!(
+        (&sol_feed["differs"], &sol_feed["deviation_bps"]),
+        (&Value::from(true), &Value::from(2500))
+    );
+    assert!(sol_feed["age_seconds"].as_i64().unwrap() < 60);
 
     // The pools' own prices: healthy; no crank list, oracle named.
     let (status, body, oracle) = get_view(&m, "/api/positions/unhealthy").await;
@@ -143,6 +169,11 @@ async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
     );
     let (_, body, _) = get_view(&m, "/api/positions/unhealthy?oracle=feed").await;
     assert_eq!(body["positions"][0]["crank"], serde_json::json!([]));
+    let (sol_feed, _) = feeds_status(&m).await;
+    assert_eq!(
+        (&sol_feed["differs"], &sol_feed["deviation_bps"]),
+        (&Value::from(false), &Value::from(0))
+    );
 }
 
 #[actix_rt::test]
@@ -152,16 +183,27 @@ async fn a_feed_that_cannot_value_leaves_the_pool_at_its_copy() {
     name_sol_feed(&mut m, &feed).await; // missing: no such account yet
     m.account(1_000_000_000, 35_000_000_000).await;
     assert_eq!(at_feed(&m).await, serde_json::json!([]));
-    // Every shape that is not a usable price: valued at the copy (healthy).
-    let shapes: [(Pubkey, Vec<u8>); 4] = [
-        (Pubkey::new_unique(), feed_data(25 * USD, false)), // another owner
-        (receiver(), vec![1, 2, 3]),                        // not a price update
-        (receiver(), feed_data(25 * USD, true)),            // partially verified
-        (receiver(), feed_data(-25 * USD, false)),          // price below zero
+    assert_eq!(feeds_status(&m).await.0["status"], "missing");
+    // Every shape that is not a usable price: valued at the copy (healthy),
+    // and named in pools status.
+    let shapes: [(Pubkey, Vec<u8>, &str); 4] = [
+        (
+            Pubkey::new_unique(),
+            feed_data(25 * USD, false),
+            "not_a_price_update",
+        ),
+        (receiver(), vec![1, 2, 3], "not_a_price_update"),
+        (receiver(), feed_data(25 * USD, true), "partially_verified"),
+        (receiver(), feed_data(-25 * USD, false), "nonpositive"),
     ];
-    for (owner, data) in shapes {
+    for (owner, data, status) in shapes {
         set_feed(&m, &feed, &owner, &data).await;
-        assert_eq!(at_feed(&m).await, serde_json::json!([]));
+        assert_eq!(at_feed(&m).await, serde_json::json!([]), "{status}");
+        let shown = feeds_status(&m).await.0;
+        assert_eq!(
+            (&shown["status"], &shown["differs"]),
+            (&Value::from(status), &Value::from(false))
+        );
     }
     // Once usable, the same account values the pool.
     set_feed(&m, &feed, &receiver(), &feed_data(25 * USD, false)).await;

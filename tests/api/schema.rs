@@ -16,6 +16,8 @@ async fn triggers(db: &tokio_postgres::Client) -> Vec<(String, String)> {
 
 fn expected() -> Vec<(String, String)> {
     [
+        ("oracle_feeds", "oracle_feeds_log_update"),
+        ("oracle_feeds", "oracle_feeds_log_write"),
         ("pools", "pools_log_update"),
         ("pools", "pools_log_write"),
         ("positions", "positions_log_touch"),

@@ -991,6 +991,52 @@ export interface components {
             vault_bump: number;
         };
         /**
+         * @description A pool's Pyth feed account as Lendex last read it (docs/design.md §17).
+         *     Each field is null when the account does not give it.
+         */
+        PoolFeed: {
+            address?: components["schemas"]["Pubkey"] | null;
+            /**
+             * Format: int64
+             * @description Seconds since then, at this answer (reported, never used to exclude
+             *     the feed).
+             */
+            age_seconds?: number | null;
+            conf?: components["schemas"]["U64"] | null;
+            /**
+             * Format: int64
+             * @description (feed − copy) / copy × 10,000, each at its own exponent, rounded
+             *     toward zero; null unless both prices are above zero.
+             */
+            deviation_bps?: number | null;
+            /**
+             * @description Usable and different from the pool's copy (price, conf or exponent):
+             *     the pool values ahead in the feed view and must be cranked.
+             */
+            differs: boolean;
+            /** Format: int32 */
+            exponent?: number | null;
+            /** Format: int64 */
+            posted_slot?: number | null;
+            price?: components["schemas"]["I64"] | null;
+            /**
+             * Format: int64
+             * @description When Pyth published the price (Unix seconds).
+             */
+            publish_time?: number | null;
+            /**
+             * Format: int64
+             * @description The context slot of Lendex's read of the account.
+             */
+            slot?: number | null;
+            /**
+             * @description `ok` (usable), or what is wrong with it: `unset`, `missing`,
+             *     `not_a_price_update`, `partially_verified`, `nonpositive`.
+             * @example ok
+             */
+            status: string;
+        };
+        /**
          * @description A pool account as read from chain, checked: what a registration of it
          *     sends (GET /api/pools/{address}/chain).
          */
@@ -1026,6 +1072,7 @@ export interface components {
             decimals: number;
             /** @description Their value in WAD USD at the oracle price, as §3 values tokens (0 unpriced). */
             deposits_value_wad: components["schemas"]["Decimal"];
+            feed?: components["schemas"]["PoolFeed"] | null;
             liquidation_threshold_wad: components["schemas"]["Wad"];
             /**
              * Format: int64

@@ -143,7 +143,7 @@ proptest! {
             let sample = engine.market_sample();
             prop_assert_eq!(sample, engine.market_sample_of_book(), "op {} {:?}", t, op);
             let served = super::pool_status::Served { cluster: "localnet", explorer_query: "" };
-            let status = super::pool_status::pool_status(&engine, t as i64, 60, served);
+            let status = super::pool_status::pool_status(&engine, None, t as i64, 60, served);
             let sum = |f: fn(&lendex_wire::pools::PoolStatus) -> &String| {
                 status.pools.iter().map(|p| f(p).parse::<U256>().unwrap()).fold(U256::ZERO, |a, b| a + b)
             };

@@ -138,6 +138,13 @@ impl OracleFeeds {
         moved
     }
 
+    /// A pool's feed as the pools status shows it: the account it names
+    /// and that account's last reading (None: not read yet).
+    pub fn feed_of(&self, pool: &Pubkey) -> Option<(Pubkey, Option<&FeedReading>)> {
+        let feed = self.pools.get(pool)?.feed?;
+        Some((feed, self.readings.get(&feed)))
+    }
+
     /// Whether the pool is valued at a feed that differs from its copy.
     pub fn crank(&self, pool: &Pubkey) -> bool {
         self.pools.get(pool).is_some_and(|p| p.crank)

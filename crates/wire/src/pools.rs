@@ -233,6 +233,42 @@ pub struct PoolStatus {
     pub borrow_apy: f64,
     #[schema(value_type = WadText)]
     pub liquidation_threshold_wad: String,
+    /// The pool's Pyth feed as last read (docs/design.md §17); null where
+    /// feeds are not read (`[oracle] feeds = false`).
+    pub feed: Option<PoolFeed>,
+}
+
+/// A pool's Pyth feed account as Lendex last read it (docs/design.md §17).
+/// Each field is null when the account does not give it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PoolFeed {
+    /// The account the pool names (`pyth_price_feed`); null when `unset`.
+    #[schema(value_type = Option<PubkeyText>)]
+    pub address: Option<String>,
+    /// `ok` (usable), or what is wrong with it: `unset`, `missing`,
+    /// `not_a_price_update`, `partially_verified`, `nonpositive`.
+    #[schema(example = "ok")]
+    pub status: String,
+    /// i64 as a decimal string.
+    #[schema(value_type = Option<I64Text>)]
+    pub price: Option<String>,
+    #[schema(value_type = Option<U64Text>)]
+    pub conf: Option<String>,
+    pub exponent: Option<i32>,
+    /// When Pyth published the price (Unix seconds).
+    pub publish_time: Option<i64>,
+    /// Seconds since then, at this answer (reported, never used to exclude
+    /// the feed).
+    pub age_seconds: Option<i64>,
+    pub posted_slot: Option<u64>,
+    /// The context slot of Lendex's read of the account.
+    pub slot: Option<u64>,
+    /// Usable and different from the pool's copy (price, conf or exponent):
+    /// the pool values ahead in the feed view and must be cranked.
+    pub differs: bool,
+    /// (feed − copy) / copy × 10,000, each at its own exponent, rounded
+    /// toward zero; null unless both prices are above zero.
+    pub deviation_bps: Option<i64>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
