@@ -73,6 +73,26 @@ def test_error_bodies_and_views():
     assert calls[2].url.params["commitment"] == "confirmed"
 
 
+def test_the_oracle_goes_beside_the_commitment_and_a_calls_own_wins():
+    def script(request, n):
+        if request.url.path.endswith("/stream"):
+            return httpx.Response(400, json={"error": "invalid"})
+        return httpx.Response(200, json={"liquidations": [], "pools": []})
+
+    handler, calls = scripted(script)
+    client = Client("http://lendex.test", oracle="feed", transport=httpx.MockTransport(handler))
+    client.liquidations(limit=2)
+    client.unhealthy(oracle="pool")
+    client.pools()
+    assert calls[0].url.params["oracle"] == "feed"
+    assert calls[1].url.params["oracle"] == "pool"
+    assert "oracle" not in calls[2].url.params
+    with pytest.raises(LendexError):
+        for _ in client.unhealthy_stream(commitment="processed", oracle="pool"):
+            pass
+    assert (calls[3].url.params["oracle"], calls[3].url.params["commitment"]) == ("pool", "processed")
+
+
 def test_a_long_poll_sends_its_tag_and_wait():
     def script(request, n):
         if n == 1:

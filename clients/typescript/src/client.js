@@ -7,8 +7,8 @@ import { pollOnce, watch } from "./polls.js";
 import { actions, canonicalMessage, verifies } from "./signing.js";
 import { Feed } from "./stream.js";
 
-/** Routes that read a view (docs: design §15): the client's `commitment`
- *  applies to them unless a call names its own. */
+/** Routes that read a view (docs: design §15, §17): the client's
+ *  `commitment` and `oracle` apply to them unless a call names its own. */
 const VIEWED = new Set(["unhealthy", "liquidations", "atRisk", "positions", "detail", "stream"]);
 
 export class LendexClient {
@@ -19,12 +19,16 @@ export class LendexClient {
    * @param baseUrl the service, e.g. "http://127.0.0.1:8080"
    * @param options.fetch another fetch (a test's, a proxy's)
    * @param options.commitment "confirmed" (the service's default) or "processed"
+   * @param options.oracle "pool" (the service's default: the pools' own
+   *   prices) or "feed" (their Pyth feeds: entries, quotes and events list
+   *   the pools to crank in `crank`)
    * @param options.headers sent with every request
    */
-  constructor(baseUrl, { fetch, commitment = null, headers = {} } = {}) {
+  constructor(baseUrl, { fetch, commitment = null, oracle = null, headers = {} } = {}) {
     this.baseUrl = String(baseUrl).replace(/\/+$/, "");
     this.#fetch = fetch ?? globalThis.fetch.bind(globalThis);
     this.commitment = commitment;
+    this.oracle = oracle;
     this.#headers = headers;
   }
 
@@ -44,10 +48,11 @@ export class LendexClient {
 
   /** The query with the client's view, for a route that reads one. */
   withView(route, query) {
-    if (VIEWED.has(route) && query.commitment === undefined && this.commitment) {
-      return { ...query, commitment: this.commitment };
-    }
-    return query;
+    if (!VIEWED.has(route)) return query;
+    const view = { ...query };
+    if (view.commitment === undefined && this.commitment) view.commitment = this.commitment;
+    if (view.oracle === undefined && this.oracle) view.oracle = this.oracle;
+    return view;
   }
 
   /** One request; the parsed JSON answer, or a LendexError or TransportError. */
@@ -162,8 +167,11 @@ export class LendexClient {
   }
   /** The liquidation feed: an async iterator of {id, event, data} that
    *  resumes by itself; `lastEventId` resumes where another left. */
-  unhealthyStream({ commitment, ...options } = {}) {
-    const query = this.withView("stream", commitment === undefined ? {} : { commitment });
+  unhealthyStream({ commitment, oracle, ...options } = {}) {
+    const named = {};
+    if (commitment !== undefined) named.commitment = commitment;
+    if (oracle !== undefined) named.oracle = oracle;
+    const query = this.withView("stream", named);
     const path = new URL(this.url("/api/positions/unhealthy/stream", query));
     return new Feed(this, path.pathname + path.search, options);
   }

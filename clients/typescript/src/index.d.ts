@@ -10,6 +10,8 @@ export type Schemas = components["schemas"];
 export type Pubkey = Schemas["Pubkey"];
 /** The view a read answers from (design §15). */
 export type Commitment = "confirmed" | "processed";
+/** The price a view values pools at (docs: design §17). */
+export type Oracle = "pool" | "feed";
 
 /** The query of an operation, as the document declares it. */
 type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]["parameters"]["query"]>;
@@ -26,6 +28,8 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** The view of every read that has one, unless a call names its own. */
   commitment?: Commitment | null;
+  /** The price of every read that has one, unless a call names its own. */
+  oracle?: Oracle | null;
   /** Sent with every request. */
   headers?: Record<string, string>;
 }
@@ -75,6 +79,10 @@ export interface Candidate {
   /** The largest context slot among the owner's rows and pools. */
   slot: number;
   commitment: Commitment;
+  oracle: Oracle;
+  /** With `oracle: "feed"`: the owner's pools to crank (UpdateOraclePrice
+   *  for each, then Liquidate, in one transaction), sorted. */
+  crank?: Pubkey[];
   /** When the service published the event (Unix milliseconds). */
   published_at_ms: number;
   /** True on processed-stream events that undo writes that left the best chain. */
@@ -109,6 +117,7 @@ export class Feed implements AsyncIterable<FeedEvent> {
 
 export interface StreamOptions {
   commitment?: Commitment;
+  oracle?: Oracle;
   /** Resume after this event (another process's `feed.lastEventId`). */
   lastEventId?: string | null;
   /** Ends the iteration. */
@@ -123,6 +132,7 @@ export class LendexClient {
   constructor(baseUrl: string, options?: ClientOptions);
   readonly baseUrl: string;
   commitment: Commitment | null;
+  oracle: Oracle | null;
   /** Any request: the parsed JSON answer, or a LendexError or TransportError. */
   request<T = unknown>(
     method: string,

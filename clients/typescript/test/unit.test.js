@@ -103,6 +103,26 @@ test("the client's view goes on the reads that have one, and only there", async 
   assert.equal(calls[2].url.search, "");
 });
 
+test("the client's oracle goes beside its commitment, and a call's own wins", async () => {
+  const { fetch, calls } = scripted(() => json(200, { liquidations: [], pools: [] }));
+  const client = new LendexClient("http://lendex.test", { fetch, oracle: "feed" });
+  await client.liquidations({ limit: 2 });
+  await client.unhealthy({ oracle: "pool" });
+  await client.pools();
+  assert.equal(calls[0].url.search, "?limit=2&oracle=feed");
+  assert.equal(calls[1].url.search, "?oracle=pool");
+  assert.equal(calls[2].url.search, "");
+  const refused = scripted(() => json(400, { error: "invalid" }));
+  const viewed = new LendexClient("http://lendex.test", { fetch: refused.fetch, commitment: "processed" });
+  await assert.rejects(
+    (async () => {
+      for await (const _ of viewed.unhealthyStream({ oracle: "feed" }));
+    })(),
+    (e) => e instanceof LendexError && e.error === "invalid",
+  );
+  assert.equal(refused.calls[0].url.search, "?oracle=feed&commitment=processed");
+});
+
 test("a long poll sends the tag and the wait, and tells a change from none", async () => {
   const { fetch, calls } = scripted((url, init, n) =>
     n === 1 ? json(200, { liquidations: [] }, { etag: '"a"' }) : new Response(null, { status: 304, headers: { etag: '"a"' } }),

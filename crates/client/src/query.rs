@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use lendex_domain::forks::Commitment;
+use lendex_domain::view_key::{Oracle, ViewKey};
 
 /// `k=v` pairs in the order given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,11 +27,18 @@ impl Query {
         }
     }
 
-    /// The view read (docs/design.md §15): `commitment=confirmed|processed`,
-    /// for the polled reads and the feed. Answers say theirs in the
-    /// `Lendex-Commitment` header and in each quote and event.
-    pub fn view(self, view: Commitment) -> Query {
-        self.with("commitment", view.name())
+    /// The view read (docs/design.md §15, §17):
+    /// `commitment=confirmed|processed`, and `oracle=feed` for the feeds'
+    /// prices, for the polled reads and the feed. Answers say theirs in the
+    /// `Lendex-Commitment` and `Lendex-Oracle` headers and in each quote and
+    /// event.
+    pub fn view(self, view: impl Into<ViewKey>) -> Query {
+        let view = view.into();
+        let query = self.with("commitment", view.commitment.name());
+        match view.oracle {
+            Oracle::Pool => query,
+            Oracle::Feed => query.with("oracle", view.oracle.name()),
+        }
     }
 
     /// `?k=v&...` (RFC 3986 unreserved characters kept), or nothing.
@@ -62,6 +69,7 @@ fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lendex_domain::forks::Commitment;
 
     #[test]
     fn values_are_encoded() {
@@ -73,5 +81,7 @@ mod tests {
         assert_eq!(Query::new().encode(), "");
         let view = Query::new().with("limit", 5).view(Commitment::Processed);
         assert_eq!(view.encode(), "?limit=5&commitment=processed");
+        let feed = Query::new().view(ViewKey::new(Commitment::Confirmed, Oracle::Feed));
+        assert_eq!(feed.encode(), "?commitment=confirmed&oracle=feed");
     }
 }

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use lendex_domain::forks::Commitment;
 use lendex_domain::pubkey::Pubkey;
+use lendex_domain::view_key::ViewKey;
 use lendex_wire::{
     addresses::AddressResponse,
     admin::{AllowlistResponse, MeResponse},
@@ -95,12 +95,13 @@ impl Client {
         self.get(&format!("/api/positions/{owner}/detail")).await
     }
 
-    /// GET /api/positions/{user} in one view (docs/design.md §15: `processed`
-    /// on a cluster reading the chain at processed).
+    /// GET /api/positions/{user} in one view (docs/design.md §15, §17:
+    /// `processed` on a cluster reading the chain at processed, `feed` where
+    /// feeds are read).
     pub async fn positions_in(
         &self,
         owner: &Pubkey,
-        view: Commitment,
+        view: impl Into<ViewKey>,
     ) -> Result<PositionsResponse, Error> {
         let query = Query::new().view(view).encode();
         self.get(&format!("/api/positions/{owner}{query}")).await
@@ -110,7 +111,7 @@ impl Client {
     pub async fn detail_in(
         &self,
         owner: &Pubkey,
-        view: Commitment,
+        view: impl Into<ViewKey>,
     ) -> Result<DetailResponse, Error> {
         let query = Query::new().view(view).encode();
         self.get(&format!("/api/positions/{owner}/detail{query}"))

@@ -57,6 +57,13 @@ impl ViewKey {
     }
 }
 
+/// A commitment alone names its view at the pools' own prices.
+impl From<Commitment> for ViewKey {
+    fn from(commitment: Commitment) -> ViewKey {
+        ViewKey::new(commitment, Oracle::Pool)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

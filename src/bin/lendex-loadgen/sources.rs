@@ -66,6 +66,7 @@ pub async fn bridge(rpc: &str, ws: &str, program: Pubkey, listen: &str) {
                 &ws,
                 &program,
                 Duration::from_secs(30),
+                None,
                 &tx,
             );
             let forward = async {

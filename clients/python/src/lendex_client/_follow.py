@@ -40,9 +40,10 @@ class Follow:
     busy, takes a connection silent for `silence` seconds as dead, and hands
     over `reset` rather than hiding it."""
 
-    def __init__(self, client, commitment, last_event_id, silence, on_reconnect):
+    def __init__(self, client, view, last_event_id, silence, on_reconnect):
         self._client = client
-        self._commitment = commitment
+        # The view named by the call ({"commitment": ..., "oracle": ...}).
+        self._view = view
         self.last_event_id: Optional[str] = last_event_id
         self._silence = silence
         self._on_reconnect = on_reconnect
@@ -65,7 +66,7 @@ class Follow:
             self._on_reconnect(self.last_event_id, self._failures)
         self._attempts += 1
         self._connected = False
-        request = routes.stream_request(self._client, self._commitment, self.last_event_id)
+        request = routes.stream_request(self._client, self._view, self.last_event_id)
         return {
             "pause": routes.backoff_seconds(self._failures) if self._failures else 0.0,
             "args": dict(method="GET", url=request.path, params=routes.clean(request.query),

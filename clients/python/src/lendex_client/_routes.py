@@ -59,14 +59,20 @@ def _key(text: str) -> str:
 
 class Routes:
     commitment: Optional[str] = None
+    oracle: Optional[str] = None
 
     def _call(self, request: Request):  # pragma: no cover - each client's own
         raise NotImplementedError
 
     def _with_view(self, route: str, query: Dict[str, Any]) -> Dict[str, Any]:
-        if route in VIEWED and query.get("commitment") is None and self.commitment:
-            return {**query, "commitment": self.commitment}
-        return query
+        if route not in VIEWED:
+            return query
+        view = dict(query)
+        if view.get("commitment") is None and self.commitment:
+            view["commitment"] = self.commitment
+        if view.get("oracle") is None and self.oracle:
+            view["oracle"] = self.oracle
+        return view
 
     def _get(self, path: str, **query):
         return self._call(Request("GET", path, query))
@@ -176,8 +182,8 @@ def timeout_for(base: "httpx.Timeout", request: Request) -> "httpx.Timeout":
     return httpx.Timeout(connect=base.connect, read=longer(base.read), write=base.write, pool=longer(base.pool))
 
 
-def stream_request(client: Routes, commitment: Optional[str], last_event_id: Optional[str]) -> Request:
-    query = client._with_view("stream", {} if commitment is None else {"commitment": commitment})
+def stream_request(client: Routes, view: Dict[str, Optional[str]], last_event_id: Optional[str]) -> Request:
+    query = client._with_view("stream", {k: v for k, v in view.items() if v is not None})
     headers = {"accept": "text/event-stream"}
     if last_event_id:
         headers["last-event-id"] = last_event_id

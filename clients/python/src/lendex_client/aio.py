@@ -38,9 +38,11 @@ class AsyncFeed(Follow):
 class AsyncClient(routes.Routes):
     """Lendex over HTTP with asyncio: `await client.liquidations(limit=10)`."""
 
-    def __init__(self, base_url: str, *, commitment: Optional[str] = None, timeout: float = 10.0,
+    def __init__(self, base_url: str, *, commitment: Optional[str] = None, oracle: Optional[str] = None,
+                 timeout: float = 10.0,
                  transport: Optional[httpx.AsyncBaseTransport] = None, headers: Optional[Dict[str, str]] = None):
         self.commitment = commitment
+        self.oracle = oracle
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport,
                                        headers=headers or {})
 
@@ -96,10 +98,12 @@ class AsyncClient(routes.Routes):
             if answer.changed:
                 yield answer
 
-    def unhealthy_stream(self, *, commitment: Optional[str] = None, last_event_id: Optional[str] = None,
+    def unhealthy_stream(self, *, commitment: Optional[str] = None, oracle: Optional[str] = None,
+                         last_event_id: Optional[str] = None,
                          silence: float = routes.SILENCE_SECONDS,
                          on_reconnect: Optional[Callable[[Optional[str], int], None]] = None) -> AsyncFeed:
-        return AsyncFeed(self, commitment, last_event_id, silence, on_reconnect)
+        view = {"commitment": commitment, "oracle": oracle}
+        return AsyncFeed(self, view, last_event_id, silence, on_reconnect)
 
     async def sign(self, signer: Signer, action: str) -> Dict[str, str]:
         return signed_message(await self.nonce(signer.public_key, action), action, signer)

@@ -65,9 +65,11 @@ class Client(routes.Routes):
     """Lendex over HTTP, synchronously. Every public route is a method; answers
     are the service's JSON (dicts shaped as lendex_client.models says)."""
 
-    def __init__(self, base_url: str, *, commitment: Optional[str] = None, timeout: float = 10.0,
+    def __init__(self, base_url: str, *, commitment: Optional[str] = None, oracle: Optional[str] = None,
+                 timeout: float = 10.0,
                  transport: Optional[httpx.BaseTransport] = None, headers: Optional[Dict[str, str]] = None):
         self.commitment = commitment
+        self.oracle = oracle
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport,
                                   headers=headers or {})
 
@@ -128,10 +130,12 @@ class Client(routes.Routes):
             if answer.changed:
                 yield answer
 
-    def unhealthy_stream(self, *, commitment: Optional[str] = None, last_event_id: Optional[str] = None,
+    def unhealthy_stream(self, *, commitment: Optional[str] = None, oracle: Optional[str] = None,
+                         last_event_id: Optional[str] = None,
                          silence: float = routes.SILENCE_SECONDS,
                          on_reconnect: Optional[Callable[[Optional[str], int], None]] = None) -> Feed:
-        return Feed(self, commitment, last_event_id, silence, on_reconnect)
+        view = {"commitment": commitment, "oracle": oracle}
+        return Feed(self, view, last_event_id, silence, on_reconnect)
 
     # --- the signed handshake
     def sign(self, signer: Signer, action: str) -> Dict[str, str]:
