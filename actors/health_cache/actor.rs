@@ -29,7 +29,7 @@ use crate::db_writer::Writers;
 use crate::domain::pubkey::Pubkey;
 use crate::domain::view_key::ViewKey;
 use crate::engine::Engine;
-use crate::engine::pool_status::{Served, pool_status};
+use crate::engine::pool_status::{Served, pool_feed, pool_status};
 use crate::engine::risk::{self, RiskError};
 use crate::error::{ActorError, ActorResult};
 use crate::serve::poll_answers::{Body, SharedRendered, now_seconds};
@@ -89,6 +89,8 @@ pub struct HealthCache {
     history: Option<HistoryLink>,
     /// Whether this replica holds the ingester lease (`LeaderChanged`).
     lease: Lease,
+    /// When the last log read published frames (the freshness metrics).
+    pub(super) last_publish: Option<std::time::Instant>,
 }
 
 /// What the health cache reads of the settings.
@@ -152,6 +154,7 @@ impl HealthCache {
             } else {
                 Lease::Unused
             },
+            last_publish: None,
         }
     }
 
@@ -390,6 +393,12 @@ impl HealthCache {
             dropped_subscribers,
             feed_version: engine.version(),
             reads: self.reads.started(),
+            feeds: self.views.oracle_feeds().map(|feeds| {
+                let now = now_seconds();
+                (engine.pools())
+                    .map(|p| (p.address_text.to_string(), pool_feed(feeds, &p.state, now)))
+                    .collect()
+            }),
         }
     }
 

@@ -1,6 +1,7 @@
 //! What the rest of the service can ask of the health cache, and the answers:
 //! message types only (their handlers are in `handlers.rs`).
 
+use crate::wire::pools::PoolFeed;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -168,6 +169,9 @@ pub struct CacheStats {
     pub feed_version: u64,
     /// Reads of the database (change log reads, evicted owners, loads).
     pub reads: u64,
+    /// Each pool's feed as pools status shows it, by pool address, where
+    /// feeds are read (docs/design.md §17).
+    pub feeds: Option<Vec<(String, PoolFeed)>>,
 }
 
 /// A question for the risk lens (docs/design.md §10), answered rendered, or

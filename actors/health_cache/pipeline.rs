@@ -115,6 +115,7 @@ impl HealthCache {
         (notify_heard, chain_heard): (Option<Instant>, Option<Instant>),
     ) {
         let mut published = false;
+        let nothing_new = ticks.is_empty();
         for tick in ticks {
             let unapplied = self.views.apply_changes(tick.changes);
             self.read_back(unapplied);
@@ -128,13 +129,25 @@ impl HealthCache {
         for view in self.views.iter_mut() {
             view.streams_mut().announce_progress();
         }
+        // A change heard while an earlier read was already applying it was
+        // published by that read: it is timed to that publish (a read that
+        // finds nothing new is the sign), not dropped.
+        let frames_at = match (published, nothing_new) {
+            (true, _) => Some(Instant::now()),
+            (false, true) => self.last_publish,
+            (false, false) => None,
+        };
+        if let Some(at) = frames_at {
+            let took = |heard: Option<Instant>| heard.and_then(|h| at.checked_duration_since(h));
+            if let Some(took) = took(notify_heard) {
+                crate::metrics::feed_freshness_notify(took);
+            }
+            if let Some(took) = took(chain_heard) {
+                crate::metrics::feed_freshness_chain(took);
+            }
+        }
         if published {
-            if let Some(heard) = notify_heard {
-                crate::metrics::feed_freshness_notify(heard.elapsed());
-            }
-            if let Some(heard) = chain_heard {
-                crate::metrics::feed_freshness_chain(heard.elapsed());
-            }
+            self.last_publish = frames_at;
         }
         // After the feed: its subscribers wait on the publish, history does not.
         self.record_history();

@@ -5,8 +5,9 @@
 //! to every view through it; it knows whether the index is loaded and the
 //! last tick of the change log its views hold.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::watch;
 
@@ -14,6 +15,7 @@ use super::stream_hub::{Published, StreamHub};
 use super::view::{Book, View};
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::pyth::FeedStatus;
 use crate::domain::view_key::{Oracle, ViewKey};
 use crate::engine::oracle::{FeedReading, OracleFeeds};
 use crate::engine::processed::{OverlayWrite, Processed};
@@ -49,6 +51,9 @@ struct AtFeeds {
     feeds: OracleFeeds,
     /// Where the set of feeds followed is told to the chain work.
     named: NamedFeeds,
+    /// Since when each pool's feed has differed from its copy (the crank
+    /// lag, on /metrics).
+    ahead_since: HashMap<Pubkey, Instant>,
 }
 
 impl AtFeeds {
@@ -58,18 +63,48 @@ impl AtFeeds {
         let mut out = Vec::with_capacity(changes.len());
         for change in changes {
             match change {
-                Change::Pool(state) => out.push(Change::Pool(self.feeds.copy(state.clone()))),
+                Change::Pool(state) => {
+                    let priced = self.feeds.copy(state.clone());
+                    self.timed(&priced, true);
+                    out.push(Change::Pool(priced));
+                }
                 Change::PoolRemoved(pool) => {
                     self.feeds.removed(pool);
+                    self.ahead_since.remove(pool);
                     out.push(change.clone());
                 }
                 Change::Feed { feed, reading } => {
-                    out.extend((self.feeds.reading(feed, *reading).into_iter()).map(Change::Pool))
+                    let moved = self.feeds.reading(feed, *reading);
+                    if !moved.is_empty() && reading.status == FeedStatus::Ok {
+                        crate::metrics::feed_updated();
+                    }
+                    for priced in moved {
+                        self.timed(&priced, false);
+                        out.push(Change::Pool(priced));
+                    }
                 }
                 _ => out.push(change.clone()),
             }
         }
         out
+    }
+
+    /// Notes when a pool starts to differ from its feed, and the crank lag
+    /// when its copy catches up (`copy_moved`; a feed that stops being
+    /// usable or comes back to the copy ends the interval unmeasured).
+    fn timed(&mut self, priced: &PoolState, copy_moved: bool) {
+        match (priced.crank, self.ahead_since.get(&priced.address)) {
+            (true, None) => {
+                self.ahead_since.insert(priced.address, Instant::now());
+            }
+            (false, Some(since)) => {
+                if copy_moved {
+                    crate::metrics::crank_landed(since.elapsed());
+                }
+                self.ahead_since.remove(&priced.address);
+            }
+            _ => {}
+        }
     }
 
     /// Tells the chain work the feeds the pools name, when they changed.
@@ -133,6 +168,7 @@ impl Views {
                 view: View::new(Book::Confirmed(engine), feed()),
                 feeds: OracleFeeds::default(),
                 named,
+                ahead_since: HashMap::new(),
             }
         });
         Views {

@@ -18,6 +18,8 @@ pub const SSE_RESUMES: &str = "lendex_sse_reconnects_total";
 pub const HEALTH_FACTORS_WRITTEN: &str = "lendex_engine_health_factors_written_total";
 pub const FRESHNESS_NOTIFY: &str = "lendex_feed_notify_to_frame_seconds";
 pub const FRESHNESS_CHAIN: &str = "lendex_feed_chain_to_frame_seconds";
+pub const FEED_UPDATES: &str = "lendex_oracle_feed_updates_total";
+pub const CRANK_LAG: &str = "lendex_oracle_crank_lag_seconds";
 
 /// Describes every series of the actors (once, when the recorder is installed).
 pub fn describe() {
@@ -59,12 +61,22 @@ pub fn describe() {
         Unit::Seconds,
         "From a chain account notification received (the leader) to the feed frames it caused published"
     );
+    describe_counter!(
+        FEED_UPDATES,
+        "Pyth feed readings applied whose usable (price, conf, exponent) changed (docs/design.md §17)"
+    );
+    describe_histogram!(
+        CRANK_LAG,
+        Unit::Seconds,
+        "From a pool's feed first differing from its copy to a copy equal to its feed (a crank landing)"
+    );
 }
 
 /// Counters of rare events exist from the start, at 0.
 pub fn zero() {
     history::zero();
     counter!(SYNC_NOTIFICATIONS).absolute(0);
+    counter!(FEED_UPDATES).absolute(0);
     counter!(SSE_RESUMES, "outcome" => "resumed").absolute(0);
     for outcome in ["ok", "error"] {
         counter!(SYNC_RECONCILES, "outcome" => outcome).absolute(0);
@@ -104,4 +116,14 @@ pub fn feed_freshness_notify(took: Duration) {
 
 pub fn feed_freshness_chain(took: Duration) {
     histogram!(FRESHNESS_CHAIN).record(took.as_secs_f64());
+}
+
+/// A feed's usable price moved.
+pub fn feed_updated() {
+    counter!(FEED_UPDATES).increment(1);
+}
+
+/// A pool's copy caught up with its feed, `lag` after the feed first differed.
+pub fn crank_landed(lag: Duration) {
+    histogram!(CRANK_LAG).record(lag.as_secs_f64());
 }

@@ -22,6 +22,8 @@ pub use lendex_actors::metrics::{WRITER_BATCH_SIZE, history};
 /// The live sources' series, named in the chain crate beside the code that records them.
 pub use lendex_chain::metrics::stream;
 
+use crate::domain::pyth::FeedStatus;
+use crate::wire::pools::PoolFeed;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -37,6 +39,8 @@ pub const ENGINE_OWNERS: &str = "lendex_engine_owners";
 pub const ENGINE_UNHEALTHY: &str = "lendex_engine_unhealthy_owners";
 pub const ENGINE_WATCHED: &str = "lendex_engine_watched_owners";
 pub const ENGINE_POOLS: &str = "lendex_engine_pools";
+pub const ORACLE_FEEDS: &str = "lendex_oracle_feeds";
+pub const ORACLE_DEVIATION: &str = "lendex_oracle_feed_deviation_bps";
 pub const ENGINE_EVICTIONS: &str = "lendex_engine_evictions_total";
 pub const ENGINE_FEED_VERSION: &str = "lendex_engine_feed_version";
 pub const SSE_SUBSCRIBERS: &str = "lendex_sse_subscribers";
@@ -147,6 +151,14 @@ fn describe() {
         "Owners with an account health factor in [1, 2)"
     );
     describe_gauge!(ENGINE_POOLS, "Pools known to the health engine");
+    describe_gauge!(
+        ORACLE_FEEDS,
+        "Pools by the status of the Pyth feed they name (ok, unset, missing, not_a_price_update, partially_verified, nonpositive)"
+    );
+    describe_gauge!(
+        ORACLE_DEVIATION,
+        "A pool's feed price against its copy, in basis points (feed above: positive), by pool"
+    );
     describe_counter!(
         ENGINE_EVICTIONS,
         "Healthy owners evicted from the engine past cache.max_owners"
@@ -269,6 +281,20 @@ pub fn engine(g: &EngineGauges) {
     gauge!(ENGINE_FEED_VERSION).set(g.feed_version as f64);
     gauge!(SSE_SUBSCRIBERS).set(g.subscribers as f64);
     counter!(SSE_DROPPED).absolute(g.dropped_subscribers);
+}
+
+/// Scrape-time state of the pools' feeds (docs/design.md §17): how many
+/// pools' feeds are in each status, and each deviation from the copy.
+pub fn oracle(feeds: &[(String, PoolFeed)]) {
+    for status in FeedStatus::ALL.map(FeedStatus::as_str) {
+        let n = feeds.iter().filter(|(_, f)| f.status == status).count();
+        gauge!(ORACLE_FEEDS, "status" => status).set(n as f64);
+    }
+    for (pool, feed) in feeds {
+        if let Some(bps) = feed.deviation_bps {
+            gauge!(ORACLE_DEVIATION, "pool" => pool.clone()).set(bps as f64);
+        }
+    }
 }
 
 /// Scrape-time state of the chain sync.

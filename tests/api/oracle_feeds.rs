@@ -15,13 +15,13 @@ use crate::common::*;
 use crate::fixtures::feeds::read_events;
 use crate::fixtures::market::{Market, USD, market};
 
-fn receiver() -> Pubkey {
+pub(crate) fn receiver() -> Pubkey {
     RECEIVER_PROGRAM.parse().unwrap()
 }
 
 /// A feed account's data: `price` at exponent -8, confidence 1000 (the
 /// copy's), fully verified unless `partial`.
-fn feed_data(price: i64, partial: bool) -> Vec<u8> {
+pub(crate) fn feed_data(price: i64, partial: bool) -> Vec<u8> {
     PriceUpdate {
         write_authority: Pubkey::new_unique(),
         verification: match partial {
@@ -174,6 +174,33 @@ async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
         (&sol_feed["differs"], &sol_feed["deviation_bps"]),
         (&Value::from(false), &Value::from(0))
     );
+
+    // /metrics: the feeds by status, SOL's deviation, an update, one crank.
+    let text = m.t.app.metrics_text().await;
+    let line = |prefix: String| {
+        let found = text.lines().find(|l| l.starts_with(&prefix));
+        found
+            .unwrap_or_else(|| panic!("{prefix} not in /metrics"))
+            .to_string()
+    };
+    assert!(line("lendex_oracle_feeds{status=\"ok\"}".into()).ends_with(" 1"));
+    assert!(line("lendex_oracle_feeds{status=\"unset\"}".into()).ends_with(" 1"));
+    for name in crate::metrics_api::FROM_FEEDS {
+        assert!(line(format!("{name}{{pool=\"{sol}\"}}")).ends_with(" 0"));
+    }
+    // (Counted by every service of this test process: at least ours.)
+    for counted in [
+        "lendex_oracle_crank_lag_seconds_count",
+        "lendex_oracle_feed_updates_total",
+    ] {
+        let n: f64 = line(counted.into())
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n >= 1.0, "{counted} {n}");
+    }
 }
 
 #[actix_rt::test]

@@ -93,6 +93,16 @@ pub enum FeedStatus {
 }
 
 impl FeedStatus {
+    /// Every status, usable first.
+    pub const ALL: [FeedStatus; 6] = [
+        FeedStatus::Ok,
+        FeedStatus::Unset,
+        FeedStatus::Missing,
+        FeedStatus::NotAPriceUpdate,
+        FeedStatus::PartiallyVerified,
+        FeedStatus::Nonpositive,
+    ];
+
     /// Its name on the wire and in the database.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -107,16 +117,7 @@ impl FeedStatus {
 
     /// The status named `name`, if any.
     pub fn parse(name: &str) -> Option<FeedStatus> {
-        [
-            FeedStatus::Ok,
-            FeedStatus::Unset,
-            FeedStatus::Missing,
-            FeedStatus::NotAPriceUpdate,
-            FeedStatus::PartiallyVerified,
-            FeedStatus::Nonpositive,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name)
+        FeedStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }
 
@@ -275,16 +276,12 @@ mod tests {
 
     #[test]
     fn every_status_is_named_and_parsed_back() {
-        for status in [
-            FeedStatus::Ok,
-            FeedStatus::Unset,
-            FeedStatus::Missing,
-            FeedStatus::NotAPriceUpdate,
-            FeedStatus::PartiallyVerified,
-            FeedStatus::Nonpositive,
-        ] {
+        for status in FeedStatus::ALL {
             assert_eq!(FeedStatus::parse(status.as_str()), Some(status));
         }
+        let names: std::collections::HashSet<&str> =
+            FeedStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names.len(), FeedStatus::ALL.len());
         assert_eq!(FeedStatus::parse("OK"), None);
     }
 

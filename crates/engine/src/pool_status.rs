@@ -60,7 +60,7 @@ pub fn pool_status(
 }
 
 /// A pool's feed as pools status shows it (docs/design.md §17).
-fn pool_feed(feeds: &OracleFeeds, copy: &PoolState, now: i64) -> PoolFeed {
+pub fn pool_feed(feeds: &OracleFeeds, copy: &PoolState, now: i64) -> PoolFeed {
     let named = feeds.feed_of(&copy.address);
     let reading = named.and_then(|(_, r)| r);
     let price = reading.and_then(|r| r.price);

@@ -59,6 +59,9 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
             subscribers: c.subscribers,
             dropped_subscribers: c.dropped_subscribers,
         });
+        if let Some(feeds) = &c.feeds {
+            metrics::oracle(feeds);
+        }
     }
     metrics::held(&HeldGauges {
         streams_open: state.streams.open(),
