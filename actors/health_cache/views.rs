@@ -286,6 +286,11 @@ impl Views {
         let more = self.confirmed.engine_mut().apply(changes);
         unapplied.owners.extend(more.owners);
         unapplied.pools.extend(more.pools);
+        if let Some(p) = self.processed.as_mut().and_then(View::processed_mut) {
+            let more = p.settle_confirmed(self.confirmed.engine());
+            unapplied.owners.extend(more.owners);
+            unapplied.pools.extend(more.pools);
+        }
         unapplied
     }
 

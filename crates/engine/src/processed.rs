@@ -79,6 +79,9 @@ impl OverlayWrite {
 pub struct Processed {
     engine: Engine,
     overlay: FastMap<Pubkey, OverlayWrite>,
+    /// Overlaid writes a confirmed change of this tick ended: set as the
+    /// confirmed engine holds them once it took the tick (`settle_confirmed`).
+    ended: Vec<OverlayWrite>,
 }
 
 impl Processed {
@@ -89,6 +92,7 @@ impl Processed {
         Processed {
             engine,
             overlay: FastMap::default(),
+            ended: Vec::new(),
         }
     }
 
@@ -138,11 +142,22 @@ impl Processed {
                 if held.slot() >= slot {
                     continue;
                 }
-                self.overlay.remove(&account);
+                self.ended.extend(self.overlay.remove(&account));
             }
             kept.push(change.clone());
         }
         let unapplied = self.engine.apply(kept);
+        self.engine.take_dirty();
+        unapplied
+    }
+
+    /// After the confirmed engine took the tick `apply_confirmed` was given:
+    /// each account whose overlay that tick ended is set as the confirmed
+    /// engine holds it (which refused a change older than what it holds,
+    /// where the overlay had been older still).
+    pub fn settle_confirmed(&mut self, confirmed: &Engine) -> Unapplied {
+        let ended = std::mem::take(&mut self.ended);
+        let unapplied = self.restore_from(ended, confirmed);
         self.engine.take_dirty();
         unapplied
     }
@@ -157,41 +172,11 @@ impl Processed {
         retracted: &[Pubkey],
         confirmed: &Engine,
     ) -> Unapplied {
-        let mut unapplied = Unapplied::default();
-        let mut restore = Vec::new();
-        for account in retracted {
-            match self.overlay.remove(account) {
-                Some(OverlayWrite::Pool(state)) => {
-                    if let Some(entry) = confirmed.pool(&state.address) {
-                        restore.push(Change::Pool(entry.state.clone()));
-                    }
-                }
-                Some(OverlayWrite::Position {
-                    owner,
-                    position:
-                        PositionState {
-                            address: position, ..
-                        },
-                })
-                | Some(OverlayWrite::Closed {
-                    owner, position, ..
-                }) => match confirmed_position(confirmed, &owner, &position) {
-                    Some(Some(held)) => restore.push(Change::Position {
-                        owner,
-                        position: held,
-                        row_health_factor: u128::MAX,
-                    }),
-                    Some(None) => restore.push(Change::Removed {
-                        owner,
-                        position,
-                        slot: 0,
-                    }),
-                    None => unapplied.owners.push(owner),
-                },
-                None => {}
-            }
-        }
-        let more = self.engine.restore(restore);
+        let removed = retracted
+            .iter()
+            .filter_map(|a| self.overlay.remove(a))
+            .collect();
+        let mut unapplied = self.restore_from(removed, confirmed);
         let mut changes = Vec::with_capacity(set.len());
         for write in set {
             // Older than what this view holds of the account (a newer
@@ -207,10 +192,49 @@ impl Processed {
         }
         let last = self.engine.apply(changes);
         self.engine.take_dirty();
-        for part in [more, last] {
-            unapplied.owners.extend(part.owners);
-            unapplied.pools.extend(part.pools);
+        unapplied.owners.extend(last.owners);
+        unapplied.pools.extend(last.pools);
+        unapplied
+    }
+
+    /// Overlaid writes taken off: their accounts set as `confirmed` holds
+    /// them (an owner it cannot answer for is to be read back).
+    fn restore_from(&mut self, removed: Vec<OverlayWrite>, confirmed: &Engine) -> Unapplied {
+        let (mut unapplied, mut restore) = (Unapplied::default(), Vec::new());
+        for write in removed {
+            match write {
+                OverlayWrite::Pool(state) => {
+                    if let Some(entry) = confirmed.pool(&state.address) {
+                        restore.push(Change::Pool(entry.state.clone()));
+                    }
+                }
+                OverlayWrite::Position {
+                    owner,
+                    position:
+                        PositionState {
+                            address: position, ..
+                        },
+                }
+                | OverlayWrite::Closed {
+                    owner, position, ..
+                } => match confirmed_position(confirmed, &owner, &position) {
+                    Some(Some(held)) => restore.push(Change::Position {
+                        owner,
+                        position: held,
+                        row_health_factor: u128::MAX,
+                    }),
+                    Some(None) => restore.push(Change::Removed {
+                        owner,
+                        position,
+                        slot: 0,
+                    }),
+                    None => unapplied.owners.push(owner),
+                },
+            }
         }
+        let more = self.engine.restore(restore);
+        unapplied.owners.extend(more.owners);
+        unapplied.pools.extend(more.pools);
         unapplied
     }
 

@@ -213,6 +213,8 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             prop_assert_eq!(unapplied, Unapplied::default());
             let unapplied = processed.apply_confirmed(&tick);
             prop_assert_eq!(unapplied, Unapplied::default());
+            let unapplied = processed.settle_confirmed(&confirmed);
+            prop_assert_eq!(unapplied, Unapplied::default());
         } else {
             let unapplied = processed.apply_overlay(set, &retracted, &confirmed);
             prop_assert_eq!(unapplied, Unapplied::default());
