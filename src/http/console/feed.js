@@ -12,13 +12,15 @@
 // On a service reading the chain at processed, the view switch shows the
 // processed feed: rows newer than the highest confirmed slot are marked
 // tentative, and a row a dead or losing fork took back says so briefly.
+// Where the service reads Pyth feeds, the price switch shows the feed view:
+// pools at their feeds ahead of the cranks, each row with the pools to crank.
 "use strict";
 
 /** owner → the event's data (what the rows are drawn from). */
 const feedData = new Map();
 /** owner → its row. */
 const feedRows = new Map();
-const feed = { updated: null, paused: false, held: [], open: false, source: null, view: "confirmed",
+const feed = { updated: null, paused: false, held: [], open: false, source: null, view: "confirmed", oracle: "pool",
   order: [], resort: false, pointerIn: false };
 /** How long a row rolled back says so (a stop's row stays that long). */
 const ROLLED_BACK_MS = 4000;
@@ -76,13 +78,22 @@ function feedRow(data) {
   setCell(tr.cells[4], q ? usd(q.profit_value_wad) : "", undefined, movedBy(tr.lastProfit, profit, 0.05));
   tr.lastProfit = profit;
   const stale = (q && q.oracle_stale) || data.positions.some((p) => p.oracle_stale);
-  const text = stale ? "stale" : "fresh";
+  // In the feed view, the pools to crank in the liquidation's transaction.
+  const crank = (data.crank ?? []).map(symbolOf);
+  const text = `${stale ? "stale" : "fresh"}${crank.length ? ` crank ${crank.join(", ")}` : ""}`;
   if (tr.cells[5].textContent !== text) {
     const badge = document.createElement("span");
     badge.className = `badge ${stale ? "stale" : "fresh"}`;
-    badge.textContent = text;
+    badge.textContent = stale ? "stale" : "fresh";
     badge.title = stale ? "a pool's oracle is older than the service's limit: refresh it before liquidating" : "";
     tr.cells[5].replaceChildren(badge);
+    if (crank.length) {
+      const cranks = document.createElement("span");
+      cranks.className = "badge crank";
+      cranks.textContent = `crank ${crank.join(", ")}`;
+      cranks.title = `send UpdateOraclePrice for ${data.crank.join(", ")}, then Liquidate, in one transaction`;
+      tr.cells[5].append(" ", cranks);
+    }
   }
   return tr;
 }
@@ -242,7 +253,7 @@ function clearFeed() {
 }
 
 function openFeed() {
-  const source = new EventSource(`/api/positions/unhealthy/stream?commitment=${feed.view}`);
+  const source = new EventSource(`/api/positions/unhealthy/stream?commitment=${feed.view}&oracle=${feed.oracle}`);
   feed.source = source;
   const seen = (event) => {
     // Stamped by the service when it published the event.
@@ -268,8 +279,16 @@ function openFeed() {
   };
 }
 
-/** The processed view is offered where the service reads at processed. */
+/** The processed view is offered where the service reads at processed, the
+ *  feed view where it reads feeds (the pools status says). */
 function offerViews() {
+  const feedOption = $('#feed-controls select[name="oracle"] option[value="feed"]');
+  if (feedOption && state.feedsRead !== undefined) {
+    feedOption.disabled = !state.feedsRead;
+    feedOption.title = state.feedsRead
+      ? "every pool at its Pyth feed where the feed moved and the pool was not cranked yet: rows list the pools to crank"
+      : "this service does not read feeds";
+  }
   const option = $('#feed-controls select[name="view"] option[value="processed"]');
   const commitment = link.health?.checks?.sync?.stream?.commitment;
   if (!option || commitment === undefined) return;
@@ -329,8 +348,10 @@ $("#feed-pause").addEventListener("click", () => {
   tickFeed();
 });
 $("#feed-controls").addEventListener("input", (event) => {
-  if (event.target.name === "view" && event.target.value !== feed.view) {
-    feed.view = event.target.value;
+  const switched = (event.target.name === "view" && event.target.value !== feed.view) ||
+    (event.target.name === "oracle" && event.target.value !== feed.oracle);
+  if (switched) {
+    feed[event.target.name] = event.target.value;
     feed.source?.close();
     feed.open = false;
     clearFeed();
@@ -345,7 +366,8 @@ $("#feed-controls").addEventListener("input", (event) => {
 /** The feed's filters in the URL, so that a view can be shared. */
 function keepFeedFilters() {
   const form = $("#feed-controls");
-  setParams({ view: form.view.value === "confirmed" ? "" : form.view.value, sort: form.sort.value === "hf" ? "" : form.sort.value,
+  setParams({ view: form.view.value === "confirmed" ? "" : form.view.value,
+    oracle: form.oracle.value === "pool" ? "" : form.oracle.value, sort: form.sort.value === "hf" ? "" : form.sort.value,
     pool: form.pool.value, min_profit: form.min_profit.value });
 }
 
@@ -364,6 +386,12 @@ function applyFeedFilters(params) {
   if (option && !option.disabled && view !== feed.view) {
     form.view.value = view;
     form.view.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  const oracle = params.get("oracle") ?? "pool";
+  const priced = [...form.oracle.options].find((o) => o.value === oracle);
+  if (priced && !priced.disabled && oracle !== feed.oracle) {
+    form.oracle.value = oracle;
+    form.oracle.dispatchEvent(new Event("input", { bubbles: true }));
   }
   feed.resort = true;
 }

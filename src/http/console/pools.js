@@ -16,6 +16,38 @@ function amountCell(amount, pool, valueWad) {
   };
 }
 
+/** A pool's Pyth feed (docs/design.md §17): its price, age and distance from
+ *  the pool's own price, or what is wrong with it. */
+function feedCell(td, feed) {
+  state.feedsRead = feed != null;
+  if (!feed) { td.textContent = "—"; td.title = "this service does not read feeds"; return; }
+  if (feed.status === "unset") { td.textContent = "none named"; return; }
+  if (feed.price != null) td.append(oraclePrice(feed.price, feed.exponent, feed.conf));
+  const small = document.createElement("small");
+  if (feed.publish_time != null) {
+    const age = document.createElement("span");
+    age.className = "oracle-age";
+    age.dataset.updatedAt = String(feed.publish_time);
+    age.textContent = ago(Date.now() / 1000 - feed.publish_time);
+    small.append(age, " ");
+  }
+  const badge = document.createElement("span");
+  if (feed.status !== "ok") {
+    badge.className = "badge stale";
+    badge.textContent = feed.status.replaceAll("_", " ");
+    badge.title = "not usable: the pool is valued at its own price in both views";
+  } else {
+    badge.className = `badge ${feed.differs ? "stale" : "fresh"}`;
+    const bps = feed.deviation_bps ?? 0;
+    badge.textContent = feed.differs ? `${bps > 0 ? "+" : ""}${(bps / 100).toFixed(2)} %` : "cranked";
+    badge.title = feed.differs
+      ? "the pool's price lags its feed: crank UpdateOraclePrice (the feed view values it at the feed)"
+      : "the pool's price is its feed's";
+  }
+  small.append(badge);
+  td.append(small);
+}
+
 async function loadPools() {
   const table = $("#pools");
   if (!sources.get("pools")?.at) table.tBodies[0].replaceChildren(stateRow(table, "loading", "Loading pools…"));
@@ -50,6 +82,7 @@ async function loadPools() {
             small.append(age, " ", badge);
             td.append(small);
           },
+          (td) => feedCell(td, p.feed),
           amountCell(p.total_deposits, p.pool_address, p.deposits_value_wad),
           amountCell(p.total_borrows, p.pool_address, p.borrows_value_wad),
           percentOfWad(p.utilization_wad),
