@@ -256,3 +256,61 @@ async fn the_feed_view_is_refused_where_feeds_are_not_read() {
     let (status, _) = app.get("/api/positions/unhealthy?oracle=pool").await;
     assert_eq!(status, 200);
 }
+
+/// The stream of `query`, resuming after `id` when given.
+async fn stream(m: &Market, query: &str, id: Option<&str>) -> reqwest::Response {
+    let mut req = m.t.app.http.get(
+        m.t.app
+            .url(&format!("/api/positions/unhealthy/stream{query}")),
+    );
+    if let Some(id) = id {
+        req = req.header("Last-Event-ID", id);
+    }
+    let res = req.send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    res
+}
+
+/// The `id:` of the stream's first frame.
+async fn first_id(res: &mut reqwest::Response) -> String {
+    let mut text = String::new();
+    loop {
+        if let Some(line) = text.lines().find(|l| l.starts_with("id: ")) {
+            return line.trim_start_matches("id: ").to_string();
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(5), res.chunk()).await;
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap().unwrap()));
+    }
+}
+
+#[actix_rt::test]
+async fn an_event_id_of_one_view_resumed_on_the_other_gets_reset() {
+    let m = market(|_| {}).await;
+    crate::fixtures::feeds::under_water(&m, 2).await;
+    let pool_id = first_id(&mut stream(&m, "", None).await).await;
+    let feed_id = first_id(&mut stream(&m, "?oracle=feed", None).await).await;
+    assert_ne!(
+        pool_id.split('.').next(),
+        feed_id.split('.').next(),
+        "an epoch per view"
+    );
+    // Each view resumes its own id with nothing to send...
+    for (query, id) in [("", &pool_id), ("?oracle=feed", &feed_id)] {
+        let mut res = stream(&m, query, Some(id)).await;
+        let mut buffer = String::new();
+        let quiet = read_events(&mut res, &mut buffer, 1, Duration::from_millis(1500)).await;
+        assert!(quiet.is_empty(), "{query}: {quiet:?}");
+    }
+    // ...and the other view's id gets reset, then its snapshot.
+    for (query, id) in [("", &feed_id), ("?oracle=feed", &pool_id)] {
+        let mut res = stream(&m, query, Some(id)).await;
+        let mut buffer = String::new();
+        let frames = read_events(&mut res, &mut buffer, 3, Duration::from_secs(5)).await;
+        assert_eq!(frames[0].0, "reset", "{query}");
+        assert!(
+            frames[1..]
+                .iter()
+                .all(|(name, _)| name == "candidate_start")
+        );
+    }
+}
