@@ -314,3 +314,42 @@ async fn an_event_id_of_one_view_resumed_on_the_other_gets_reset() {
         );
     }
 }
+
+#[actix_rt::test]
+async fn a_grpc_source_follows_a_newly_named_feed_and_streams_it() {
+    use lendex_testkit::geyser::{ScriptedGeyser, account_update};
+    let server = ScriptedGeyser::start().await;
+    let mut m = crate::fixtures::grpc::grpc_market(&server, |_| {}).await;
+    let program = m.t.program;
+    let owner = m.account(1_000_000_000, 35_000_000_000).await;
+    // SOL's pool names a feed, by the stream: the subscription is made again
+    // with the feed's address in a third filter.
+    let feed = Pubkey::new_unique();
+    m.sol_data.pyth_price_feed = Some(feed);
+    let slot = m.t.chain.slot().await + 1_000;
+    let pool = encode_pool(&m.sol_data);
+    server.send(slot, account_update(&m.sol, &program, 1, pool, slot, 1));
+    let followed = eventually(Duration::from_secs(10), async || {
+        server.subscriptions().last().is_some_and(|s| {
+            (s.accounts.get("lendex_feeds")).is_some_and(|f| f.account == vec![feed.to_string()])
+        })
+    })
+    .await;
+    assert!(followed, "{:?}", server.subscriptions().last());
+    // The feed at $25, streamed: the owner is under in the feed view only.
+    let data = feed_data(25 * USD, false);
+    server.send(
+        slot + 1,
+        account_update(&feed, &receiver(), 1, data, slot + 1, 1),
+    );
+    let under = eventually(Duration::from_secs(10), async || {
+        at_feed(&m).await.as_array().is_some_and(|rows| {
+            rows.iter().any(|r| {
+                r["owner"] == owner && r["crank"] == serde_json::json!([m.sol.to_string()])
+            })
+        })
+    })
+    .await;
+    assert!(under, "{}", at_feed(&m).await);
+    assert!(m.unhealthy("").await.is_empty());
+}
