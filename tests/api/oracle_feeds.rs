@@ -259,10 +259,14 @@ async fn the_feed_view_is_refused_where_feeds_are_not_read() {
 
 /// The stream of `query`, resuming after `id` when given.
 async fn stream(m: &Market, query: &str, id: Option<&str>) -> reqwest::Response {
-    let mut req = m.t.app.http.get(
-        m.t.app
-            .url(&format!("/api/positions/unhealthy/stream{query}")),
-    );
+    stream_at(&m.t.app.url(""), query, id).await
+}
+
+/// The stream of `query` on the replica at `base`.
+async fn stream_at(base: &str, query: &str, id: Option<&str>) -> reqwest::Response {
+    let base = base.trim_end_matches('/');
+    let url = format!("{base}/api/positions/unhealthy/stream{query}");
+    let mut req = reqwest::Client::new().get(url);
     if let Some(id) = id {
         req = req.header("Last-Event-ID", id);
     }
@@ -352,4 +356,29 @@ async fn a_grpc_source_follows_a_newly_named_feed_and_streams_it() {
     .await;
     assert!(under, "{}", at_feed(&m).await);
     assert!(m.unhealthy("").await.is_empty());
+}
+
+#[actix_rt::test]
+async fn two_replicas_serve_the_same_feed_view() {
+    let mut m = market(|_| {}).await;
+    let second = crate::fixtures::replicas::second_replica(&m).await;
+    let feed = Pubkey::new_unique();
+    m.t.chain
+        .set(&feed, &receiver(), &feed_data(25 * USD, false))
+        .await;
+    name_sol_feed(&mut m, &feed).await;
+    let owner = m.account(1_000_000_000, 35_000_000_000).await;
+    let path = "/api/positions/unhealthy?oracle=feed";
+    let other = format!("{}{path}", second.base.trim_end_matches('/'));
+    let http = reqwest::Client::new();
+    let same = eventually(Duration::from_secs(10), async || {
+        let theirs: Value = http.get(&other).send().await.unwrap().json().await.unwrap();
+        theirs == m.t.app.get(path).await.1 && theirs["positions"][0]["owner"] == owner
+    })
+    .await;
+    assert!(same, "{}", m.t.app.get(path).await.1);
+    // The same event, under the same id, on either replica's feed view.
+    let ours = first_id(&mut stream(&m, "?oracle=feed", None).await).await;
+    let theirs = first_id(&mut stream_at(&second.base, "?oracle=feed", None).await).await;
+    assert_eq!(ours, theirs);
 }
