@@ -67,8 +67,12 @@ const FROM_GRPC: &[&str] = &[
     "lendex_chain_slot_problems_total",
 ];
 
-/// Recorded only where a pool names a Pyth feed: oracle_feeds checks them.
-pub(crate) const FROM_FEEDS: &[&str] = &["lendex_oracle_feed_deviation_bps"];
+/// Recorded only where a pool names a Pyth feed (the crank lag once a crank
+/// lands): oracle_feeds checks them.
+pub(crate) const FROM_FEEDS: &[&str] = &[
+    "lendex_oracle_feed_deviation_bps",
+    "lendex_oracle_crank_lag_seconds_bucket",
+];
 
 fn value(series: &HashMap<String, f64>, key: &str) -> f64 {
     series.get(key).copied().unwrap_or(0.0)

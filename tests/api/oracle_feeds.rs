@@ -185,8 +185,11 @@ async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
     };
     assert!(line("lendex_oracle_feeds{status=\"ok\"}".into()).ends_with(" 1"));
     assert!(line("lendex_oracle_feeds{status=\"unset\"}".into()).ends_with(" 1"));
+    let deviation = format!("lendex_oracle_feed_deviation_bps{{pool=\"{sol}\"}}");
+    assert!(line(deviation).ends_with(" 0"));
+    // What the dashboard and the alerts read only where feeds are: here.
     for name in crate::metrics_api::FROM_FEEDS {
-        assert!(line(format!("{name}{{pool=\"{sol}\"}}")).ends_with(" 0"));
+        line(name.to_string());
     }
     // (Counted by every service of this test process: at least ours.)
     for counted in [
