@@ -267,7 +267,10 @@ impl Views {
             && !changes.is_empty()
         {
             let translated = f.translate(&changes);
-            f.view.forget_bodies(owners.as_ref().map(|o| o.iter()));
+            // A feed's reading moves its pools here: every body of theirs goes.
+            let moved: Option<HashSet<Pubkey>> = (!translated.iter().any(Change::is_pool_wide))
+                .then(|| translated.iter().filter_map(Change::owner).collect());
+            f.view.forget_bodies(moved.as_ref().map(|o| o.iter()));
             let engine = f.view.engine_mut();
             let more = engine.apply(translated);
             // Its health factors are not the index's to store.

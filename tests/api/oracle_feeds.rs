@@ -343,6 +343,18 @@ async fn a_grpc_source_follows_a_newly_named_feed_and_streams_it() {
     })
     .await;
     assert!(followed, "{:?}", server.subscriptions().last());
+    // The owner's answer in the feed view, rendered and kept before the feed
+    // moves: a tick with the feed alone must drop it.
+    let mine = format!("/api/positions/{owner}?oracle=feed");
+    let hf = async |m: &Market| -> u128 {
+        let body = m.t.app.get(&mine).await.1;
+        body["positions"][0]["health_factor_wad"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(hf(&m).await >= 1_000_000_000_000_000_000);
     // The feed at $25, streamed: the owner is under in the feed view only.
     let data = feed_data(25 * USD, false);
     server.send(
@@ -359,6 +371,7 @@ async fn a_grpc_source_follows_a_newly_named_feed_and_streams_it() {
     .await;
     assert!(under, "{}", at_feed(&m).await);
     assert!(m.unhealthy("").await.is_empty());
+    assert!(hf(&m).await < 1_000_000_000_000_000_000);
 }
 
 #[actix_rt::test]
