@@ -52,6 +52,17 @@ async fn name_sol_feed(m: &mut Market, feed: &Pubkey) {
     assert_eq!(m.t.sync_pool(&m.sol).await.0, 200);
 }
 
+/// SOL's feed at $25, named and read, and the account on the market: the
+/// feed and the owner.
+async fn sol_feed_ahead(m: &mut Market) -> (Pubkey, String) {
+    let feed = Pubkey::new_unique();
+    m.t.chain
+        .set(&feed, &receiver(), &feed_data(25 * USD, false))
+        .await;
+    name_sol_feed(m, &feed).await;
+    (feed, m.account(1_000_000_000, 35_000_000_000).await)
+}
+
 /// Writes SOL's feed account and reads it (with the pool).
 async fn set_feed(m: &Market, feed: &Pubkey, owner: &Pubkey, data: &[u8]) {
     m.t.chain.set(feed, owner, data).await;
@@ -88,12 +99,7 @@ async fn get_view(m: &Market, path: &str) -> (u16, Value, Option<String>) {
 #[actix_rt::test]
 async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
     let mut m = market(|_| {}).await;
-    let feed = Pubkey::new_unique();
-    m.t.chain
-        .set(&feed, &receiver(), &feed_data(25 * USD, false))
-        .await;
-    name_sol_feed(&mut m, &feed).await;
-    let owner = m.account(1_000_000_000, 35_000_000_000).await;
+    let (feed, owner) = sol_feed_ahead(&mut m).await;
     let sol = m.sol.to_string();
     let (sol_feed, usdc_feed) = feeds_status(&m).await;
     assert_eq!(usdc_feed["status"], "unset");
@@ -378,12 +384,7 @@ async fn a_grpc_source_follows_a_newly_named_feed_and_streams_it() {
 async fn two_replicas_serve_the_same_feed_view() {
     let mut m = market(|_| {}).await;
     let second = crate::fixtures::replicas::second_replica(&m).await;
-    let feed = Pubkey::new_unique();
-    m.t.chain
-        .set(&feed, &receiver(), &feed_data(25 * USD, false))
-        .await;
-    name_sol_feed(&mut m, &feed).await;
-    let owner = m.account(1_000_000_000, 35_000_000_000).await;
+    let (_, owner) = sol_feed_ahead(&mut m).await;
     let path = "/api/positions/unhealthy?oracle=feed";
     let other = format!("{}{path}", second.base.trim_end_matches('/'));
     let http = reqwest::Client::new();
