@@ -61,12 +61,14 @@ impl AtFeeds {
     /// prices, each feed reading turned into the pools naming it.
     fn translate(&mut self, changes: &[Change]) -> Vec<Change> {
         let mut out = Vec::with_capacity(changes.len());
+        // The pools this tick moved, and those whose copy it moved.
+        let (mut touched, mut copied) = (HashSet::new(), HashSet::new());
         for change in changes {
             match change {
                 Change::Pool(state) => {
-                    let priced = self.feeds.copy(state.clone());
-                    self.timed(&priced, true);
-                    out.push(Change::Pool(priced));
+                    touched.insert(state.address);
+                    copied.insert(state.address);
+                    out.push(Change::Pool(self.feeds.copy(state.clone())));
                 }
                 Change::PoolRemoved(pool) => {
                     self.feeds.removed(pool);
@@ -78,32 +80,34 @@ impl AtFeeds {
                     if !moved.is_empty() && reading.status == FeedStatus::Ok {
                         crate::metrics::feed_updated();
                     }
-                    for priced in moved {
-                        self.timed(&priced, false);
-                        out.push(Change::Pool(priced));
-                    }
+                    touched.extend(moved.iter().map(|p| p.address));
+                    out.extend(moved.into_iter().map(Change::Pool));
                 }
                 _ => out.push(change.clone()),
             }
         }
+        self.time_cranks(&touched, &copied);
         out
     }
 
-    /// Notes when a pool starts to differ from its feed, and the crank lag
-    /// when its copy catches up (`copy_moved`; a feed that stops being
-    /// usable or comes back to the copy ends the interval unmeasured).
-    fn timed(&mut self, priced: &PoolState, copy_moved: bool) {
-        match (priced.crank, self.ahead_since.get(&priced.address)) {
-            (true, None) => {
-                self.ahead_since.insert(priced.address, Instant::now());
-            }
-            (false, Some(since)) => {
-                if copy_moved {
-                    crate::metrics::crank_landed(since.elapsed());
+    /// After a tick: notes when a pool starts to differ from its feed, and
+    /// the crank lag when it stops with its copy moved in the tick (a crank
+    /// and the feed it copies often land in one slot). A feed that stops
+    /// being usable, or comes back to the copy, ends the interval unmeasured.
+    fn time_cranks(&mut self, touched: &HashSet<Pubkey>, copied: &HashSet<Pubkey>) {
+        for pool in touched {
+            match (self.feeds.crank(pool), self.ahead_since.get(pool)) {
+                (true, None) => {
+                    self.ahead_since.insert(*pool, Instant::now());
                 }
-                self.ahead_since.remove(&priced.address);
+                (false, Some(since)) => {
+                    if copied.contains(pool) {
+                        crate::metrics::crank_landed(since.elapsed());
+                    }
+                    self.ahead_since.remove(pool);
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
 
