@@ -611,8 +611,10 @@ pub const LIST_POOL_DECIMALS: &str = "SELECT pool_address, token_mint, decimals 
     WHERE cluster = $1 ORDER BY created_at, pool_address";
 
 /// `lendex demo` on localnet only: forget pools (and, by cascade, positions)
-/// indexed from an earlier run of the local chain.
-pub const RESET_CLUSTER_POOLS: &str = "DELETE FROM pools WHERE cluster = $1";
+/// and the feeds they named, indexed from an earlier run of the local chain
+/// (whose slots the new chain starts below).
+pub const RESET_CLUSTER_POOLS: &str = "WITH feeds AS (DELETE FROM oracle_feeds WHERE cluster = $1)
+    DELETE FROM pools WHERE cluster = $1";
 
 // ---- the processed overlay (sql/0013, functions in sql/functions.sql) -------
 

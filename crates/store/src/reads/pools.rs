@@ -60,7 +60,8 @@ pub async fn is_registered(
 }
 
 /// `lendex demo` on localnet: forgets the pools (and by cascade their
-/// positions) indexed from an earlier run of the local chain; how many.
+/// positions) and their feeds indexed from an earlier run of the local
+/// chain; how many pools.
 pub async fn forget_cluster(store: &Store, cluster: &str) -> DbResult<u64> {
     let session = store.session().await?;
     Ok(session
