@@ -14,6 +14,7 @@ use super::{Registered, StreamDeps, commit_slots, latest_data};
 use crate::chain::source::AccountUpdate;
 use crate::chain_reader::ReadAccounts;
 use crate::domain::pubkey::Pubkey;
+use crate::domain::raw::AccountRead;
 use crate::error::ActorResult;
 use crate::ingest::sort_out;
 use lendex_store::chain_writes::AccountWrite;
@@ -60,25 +61,7 @@ pub(super) async fn apply(
     }
     let again = wanted.only(&reread);
     let keys = again.keys();
-    // The latest data each account was notified with.
-    let notified = latest_data(batch);
-    let read = || async { deps.chain.send(ReadAccounts { keys: keys.clone() }).await? };
-    let mut reads = read().await?;
-    // A read that does not show what was notified may come from a view not yet
-    // caught up (surfpool answers HTTP reads from the last slot for a moment):
-    // read again shortly. A newer change comes with its own notification.
-    for _ in 0..SETTLE_TRIES {
-        let behind = keys.iter().zip(reads.iter()).any(|(key, read)| {
-            notified
-                .get(key)
-                .is_some_and(|data| read.account.as_ref().map(|a| a.data.as_slice()) != Some(*data))
-        });
-        if !behind {
-            break;
-        }
-        tokio::time::sleep(SETTLE_AFTER).await;
-        reads = read().await?;
-    }
+    let reads = settled_read(deps, &keys, batch).await?;
     let reads: BTreeMap<Pubkey, _> = keys.iter().copied().zip(reads.iter().cloned()).collect();
     // One read, one slot: written together.
     commit_slots(deps, deps.ingest.reread(&again, &reads), heard).await?;
@@ -105,12 +88,7 @@ async fn apply_feeds(
         }
     }
     if !reread.is_empty() {
-        let reads = deps
-            .chain
-            .send(ReadAccounts {
-                keys: reread.clone(),
-            })
-            .await??;
+        let reads = settled_read(deps, &reread, feeds).await?;
         let read = reread.iter().zip(reads.iter());
         writes.extend(
             read.filter_map(|(key, read)| {
@@ -120,4 +98,35 @@ async fn apply_feeds(
     }
     commit_slots(deps, writes, heard).await?;
     Ok(())
+}
+
+/// `keys` read over HTTP, again shortly while a read does not show the data
+/// the batch notified: it may come from a view not yet caught up (surfpool
+/// answers HTTP reads from the last slot for a moment). A newer change comes
+/// with its own notification.
+async fn settled_read(
+    deps: &StreamDeps,
+    keys: &[Pubkey],
+    batch: &[AccountUpdate],
+) -> ActorResult<Vec<AccountRead>> {
+    // The latest data each account was notified with.
+    let notified = latest_data(batch);
+    let read = || async {
+        let keys = keys.to_vec();
+        deps.chain.send(ReadAccounts { keys }).await?
+    };
+    let mut reads = read().await?;
+    for _ in 0..SETTLE_TRIES {
+        let behind = keys.iter().zip(reads.iter()).any(|(key, read)| {
+            notified
+                .get(key)
+                .is_some_and(|data| read.account.as_ref().map(|a| a.data.as_slice()) != Some(*data))
+        });
+        if !behind {
+            break;
+        }
+        tokio::time::sleep(SETTLE_AFTER).await;
+        reads = read().await?;
+    }
+    Ok(reads.to_vec())
 }

@@ -399,3 +399,32 @@ async fn two_replicas_serve_the_same_feed_view() {
     let theirs = first_id(&mut stream_at(&second.base, "?oracle=feed", None).await).await;
     assert_eq!(ours, theirs);
 }
+
+#[actix_rt::test]
+async fn a_websocket_source_follows_a_feed_and_each_write_reaches_the_feed_view() {
+    let mut m = market(|c| c.sync.interval_seconds = 3600).await;
+    let leading = eventually(Duration::from_secs(15), async || {
+        let sync = m.t.app.get("/api/health").await.1["checks"]["sync"].clone();
+        sync["stream"]["connected"] == true
+    })
+    .await;
+    assert!(leading, "the websocket never connected");
+    let (feed, owner) = sol_feed_ahead(&mut m).await;
+    // Written on chain alone, no sync call: each price reaches the feed
+    // view by the feed's own subscription, the last one included.
+    for (price, under) in [(20, false), (26, true), (21, false), (27, true)] {
+        let data = feed_data(price * USD, false);
+        m.t.chain.set(&feed, &receiver(), &data).await;
+        let seen = eventually(Duration::from_secs(10), async || {
+            let shown = feeds_status(&m).await.0;
+            let priced = shown["price"] == (price * USD).to_string();
+            let rows = at_feed(&m).await;
+            let listed = rows
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r["owner"] == owner));
+            priced && listed == under
+        })
+        .await;
+        assert!(seen, "${price}: {}", feeds_status(&m).await.0);
+    }
+}
