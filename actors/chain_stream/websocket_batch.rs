@@ -69,9 +69,10 @@ pub(super) async fn apply(
 }
 
 /// The pools' feeds notified (docs/design.md §17): written as they came when
-/// the slot proves them newer, else re-read over HTTP (the same rule as a
-/// pool's). A write the stored row's newer read refuses is left: the row
-/// holds the newer one.
+/// the slot proves them newer, else re-read over HTTP; a write the stored
+/// row's newer read refuses is re-read too (a node may stamp every
+/// notification with the subscription's slot, older than the last
+/// reconcile's read). The same rules as a pool's.
 async fn apply_feeds(
     deps: &StreamDeps,
     trusted_above: u64,
@@ -87,15 +88,20 @@ async fn apply_feeds(
             false => reread.push(key),
         }
     }
-    if !reread.is_empty() {
-        let reads = settled_read(deps, &reread, feeds).await?;
-        let read = reread.iter().zip(reads.iter());
-        writes.extend(
-            read.filter_map(|(key, read)| {
-                deps.ingest.feed(key, read, false).map(AccountWrite::Feed)
-            }),
-        );
+    for (account, written) in commit_slots(deps, writes, heard).await? {
+        if !written {
+            reread.push(account);
+        }
     }
+    if reread.is_empty() {
+        return Ok(());
+    }
+    let reads = settled_read(deps, &reread, feeds).await?;
+    let read = reread.iter().zip(reads.iter());
+    let writes = read
+        .filter_map(|(key, read)| deps.ingest.feed(key, read, false))
+        .map(AccountWrite::Feed)
+        .collect();
     commit_slots(deps, writes, heard).await?;
     Ok(())
 }
