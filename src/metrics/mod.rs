@@ -69,6 +69,10 @@ const SECONDS_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
+/// A crank lags its feed by seconds to minutes (Pyth's heartbeat is 60 s).
+const CRANK_LAG_BUCKETS: &[f64] = &[
+    0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
+];
 const SIZE_BUCKETS: &[f64] = &[
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
 ];
@@ -99,6 +103,11 @@ pub fn install() -> Metrics {
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
                 .and_then(|b| {
                     b.set_buckets_for_metric(Matcher::Full(WRITER_BATCH_SIZE.into()), SIZE_BUCKETS)
+                })
+                // A full name is matched before any suffix.
+                .and_then(|b| {
+                    let crank_lag = lendex_actors::metrics::CRANK_LAG.into();
+                    b.set_buckets_for_metric(Matcher::Full(crank_lag), CRANK_LAG_BUCKETS)
                 })
                 .expect("bucket lists are not empty")
                 .build_recorder();

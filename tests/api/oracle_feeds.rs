@@ -193,6 +193,8 @@ async fn a_feed_ahead_of_its_copy_puts_an_owner_under_in_the_feed_view_only() {
     assert!(line("lendex_oracle_feeds{status=\"unset\"}".into()).ends_with(" 1"));
     let deviation = format!("lendex_oracle_feed_deviation_bps{{pool=\"{sol}\"}}");
     assert!(line(deviation).ends_with(" 0"));
+    // Its own buckets, to Pyth's heartbeat and past it.
+    line("lendex_oracle_crank_lag_seconds_bucket{le=\"1800\"}".into());
     // What the dashboard and the alerts read only where feeds are: here.
     for name in crate::metrics_api::FROM_FEEDS {
         line(name.to_string());
