@@ -114,6 +114,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         confirmed: cache.rendered(),
         processed: cache.rendered_of(ViewKey::new(Commitment::Processed, Oracle::Pool)),
         feed: cache.rendered_of(ViewKey::new(Commitment::Confirmed, Oracle::Feed)),
+        processed_feed: cache.rendered_of(ViewKey::new(Commitment::Processed, Oracle::Feed)),
     };
     let cache = cache.start();
     let deps = ChainDeps {

@@ -126,17 +126,16 @@ fn version(account: &AccountUpdate) -> u64 {
     account.write_version.unwrap_or(0)
 }
 
-/// A processed write as the index would store it: of a registered pool, or
-/// the closing of a position the index holds. Anything else lays nothing.
+/// A processed write as the index would store it: of a registered pool, a
+/// feed a pool names, or the closing of a position the index holds.
+/// Anything else lays nothing.
 async fn index_write(
     deps: &StreamDeps,
     registered: &mut Registered,
     account: &AccountUpdate,
 ) -> Result<Option<AccountWrite>, ActorError> {
-    // A feed's processed write reaches the views once its slot is confirmed
-    // (docs/design.md §17).
     if deps.is_feed(&account.pubkey) {
-        return Ok(None);
+        return Ok(deps.ingest.streamed_feed(account).map(AccountWrite::Feed));
     }
     match deps.ingest.streamed(account) {
         Streamed::Write { pool, write } => {

@@ -1,6 +1,6 @@
 //! The views of this replica (docs/design.md §15, §17): `confirmed` always,
-//! `processed` on a cluster reading the chain at processed, and the
-//! confirmed view at the feeds' prices where feeds are read. `Views` is the
+//! `processed` on a cluster reading the chain at processed, and each of them
+//! at the feeds' prices where feeds are read. `Views` is the
 //! one place a read's view key chooses one, and the pipeline hands each tick
 //! to every view through it; it knows whether the index is loaded and the
 //! last tick of the change log its views hold.
@@ -15,7 +15,6 @@ use super::stream_hub::{Published, StreamHub};
 use super::view::{Book, View};
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::Pubkey;
-use crate::domain::pyth::FeedStatus;
 use crate::domain::view_key::{Oracle, ViewKey};
 use crate::engine::oracle::{FeedReading, OracleFeeds};
 use crate::engine::processed::{OverlayWrite, Processed};
@@ -57,37 +56,33 @@ struct AtFeeds {
 }
 
 impl AtFeeds {
-    /// A tick's changes as this view applies them: pools at their feeds'
-    /// prices, each feed reading turned into the pools naming it.
+    /// A tick's changes as this view applies them (`OracleFeeds::translate`),
+    /// the crank lag timed.
     fn translate(&mut self, changes: &[Change]) -> Vec<Change> {
-        let mut out = Vec::with_capacity(changes.len());
-        // The pools this tick moved, and those whose copy it moved.
-        let (mut touched, mut copied) = (HashSet::new(), HashSet::new());
         for change in changes {
-            match change {
-                Change::Pool(state) => {
-                    touched.insert(state.address);
-                    copied.insert(state.address);
-                    out.push(Change::Pool(self.feeds.copy(state.clone())));
-                }
-                Change::PoolRemoved(pool) => {
-                    self.feeds.removed(pool);
-                    self.ahead_since.remove(pool);
-                    out.push(change.clone());
-                }
-                Change::Feed { feed, reading } => {
-                    let moved = self.feeds.reading(feed, *reading);
-                    if !moved.is_empty() && reading.status == FeedStatus::Ok {
-                        crate::metrics::feed_updated();
-                    }
-                    touched.extend(moved.iter().map(|p| p.address));
-                    out.extend(moved.into_iter().map(Change::Pool));
-                }
-                _ => out.push(change.clone()),
+            if let Change::PoolRemoved(pool) = change {
+                self.ahead_since.remove(pool);
             }
         }
+        let translated = self.feeds.translate(changes);
+        for _ in 0..translated.feed_updates {
+            crate::metrics::feed_updated();
+        }
+        // The pools this tick moved, and those whose copy it moved.
+        let touched: HashSet<Pubkey> = (translated.changes.iter())
+            .filter_map(|c| match c {
+                Change::Pool(state) => Some(state.address),
+                _ => None,
+            })
+            .collect();
+        let copied: HashSet<Pubkey> = (changes.iter())
+            .filter_map(|c| match c {
+                Change::Pool(state) => Some(state.address),
+                _ => None,
+            })
+            .collect();
         self.time_cranks(&touched, &copied);
-        out
+        translated.changes
     }
 
     /// After a tick: notes when a pool starts to differ from its feed, and
@@ -129,7 +124,9 @@ impl AtFeeds {
         for (feed, reading) in readings {
             self.feeds.reading(feed, *reading);
         }
-        let priced: Vec<PoolState> = (pools.iter()).map(|p| self.feeds.copy(p.clone())).collect();
+        let priced: Vec<PoolState> = (pools.iter())
+            .map(|p| self.feeds.restore_copy(p.clone()))
+            .collect();
         self.view.load(&priced);
         self.tell_named();
     }
@@ -137,7 +134,9 @@ impl AtFeeds {
 
 pub(super) struct Views {
     confirmed: View,
-    processed: Option<View>,
+    /// The processed views (at the pools' copies, then at the feeds'
+    /// prices), on a cluster reading the chain at processed.
+    processed: Vec<View>,
     /// Where feeds are read (`[oracle] feeds`).
     at_feeds: Option<AtFeeds>,
     /// A load has filled them: until then reads answer 503.
@@ -177,8 +176,13 @@ impl Views {
         });
         Views {
             confirmed: View::new(Book::Confirmed(engine), feed()),
-            processed: processed
-                .then(|| View::new(Book::Processed(Processed::new(cache.max_owners)), feed())),
+            processed: match (processed, at_feeds.is_some()) {
+                (false, _) => Vec::new(),
+                (true, at_feeds) => std::iter::once(Processed::new(cache.max_owners))
+                    .chain(at_feeds.then(|| Processed::at_feeds(cache.max_owners)))
+                    .map(|p| View::new(Book::Processed(p), feed()))
+                    .collect(),
+            },
             at_feeds,
             loaded: false,
             applied: 0,
@@ -199,9 +203,10 @@ impl Views {
     pub(super) fn get(&self, key: ViewKey) -> ActorResult<&View> {
         match (key.commitment, key.oracle) {
             (Commitment::Confirmed, Oracle::Pool) => Some(&self.confirmed),
-            (Commitment::Processed, Oracle::Pool) => self.processed.as_ref(),
             (Commitment::Confirmed, Oracle::Feed) => self.at_feeds.as_ref().map(|f| &f.view),
-            (Commitment::Processed, Oracle::Feed) => None,
+            (Commitment::Processed, _) => {
+                (self.processed.iter()).find(|v| v.engine().view_key() == key)
+            }
         }
         .ok_or_else(|| not_served(key))
     }
@@ -209,9 +214,10 @@ impl Views {
     pub(super) fn get_mut(&mut self, key: ViewKey) -> ActorResult<&mut View> {
         match (key.commitment, key.oracle) {
             (Commitment::Confirmed, Oracle::Pool) => Some(&mut self.confirmed),
-            (Commitment::Processed, Oracle::Pool) => self.processed.as_mut(),
             (Commitment::Confirmed, Oracle::Feed) => self.at_feeds.as_mut().map(|f| &mut f.view),
-            (Commitment::Processed, Oracle::Feed) => None,
+            (Commitment::Processed, _) => {
+                (self.processed.iter_mut()).find(|v| v.engine().view_key() == key)
+            }
         }
         .ok_or_else(|| not_served(key))
     }
@@ -223,7 +229,7 @@ impl Views {
 
     /// Whether the processed view is served (the overlay's moves are read).
     pub(super) fn serves_processed(&self) -> bool {
-        self.processed.is_some()
+        !self.processed.is_empty()
     }
 
     /// The confirmed view: what the write-back, history, the risk lens and
@@ -250,19 +256,22 @@ impl Views {
     }
 
     /// A tick's confirmed changes, in every view: the owner bodies they make
-    /// stale dropped, the processed view given them first (it keeps what
+    /// stale dropped, the processed views given them first (each keeps what
     /// its overlay does not hold newer), the feed view its translation, the
     /// confirmed engine taking them. What an engine could not apply from
     /// memory is to be read back.
     pub(super) fn apply_changes(&mut self, changes: Vec<Change>) -> Unapplied {
         let mut unapplied = Unapplied::default();
-        if let Some(view) = &mut self.processed
-            && !changes.is_empty()
-        {
+        for view in &mut self.processed {
+            if changes.is_empty() {
+                break;
+            }
             // Any confirmed change may end an overlaid write: all its bodies go.
             view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
             if let Some(p) = view.processed_mut() {
-                unapplied = p.apply_confirmed(&changes);
+                let more = p.apply_confirmed(&changes);
+                unapplied.owners.extend(more.owners);
+                unapplied.pools.extend(more.pools);
             }
         }
         let owners: Option<HashSet<Pubkey>> = (!changes.iter().any(Change::is_pool_wide))
@@ -293,31 +302,26 @@ impl Views {
         let more = self.confirmed.engine_mut().apply(changes);
         unapplied.owners.extend(more.owners);
         unapplied.pools.extend(more.pools);
-        if let Some(p) = self.processed.as_mut().and_then(View::processed_mut) {
-            let more = p.settle_confirmed(self.confirmed.engine());
+        let confirmed = self.confirmed.engine();
+        for p in self.processed.iter_mut().filter_map(View::processed_mut) {
+            let more = p.settle_confirmed(confirmed);
             unapplied.owners.extend(more.owners);
             unapplied.pools.extend(more.pools);
         }
         unapplied
     }
 
-    /// A tick's overlay moves, in their order, in the processed view (after
+    /// A tick's overlay moves, in their order, in the processed views (after
     /// the confirmed engine took the tick's changes: a retraction restores
     /// what it holds). Says whether a move rolled writes back.
     pub(super) fn apply_overlay(&mut self, overlay: Vec<OverlayChange>) -> (Unapplied, bool) {
         let mut unapplied = Unapplied::default();
-        let Some(view) = &mut self.processed else {
-            return (unapplied, false);
-        };
-        if overlay.is_empty() {
+        if self.processed.is_empty() || overlay.is_empty() {
             return (unapplied, false);
         }
-        view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
-        let Some(p) = view.processed_mut() else {
-            return (unapplied, false);
-        };
-        let confirmed = self.confirmed.engine();
-        let (mut set, mut retracted, mut rolled_back) = (Vec::new(), Vec::new(), false);
+        // A run of retractions, then its sets, at a time.
+        let (mut runs, mut rolled_back) = (Vec::new(), false);
+        let (mut set, mut retracted) = (Vec::new(), Vec::new());
         let mut moves = overlay.into_iter().peekable();
         while let Some(change) = moves.next() {
             match change {
@@ -330,15 +334,23 @@ impl Views {
                     rolled_back |= back;
                 }
             }
-            // A run of retractions, then its sets, at a time.
             let run_ends = match moves.peek() {
                 None => true,
                 Some(OverlayChange::Retract { .. }) => !set.is_empty(),
                 Some(OverlayChange::Set(_)) => false,
             };
             if run_ends {
-                let more = p.apply_overlay(std::mem::take(&mut set), &retracted, confirmed);
-                retracted.clear();
+                runs.push((std::mem::take(&mut set), std::mem::take(&mut retracted)));
+            }
+        }
+        let confirmed = self.confirmed.engine();
+        for view in &mut self.processed {
+            view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
+            let Some(p) = view.processed_mut() else {
+                continue;
+            };
+            for (set, retracted) in &runs {
+                let more = p.apply_overlay(set.clone(), retracted, confirmed);
                 unapplied.owners.extend(more.owners);
                 unapplied.pools.extend(more.pools);
             }
@@ -351,7 +363,7 @@ impl Views {
     /// confirmed feed published some.
     pub(super) fn publish(&mut self, tick: u64, rolled_back: bool) -> bool {
         let published = self.confirmed.publish(tick, false) == Published::Events;
-        if let Some(p) = &mut self.processed {
+        for p in &mut self.processed {
             p.publish(tick, rolled_back);
         }
         if let Some(f) = &mut self.at_feeds {
@@ -389,9 +401,9 @@ impl Views {
         }
     }
 
-    /// A load: every view emptied and filled with `pools` (the feed view's
+    /// A load: every view emptied and filled with `pools` (the feed views'
     /// at `readings`) and `owners` (the stored health factors kept by the
-    /// confirmed engine), the overlay laid over the processed one.
+    /// confirmed engine), the overlay laid over the processed ones.
     pub(super) fn load(
         &mut self,
         pools: &[PoolState],
@@ -403,18 +415,17 @@ impl Views {
             view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
         }
         self.confirmed.load(pools);
-        if let Some(p) = &mut self.processed {
-            p.load(pools);
+        for p in self.processed.iter_mut().filter_map(View::processed_mut) {
+            p.load(pools, readings);
         }
         if let Some(f) = &mut self.at_feeds {
             f.load(pools, readings);
         }
         self.set_owners(owners, false);
         let confirmed = self.confirmed.engine();
-        if let Some(p) = self.processed.as_mut().and_then(View::processed_mut) {
+        for p in self.processed.iter_mut().filter_map(View::processed_mut) {
             p.engine_mut().end_reload();
-            p.reset_overlay();
-            p.apply_overlay(overlay, &[], confirmed);
+            p.apply_overlay(overlay.clone(), &[], confirmed);
         }
         if let Some(f) = &mut self.at_feeds {
             let engine = f.view.engine_mut();
@@ -438,7 +449,7 @@ impl Views {
     /// `owners` as stored, in every view; with `relay`, the overlay's
     /// writes of theirs laid over them again (a load lays the whole overlay).
     fn set_owners(&mut self, owners: Owners, relay: bool) {
-        if let Some(p) = self.processed.as_mut().and_then(View::processed_mut) {
+        for p in self.processed.iter_mut().filter_map(View::processed_mut) {
             for (owner, (positions, _)) in &owners {
                 p.engine_mut().set_owner(*owner, positions.clone());
             }

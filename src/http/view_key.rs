@@ -35,6 +35,8 @@ pub struct RenderedViews {
     pub processed: Option<SharedRendered>,
     /// Where feeds are read.
     pub feed: Option<SharedRendered>,
+    /// Where both are.
+    pub processed_feed: Option<SharedRendered>,
 }
 
 impl RenderedViews {
@@ -44,7 +46,7 @@ impl RenderedViews {
             (Commitment::Confirmed, Oracle::Pool) => Some(&self.confirmed),
             (Commitment::Processed, Oracle::Pool) => self.processed.as_ref(),
             (Commitment::Confirmed, Oracle::Feed) => self.feed.as_ref(),
-            (Commitment::Processed, Oracle::Feed) => None,
+            (Commitment::Processed, Oracle::Feed) => self.processed_feed.as_ref(),
         }
     }
 
@@ -140,6 +142,7 @@ mod tests {
             confirmed: SharedRendered::default(),
             processed: processed.then(SharedRendered::default),
             feed: feed.then(SharedRendered::default),
+            processed_feed: (processed && feed).then(SharedRendered::default),
         }
     }
 
@@ -171,6 +174,10 @@ mod tests {
                 processed.then_some(processed_pool)
             );
             assert_eq!(ask("oracle=feed"), feed.then_some(confirmed_feed));
+            assert_eq!(
+                ask("oracle=feed&commitment=processed"),
+                (processed && feed).then_some(ViewKey::new(Commitment::Processed, Oracle::Feed))
+            );
         }
     }
 

@@ -430,3 +430,89 @@ async fn a_websocket_source_follows_a_feed_and_each_write_reaches_the_feed_view(
         assert!(seen, "${price}: {}", feeds_status(&m).await.0);
     }
 }
+
+#[actix_rt::test]
+async fn a_processed_feed_write_leads_both_views_and_rolls_back_with_its_fork() {
+    use crate::fixtures::feeds::Feed;
+    use crate::fixtures::processed::{confirmed_base, play, processed_market, status};
+    use lendex_testkit::geyser::{ScriptedGeyser, account_update};
+    use yellowstone_grpc_proto::prelude::SlotStatus;
+    let server = ScriptedGeyser::start().await;
+    let mut m = processed_market(&server, |_| {}).await;
+    // SOL's feed at its copy's price, named and read: nothing to crank.
+    let feed = Pubkey::new_unique();
+    (m.t.chain)
+        .set(&feed, &receiver(), &feed_data(20 * USD, false))
+        .await;
+    name_sol_feed(&mut m, &feed).await;
+    let owner = m.account(1_000_000_000, 35_000_000_000).await;
+    let followed = eventually(Duration::from_secs(10), async || {
+        server.subscriptions().last().is_some_and(|s| {
+            (s.accounts.get("lendex_feeds")).is_some_and(|f| f.account == vec![feed.to_string()])
+        })
+    })
+    .await;
+    assert!(followed, "{:?}", server.subscriptions().last());
+    let base = confirmed_base(&server, &m).await;
+    let under = async |m: &Market, query: &str| -> Vec<Value> {
+        let (code, body, _) = get_view(m, &format!("/api/positions/unhealthy?{query}")).await;
+        assert_eq!(code, 200, "{query}: {body}");
+        let rows = body["positions"].as_array().unwrap().clone();
+        (rows.into_iter()).filter(|r| r["owner"] == owner).collect()
+    };
+    let (feeds_ahead, pools_ahead) = ("commitment=processed&oracle=feed", "commitment=processed");
+    let mut stream = Feed::open_query(&m.t.app.base, feeds_ahead, None).await;
+
+    // The feed at $25 in a processed slot: under water at the feeds' prices
+    // at processed only, SOL to crank.
+    let write = |slot: u64| {
+        let data = feed_data(25 * USD, false);
+        server.send(slot, account_update(&feed, &receiver(), 1, data, slot, 1));
+        play(&server, slot, base);
+    };
+    write(base + 1);
+    let shown = eventually(Duration::from_secs(10), async || {
+        !under(&m, feeds_ahead).await.is_empty()
+    })
+    .await;
+    assert!(shown, "{}", get_view(&m, "/api/pools/status").await.1);
+    let row = under(&m, feeds_ahead).await.remove(0);
+    assert_eq!(row["crank"], serde_json::json!([m.sol.to_string()]));
+    assert!(under(&m, "oracle=feed").await.is_empty());
+    assert!(under(&m, pools_ahead).await.is_empty());
+    let (_, _, oracle) = get_view(&m, &format!("/api/positions/unhealthy?{feeds_ahead}")).await;
+    assert_eq!(oracle.as_deref(), Some("feed"));
+    let events = stream.read(1, Duration::from_secs(10)).await;
+    let data = &events[0].data;
+    assert_eq!(events[0].event, "candidate_start", "{data}");
+    assert_eq!(
+        (&data["commitment"], &data["oracle"]),
+        (&Value::from("processed"), &Value::from("feed"))
+    );
+    assert_eq!(data["crank"], serde_json::json!([m.sol.to_string()]));
+
+    // Its slot dies: the feed's write leaves with it, and the stream says so.
+    status(&server, base + 1, None, SlotStatus::SlotDead);
+    let events = stream.read(1, Duration::from_secs(10)).await;
+    let data = &events[0].data;
+    assert_eq!(events[0].event, "candidate_stop", "{data}");
+    assert_eq!(data["rolled_back"], true, "{data}");
+    assert!(under(&m, feeds_ahead).await.is_empty());
+
+    // Again in a slot that lives: processed first, then confirmed.
+    write(base + 2);
+    let shown = eventually(Duration::from_secs(10), async || {
+        !under(&m, feeds_ahead).await.is_empty()
+    })
+    .await;
+    assert!(shown);
+    assert!(under(&m, "oracle=feed").await.is_empty());
+    status(&server, base + 2, None, SlotStatus::SlotConfirmed);
+    let confirmed = eventually(Duration::from_secs(10), async || {
+        !under(&m, "oracle=feed").await.is_empty()
+    })
+    .await;
+    assert!(confirmed);
+    assert!(under(&m, "").await.is_empty());
+    assert!(under(&m, pools_ahead).await.is_empty());
+}

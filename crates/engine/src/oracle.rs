@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::FastMap;
+use super::changes::Change;
 use super::state::PoolState;
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::pyth::{FeedPrice, FeedStatus};
@@ -66,6 +67,13 @@ pub fn at_feed(copy: &PoolState, reading: Option<&FeedReading>) -> (PoolState, b
     (state, true)
 }
 
+/// A tick translated (`OracleFeeds::translate`).
+pub struct Translated {
+    pub changes: Vec<Change>,
+    /// Usable readings that moved some pool (/metrics counts them).
+    pub feed_updates: usize,
+}
+
 struct Priced {
     copy: PoolState,
     feed: Option<Pubkey>,
@@ -84,8 +92,17 @@ pub struct OracleFeeds {
 
 impl OracleFeeds {
     /// A pool's copy as committed (naming its feed): its state in the feed
-    /// view.
-    pub fn copy(&mut self, copy: PoolState) -> PoolState {
+    /// view. A copy older than the one held changes nothing (None).
+    pub fn copy(&mut self, copy: PoolState) -> Option<PoolState> {
+        if (self.pools.get(&copy.address)).is_some_and(|p| p.copy.slot > copy.slot) {
+            return None;
+        }
+        Some(self.restore_copy(copy))
+    }
+
+    /// A pool's copy set whatever slot the one held has (a processed copy
+    /// taken back puts the confirmed one back): its state in the feed view.
+    pub fn restore_copy(&mut self, copy: PoolState) -> PoolState {
         let (address, feed) = (copy.address, copy.feed);
         let before = self.pools.get(&address).and_then(|p| p.feed);
         if before != feed {
@@ -120,22 +137,79 @@ impl OracleFeeds {
         {
             return Vec::new();
         }
+        self.restore_reading(feed, reading)
+    }
+
+    /// A feed's reading set whatever slot the one held has (a processed
+    /// reading taken back puts the confirmed one back): the feed view's new
+    /// state of each pool naming it.
+    pub fn restore_reading(&mut self, feed: &Pubkey, reading: FeedReading) -> Vec<PoolState> {
         self.readings.insert(*feed, reading);
-        let named: Vec<Pubkey> = self
-            .named_by
-            .get(feed)
+        self.reprice_named(feed)
+    }
+
+    /// A feed's reading dropped (a processed one taken back with no
+    /// confirmed one to return to): each pool naming it at its copy.
+    pub fn forget_reading(&mut self, feed: &Pubkey) -> Vec<PoolState> {
+        self.readings.remove(feed);
+        self.reprice_named(feed)
+    }
+
+    /// The pools naming `feed`, priced at its reading now.
+    fn reprice_named(&mut self, feed: &Pubkey) -> Vec<PoolState> {
+        let reading = self.readings.get(feed).copied();
+        let named: Vec<Pubkey> = (self.named_by.get(feed))
             .map(|s| s.iter().copied().collect())
             .unwrap_or_default();
         let mut moved = Vec::new();
         for pool in named {
-            let Some(priced) = self.pools.get_mut(&pool) else {
-                continue;
-            };
-            let (state, crank) = at_feed(&priced.copy, Some(&reading));
-            priced.crank = crank;
-            moved.push(state);
+            if let Some(priced) = self.pools.get_mut(&pool) {
+                let (state, crank) = at_feed(&priced.copy, reading.as_ref());
+                priced.crank = crank;
+                moved.push(state);
+            }
         }
         moved
+    }
+
+    /// A tick's changes as a view at the feeds' prices applies them: each
+    /// pool's copy priced, each feed reading turned into the pools naming
+    /// it, everything else as it comes.
+    pub fn translate(&mut self, changes: &[Change]) -> Translated {
+        let mut out = Translated {
+            changes: Vec::with_capacity(changes.len()),
+            feed_updates: 0,
+        };
+        for change in changes {
+            match change {
+                Change::Pool(state) => out
+                    .changes
+                    .extend(self.copy(state.clone()).map(Change::Pool)),
+                Change::PoolRemoved(pool) => {
+                    self.removed(pool);
+                    out.changes.push(change.clone());
+                }
+                Change::Feed { feed, reading } => {
+                    let moved = self.reading(feed, *reading);
+                    if !moved.is_empty() && reading.status == FeedStatus::Ok {
+                        out.feed_updates += 1;
+                    }
+                    out.changes.extend(moved.into_iter().map(Change::Pool));
+                }
+                _ => out.changes.push(change.clone()),
+            }
+        }
+        out
+    }
+
+    /// A pool's copy as last given.
+    pub fn copy_of(&self, pool: &Pubkey) -> Option<&PoolState> {
+        self.pools.get(pool).map(|p| &p.copy)
+    }
+
+    /// A feed's last reading.
+    pub fn reading_of(&self, feed: &Pubkey) -> Option<&FeedReading> {
+        self.readings.get(feed)
     }
 
     /// A pool's feed as the pools status shows it: the account it names

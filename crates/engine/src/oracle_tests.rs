@@ -133,7 +133,7 @@ proptest! {
         for (i, c) in copies.iter().enumerate() {
             let state = copy_state(i, *c, 1);
             pool_view.upsert_pool(state.clone());
-            feed_view.upsert_pool(feeds.copy(state));
+            feed_view.upsert_pool(feeds.copy(state).expect("not older"));
         }
         let owners = market(&mut feed_view);
         market(&mut pool_view);
@@ -159,7 +159,7 @@ proptest! {
                 Op::Feed(..) => unreachable!("handled above"),
             };
             pool_view.upsert_pool(state.clone());
-            feed_view.upsert_pool(feeds.copy(state));
+            feed_view.upsert_pool(feeds.copy(state).expect("not older"));
         }
         // The model: every pool at its effective price, scored afresh.
         let mut fresh = Engine::new(usize::MAX);
@@ -203,7 +203,7 @@ proptest! {
 fn a_pool_follows_its_new_feed_and_forgets_the_old() {
     let mut feeds = OracleFeeds::default();
     let copy = copy_state(0, (1_000_000, 1_000, -6), 1);
-    feeds.copy(copy.clone());
+    feeds.copy(copy.clone()).expect("not older");
     let moved = feeds.reading(
         &feed_key(0),
         reading((1_100_000, 1_000, -6), FeedStatus::Ok, 2),
@@ -211,12 +211,21 @@ fn a_pool_follows_its_new_feed_and_forgets_the_old() {
     assert_eq!(moved[0].pricing.oracle_price, Some(1_100_000));
     assert!(feeds.crank(&pool_key(0)));
     // The pool names another feed, not read yet: valued at its copy.
-    let state = feeds.copy(crate::PoolState {
-        feed: Some(feed_key(1)),
-        ..copy.clone()
-    });
+    let state = feeds
+        .copy(crate::PoolState {
+            feed: Some(feed_key(1)),
+            ..copy.clone()
+        })
+        .expect("not older");
     assert_eq!(state.pricing.oracle_price, Some(1_000_000));
     assert!(!feeds.crank(&pool_key(0)));
+    assert_eq!(feeds.feeds(), vec![feed_key(1)]);
+    // A copy older than the one held is not taken.
+    let older = crate::PoolState {
+        slot: 0,
+        ..copy.clone()
+    };
+    assert!(feeds.copy(older).is_none());
     assert_eq!(feeds.feeds(), vec![feed_key(1)]);
     assert!(
         feeds
@@ -273,7 +282,11 @@ fn a_crank_landing_updates_the_owners_under_water_and_starts_none() {
     let mut view = Engine::new(usize::MAX);
     view.record_events(true);
     for i in 0..POOLS {
-        view.upsert_pool(feeds.copy(copy_state(i, (1_000_000, 1_000, -6), 1)));
+        view.upsert_pool(
+            feeds
+                .copy(copy_state(i, (1_000_000, 1_000, -6), 1))
+                .expect("not older"),
+        );
     }
     market(&mut view);
     view.take_events();
@@ -290,7 +303,7 @@ fn a_crank_landing_updates_the_owners_under_water_and_starts_none() {
     assert!(view.pool(&pool_key(0)).expect("held").state.crank);
     // The crank lands: the same price, so the same health factors; each of
     // them is updated (its list of pools to crank is shorter), none started.
-    view.upsert_pool(feeds.copy(copy_state(0, fallen, 3)));
+    view.upsert_pool(feeds.copy(copy_state(0, fallen, 3)).expect("not older"));
     assert!(!view.pool(&pool_key(0)).expect("held").state.crank);
     let events = view.take_events();
     assert!(events.iter().all(|e| e.name() == "candidate_update"));

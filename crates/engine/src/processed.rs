@@ -8,14 +8,23 @@
 //! account is put back as the confirmed engine holds it, whatever slot the
 //! overlay held (the only change that may lower a slot). The write-back of
 //! health factors is the confirmed engine's alone.
+//!
+//! At the feeds' prices (docs/design.md §17) it holds feed readings in its
+//! overlay too, and every change reaches its engine through `OracleFeeds`:
+//! the processed view valued as the feed view values the confirmed one.
 
+use super::oracle::{FeedReading, OracleFeeds};
 use super::*;
 
 /// An account the overlay holds: a pool's state, a position with its owner,
-/// or a position closed at processed.
+/// a position closed at processed, or a feed's reading.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OverlayWrite {
     Pool(PoolState),
+    Feed {
+        feed: Pubkey,
+        reading: FeedReading,
+    },
     Position {
         owner: Pubkey,
         position: PositionState,
@@ -31,6 +40,7 @@ impl OverlayWrite {
     pub fn account(&self) -> Pubkey {
         match self {
             OverlayWrite::Pool(state) => state.address,
+            OverlayWrite::Feed { feed, .. } => *feed,
             OverlayWrite::Position { position, .. } => position.address,
             OverlayWrite::Closed { position, .. } => *position,
         }
@@ -39,6 +49,7 @@ impl OverlayWrite {
     fn slot(&self) -> u64 {
         match self {
             OverlayWrite::Pool(state) => state.slot,
+            OverlayWrite::Feed { reading, .. } => reading.slot,
             OverlayWrite::Position { position, .. } => position.slot,
             OverlayWrite::Closed { slot, .. } => *slot,
         }
@@ -46,7 +57,7 @@ impl OverlayWrite {
 
     fn owner(&self) -> Option<&Pubkey> {
         match self {
-            OverlayWrite::Pool(_) => None,
+            OverlayWrite::Pool(_) | OverlayWrite::Feed { .. } => None,
             OverlayWrite::Position { owner, .. } | OverlayWrite::Closed { owner, .. } => {
                 Some(owner)
             }
@@ -56,6 +67,7 @@ impl OverlayWrite {
     fn change(self) -> Change {
         match self {
             OverlayWrite::Pool(state) => Change::Pool(state),
+            OverlayWrite::Feed { feed, reading } => Change::Feed { feed, reading },
             OverlayWrite::Position { owner, position } => Change::Position {
                 owner,
                 position,
@@ -82,6 +94,15 @@ pub struct Processed {
     /// Overlaid writes a confirmed change of this tick ended: set as the
     /// confirmed engine holds them once it took the tick (`settle_confirmed`).
     ended: Vec<OverlayWrite>,
+    /// At the feeds' prices: how pools are priced, and each feed's confirmed
+    /// reading (what a reading taken back returns to).
+    feeds: Option<Box<ProcessedFeeds>>,
+}
+
+#[derive(Default)]
+struct ProcessedFeeds {
+    priced: OracleFeeds,
+    confirmed: FastMap<Pubkey, FeedReading>,
 }
 
 impl Processed {
@@ -93,6 +114,63 @@ impl Processed {
             engine,
             overlay: FastMap::default(),
             ended: Vec::new(),
+            feeds: None,
+        }
+    }
+
+    /// The processed view at the feeds' prices.
+    pub fn at_feeds(max_owners: usize) -> Processed {
+        let mut engine = Engine::at_feeds(max_owners);
+        engine.commitment = Commitment::Processed;
+        engine.record_events(true);
+        Processed {
+            feeds: Some(Box::default()),
+            engine,
+            ..Processed::new(max_owners)
+        }
+    }
+
+    /// Emptied, and every pool as loaded (at `readings` where feeds price
+    /// it; the owners and the overlay follow).
+    pub fn load(&mut self, pools: &[PoolState], readings: &[(Pubkey, FeedReading)]) {
+        self.engine.clear();
+        self.overlay.clear();
+        self.ended.clear();
+        let pools: Vec<PoolState> = match &mut self.feeds {
+            None => pools.to_vec(),
+            Some(feeds) => {
+                **feeds = ProcessedFeeds::default();
+                for (feed, reading) in readings {
+                    feeds.priced.reading(feed, *reading);
+                    feeds.confirmed.insert(*feed, *reading);
+                }
+                (pools.iter())
+                    .map(|p| feeds.priced.restore_copy(p.clone()))
+                    .collect()
+            }
+        };
+        for pool in pools {
+            self.engine.upsert_pool(pool);
+        }
+    }
+
+    /// Whether pools are valued at their feeds.
+    pub fn at_feed_prices(&self) -> bool {
+        self.feeds.is_some()
+    }
+
+    /// The feed readings and pool copies this view prices with, at the
+    /// feeds' prices.
+    pub fn oracle_feeds(&self) -> Option<&OracleFeeds> {
+        self.feeds.as_ref().map(|f| &f.priced)
+    }
+
+    /// Changes as this engine takes them: through the feeds' pricing where
+    /// it values at them.
+    fn priced(&mut self, changes: Vec<Change>) -> Vec<Change> {
+        match &mut self.feeds {
+            None => changes,
+            Some(feeds) => feeds.priced.translate(&changes).changes,
         }
     }
 
@@ -104,11 +182,6 @@ impl Processed {
     /// confirmed engine (and then `relay` the overlay of what they loaded).
     pub fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
-    }
-
-    /// Forgets the overlay (its engine was just loaded afresh, without it).
-    pub fn reset_overlay(&mut self) {
-        self.overlay.clear();
     }
 
     /// Accounts the overlay holds.
@@ -134,7 +207,18 @@ impl Processed {
                     self.overlay.remove(address);
                     None
                 }
-                Change::Touched { .. } | Change::PoolTouched { .. } | Change::Feed { .. } => None,
+                Change::Feed { feed, reading } => {
+                    let Some(feeds) = &mut self.feeds else {
+                        continue;
+                    };
+                    // The confirmed engine's rule: an older reading is refused.
+                    let held = feeds.confirmed.entry(*feed).or_insert(*reading);
+                    if held.slot <= reading.slot {
+                        *held = *reading;
+                    }
+                    Some((*feed, reading.slot))
+                }
+                Change::Touched { .. } | Change::PoolTouched { .. } => None,
             };
             if let Some((account, slot)) = account
                 && let Some(held) = self.overlay.get(&account)
@@ -146,6 +230,7 @@ impl Processed {
             }
             kept.push(change.clone());
         }
+        let kept = self.priced(kept);
         let unapplied = self.engine.apply(kept);
         self.engine.take_dirty();
         unapplied
@@ -179,6 +264,10 @@ impl Processed {
         let mut unapplied = self.restore_from(removed, confirmed);
         let mut changes = Vec::with_capacity(set.len());
         for write in set {
+            // Only a view at the feeds' prices holds feeds.
+            if matches!(write, OverlayWrite::Feed { .. }) && self.feeds.is_none() {
+                continue;
+            }
             // Older than what this view holds of the account (a newer
             // confirmed read ended its overlay): not laid.
             if self
@@ -190,6 +279,7 @@ impl Processed {
             self.overlay.insert(write.account(), write.clone());
             changes.push(write.change());
         }
+        let changes = self.priced(changes);
         let last = self.engine.apply(changes);
         self.engine.take_dirty();
         unapplied.owners.extend(last.owners);
@@ -205,8 +295,24 @@ impl Processed {
             match write {
                 OverlayWrite::Pool(state) => {
                     if let Some(entry) = confirmed.pool(&state.address) {
-                        restore.push(Change::Pool(entry.state.clone()));
+                        let copy = entry.state.clone();
+                        restore.push(Change::Pool(match &mut self.feeds {
+                            None => copy,
+                            Some(feeds) => feeds.priced.restore_copy(copy),
+                        }));
                     }
+                }
+                OverlayWrite::Feed { feed, .. } => {
+                    let Some(feeds) = &mut self.feeds else {
+                        continue;
+                    };
+                    // Back to the confirmed reading; none: the feed as if
+                    // never read (the pools at their copies).
+                    let moved = match feeds.confirmed.get(&feed) {
+                        Some(reading) => feeds.priced.restore_reading(&feed, *reading),
+                        None => feeds.priced.forget_reading(&feed),
+                    };
+                    restore.extend(moved.into_iter().map(Change::Pool));
                 }
                 OverlayWrite::Position {
                     owner,
@@ -232,6 +338,16 @@ impl Processed {
                 },
             }
         }
+        // A pool restored twice (its copy and its feed both taken back):
+        // its last state alone, or the first's slot would refuse the second.
+        let mut seen = FastSet::default();
+        let mut restore: Vec<Change> = (restore.into_iter().rev())
+            .filter(|c| match c {
+                Change::Pool(state) => seen.insert(state.address),
+                _ => true,
+            })
+            .collect();
+        restore.reverse();
         let more = self.engine.restore(restore);
         unapplied.owners.extend(more.owners);
         unapplied.pools.extend(more.pools);
@@ -241,7 +357,16 @@ impl Processed {
     /// The slot this view holds of the write's account, if it holds it.
     fn held_slot(&self, write: &OverlayWrite) -> Option<u64> {
         match write {
-            OverlayWrite::Pool(state) => self.engine.pool(&state.address).map(|p| p.state.slot),
+            // At the feeds' prices a pool's slot is its copy's or its
+            // feed's, whichever is newer: the copy's is compared.
+            OverlayWrite::Pool(state) => match &self.feeds {
+                Some(feeds) => feeds.priced.copy_of(&state.address).map(|p| p.slot),
+                None => self.engine.pool(&state.address).map(|p| p.state.slot),
+            },
+            OverlayWrite::Feed { feed, .. } => {
+                let feeds = self.feeds.as_ref()?;
+                feeds.priced.reading_of(feed).map(|r| r.slot)
+            }
             OverlayWrite::Position { owner, .. } | OverlayWrite::Closed { owner, .. } => {
                 let account = write.account();
                 let view = self.engine.peek(owner)?;
@@ -261,13 +386,6 @@ impl Processed {
             .collect();
         self.engine.restore(changes);
         self.engine.take_dirty();
-    }
-
-    /// The overlay is gone (a new leader, a contradiction): every account
-    /// back to the confirmed view.
-    pub fn clear(&mut self, confirmed: &Engine) -> Unapplied {
-        let all: Vec<Pubkey> = self.overlay.keys().copied().collect();
-        self.apply_overlay(Vec::new(), &all, confirmed)
     }
 }
 

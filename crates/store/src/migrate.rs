@@ -72,6 +72,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0016_oracle_feeds",
         include_str!("../../../sql/0016_oracle_feeds.sql"),
     ),
+    (
+        "0017_processed_feeds",
+        include_str!("../../../sql/0017_processed_feeds.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

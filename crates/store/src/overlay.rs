@@ -9,9 +9,9 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_postgres::GenericClient;
 
-use crate::chain_writes::{AccountWrite, IndexWrite};
+use crate::chain_writes::{AccountWrite, IndexWrite, SyncFeed};
 use crate::change_clock::unsigned;
-use crate::engine_rows::{PoolKeys, pool_state, position_state};
+use crate::engine_rows::{PoolKeys, feed_reading, pool_state, position_state};
 use crate::error::DbResult;
 use crate::queries;
 use crate::writes::{Lane, WriteCommand};
@@ -61,9 +61,13 @@ impl WriteCommand for PublishOverlay {
                         tx.execute(&stmt, &[&self.cluster, &w.pool_address, &chain])
                             .await?;
                     }
-                    // A feed's reading reaches the views once its slot is
-                    // confirmed (docs/design.md §17).
-                    AccountWrite::Feed(_) => {}
+                    AccountWrite::Feed(w) => {
+                        let stmt = tx.prepare_cached(queries::OVERLAY_SET).await?;
+                        let account = w.feed.to_string();
+                        let image = feed_image(w, &account);
+                        tx.execute(&stmt, &[&self.cluster, &"g", &account, &image])
+                            .await?;
+                    }
                     AccountWrite::Position(w) => {
                         let stmt = tx.prepare_cached(queries::OVERLAY_SET).await?;
                         let (kind, image) = match &w.position {
@@ -109,6 +113,23 @@ impl IndexWrite for PublishOverlay {
     fn changed(_: &()) -> bool {
         true
     }
+}
+
+/// A feed's reading as an `oracle_feeds` row would hold it.
+fn feed_image(w: &SyncFeed, account: &str) -> Value {
+    let p = w.price;
+    json!({
+        "cluster": w.cluster,
+        "feed_address": account,
+        "status": w.status.as_str(),
+        "price": p.map(|p| p.price),
+        "conf": p.map(|p| p.conf.to_string()),
+        "exponent": p.map(|p| p.exponent),
+        "publish_time": p.map(|p| p.publish_time),
+        "posted_slot": p.map(|p| p.posted_slot.to_string()),
+        "slot": w.slot,
+        "write_version": w.write_version,
+    })
 }
 
 /// A pool's fields that a chain write carries, by the `pools` column names
@@ -172,6 +193,11 @@ pub async fn load(client: &impl GenericClient, cluster: &str) -> DbResult<Vec<Ov
     for row in client.query(queries::OVERLAY_CLOSED, &[&cluster]).await? {
         out.extend(closed(&row));
     }
+    for row in client.query(queries::OVERLAY_FEEDS, &[&cluster]).await? {
+        if let Some((feed, reading)) = feed_reading(&row) {
+            out.push(OverlayWrite::Feed { feed, reading });
+        }
+    }
     Ok(out)
 }
 
@@ -190,10 +216,11 @@ pub async fn read_changes(
         let statement = client.prepare_cached(sql).await?;
         client.query(&statement, params).await
     };
-    let (pools, positions, marks) = futures_util::try_join!(
+    let (pools, positions, marks, feeds) = futures_util::try_join!(
         query(queries::FEED_OVERLAY_POOLS, &range[..3]),
         query(queries::FEED_OVERLAY_POSITIONS, &range),
         query(queries::FEED_OVERLAY_MARKS, &range),
+        query(queries::FEED_OVERLAY_FEEDS, &range[..3]),
     )?;
     if positions.len() as i64 >= limit || marks.len() as i64 >= limit {
         return Ok(None);
@@ -211,6 +238,12 @@ pub async fn read_changes(
                 place(row),
                 OverlayChange::Set(Box::new(OverlayWrite::Pool(state))),
             ));
+        }
+    }
+    for row in &feeds {
+        if let Some((feed, reading)) = feed_reading(row) {
+            let write = OverlayWrite::Feed { feed, reading };
+            out.push((place(row), OverlayChange::Set(Box::new(write))));
         }
     }
     let mut keys = PoolKeys::default();
