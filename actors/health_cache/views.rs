@@ -414,6 +414,9 @@ impl Views {
         for view in self.iter_mut() {
             view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
         }
+        // The readings first: history records the feed price of each pool
+        // as it is set.
+        self.confirmed.engine_mut().load_feed_readings(readings);
         self.confirmed.load(pools);
         for p in self.processed.iter_mut().filter_map(View::processed_mut) {
             p.load(pools, readings);

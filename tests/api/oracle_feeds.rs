@@ -417,9 +417,10 @@ async fn a_websocket_source_follows_a_feed_and_each_write_reaches_the_feed_view(
     for (price, under) in [(20, false), (26, true), (21, false), (27, true)] {
         let data = feed_data(price * USD, false);
         m.t.chain.set(&feed, &receiver(), &data).await;
+        let text = (price * USD).to_string();
         let seen = eventually(Duration::from_secs(10), async || {
             let shown = feeds_status(&m).await.0;
-            let priced = shown["price"] == (price * USD).to_string();
+            let priced = shown["price"] == text.as_str();
             let rows = at_feed(&m).await;
             let listed = rows
                 .as_array()
@@ -515,4 +516,41 @@ async fn a_processed_feed_write_leads_both_views_and_rolls_back_with_its_fork() 
     assert!(confirmed);
     assert!(under(&m, "").await.is_empty());
     assert!(under(&m, pools_ahead).await.is_empty());
+}
+
+#[actix_rt::test]
+async fn history_records_each_usable_feed_price_beside_the_copy() {
+    let mut m = market(|_| {}).await;
+    let (feed, _) = sol_feed_ahead(&mut m).await;
+    let receiver = receiver();
+    // A new price; the same price again; a partially verified one: a row
+    // for the first alone.
+    set_feed(&m, &feed, &receiver, &feed_data(26 * USD, false)).await;
+    set_feed(&m, &feed, &receiver, &feed_data(26 * USD, false)).await;
+    set_feed(&m, &feed, &receiver, &feed_data(27 * USD, true)).await;
+    // The copy cranked to the feed: a pool row.
+    m.set_sol_price(26 * USD).await;
+    let path = format!("/api/pools/{}/prices", m.sol);
+    let of = |body: &Value, source: &str| -> Vec<String> {
+        (body["prices"].as_array().unwrap().iter())
+            .filter(|p| p["source"] == source)
+            .map(|p| p["price"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let want_feed = vec![(25 * USD).to_string(), (26 * USD).to_string()];
+    let recorded = eventually(Duration::from_secs(10), async || {
+        let body = m.t.app.get(&path).await.1;
+        of(&body, "feed") == want_feed && of(&body, "pool").last() == Some(&(26 * USD).to_string())
+    })
+    .await;
+    let body = m.t.app.get(&path).await.1;
+    assert!(recorded, "{body}");
+    // Every row says whose price it is; each feed row's exponent is the feed's.
+    for row in body["prices"].as_array().unwrap() {
+        assert!(row["source"] == "pool" || row["source"] == "feed", "{row}");
+        if row["source"] == "feed" {
+            assert_eq!(row["expo"], -8);
+            assert_eq!(row["conf"], "1000");
+        }
+    }
 }

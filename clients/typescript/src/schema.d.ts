@@ -1168,6 +1168,11 @@ export interface components {
         PositionsResponse: {
             positions: components["schemas"]["Position"][];
         };
+        /**
+         * @description Whose price a price row records: the pool's own copy (`pool`), or its Pyth feed's reading where usable (`feed`).
+         * @enum {string}
+         */
+        PriceSource: "pool" | "feed";
         /** @description One change of a pool's oracle (its registration is the first). */
         PriceWire: {
             at: components["schemas"]["Time"];
@@ -1177,6 +1182,7 @@ export interface components {
             price?: components["schemas"]["I64"] | null;
             /** Format: int64 */
             slot: number;
+            source: components["schemas"]["PriceSource"];
         };
         /** @description GET /api/pools/{pool}/prices. */
         PricesResponse: {

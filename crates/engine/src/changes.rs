@@ -120,7 +120,10 @@ impl Engine {
                     position,
                     slot,
                 } => (owner, Edit::Remove(position, slot)),
-                Change::Feed { .. } => continue,
+                Change::Feed { feed, reading } => {
+                    self.feed_read(feed, reading);
+                    continue;
+                }
                 touch @ (Change::Touched { .. } | Change::PoolTouched { .. }) => {
                     touches.push(touch);
                     continue;

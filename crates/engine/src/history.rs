@@ -17,7 +17,7 @@ use super::state::PoolState;
 use super::{Engine, FastMap, Held, Slot};
 use lendex_domain::history::liquidated::{Liquidation, LiquidationWatch, PositionChange};
 use lendex_domain::history::rule::{Baseline, point_events, qualifies};
-use lendex_domain::history::{Cause, EventKind};
+use lendex_domain::history::{Cause, EventKind, PriceSource};
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::risk::{Sums, account_sums};
 use lendex_domain::wad::{
@@ -50,7 +50,8 @@ pub struct EventRecord {
     pub pools: Vec<Pubkey>,
 }
 
-/// A change of a pool's oracle price, confidence or exponent.
+/// A change of a pool's oracle price, confidence or exponent: its copy's,
+/// or its usable feed's (`source`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PriceRecord {
     pub pool: Pubkey,
@@ -58,6 +59,7 @@ pub struct PriceRecord {
     pub price: Option<i64>,
     pub conf: Option<u64>,
     pub expo: Option<i32>,
+    pub source: PriceSource,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,14 +96,34 @@ pub(super) struct Recorder {
     records: Vec<Record>,
     /// Baselines of owners not resident now.
     parked: FastMap<Pubkey, Baseline>,
-    /// Each pool's last recorded oracle.
+    /// Each pool's last recorded oracle, and its feed's.
     oracles: FastMap<Pubkey, Oracle>,
+    feed_oracles: FastMap<Pubkey, Oracle>,
     liquidations: LiquidationWatch,
     /// Position changes now come from a reload (cause `load`).
     loading: bool,
     /// Re-scored values that qualify, noted once the feed has published
     /// (`take_history`), or before anything else touches their owner.
     deferred: Vec<Option<Deferred>>,
+}
+
+impl Recorder {
+    /// A pool's usable feed price at `slot`: recorded when it differs from
+    /// the last one recorded of the pool.
+    pub(super) fn note_feed(&mut self, pool: Pubkey, slot: u64, oracle: Oracle) {
+        if self.feed_oracles.get(&pool) == Some(&oracle) {
+            return;
+        }
+        self.feed_oracles.insert(pool, oracle);
+        self.records.push(Record::Price(PriceRecord {
+            pool,
+            slot,
+            price: oracle.0,
+            conf: oracle.1,
+            expo: oracle.2,
+            source: PriceSource::Feed,
+        }));
+    }
 }
 
 /// A re-scored owner's value waiting to be noted.
@@ -124,6 +146,8 @@ pub(super) struct Valued {
 pub struct Baselines {
     pub owners: Vec<(Pubkey, Baseline)>,
     pub oracles: Vec<(Pubkey, Oracle)>,
+    /// The last feed price recorded of each pool.
+    pub feed_oracles: Vec<(Pubkey, Oracle)>,
 }
 
 /// An owner's sums at current prices (C, Cw and D over its priced pools),
@@ -161,6 +185,7 @@ impl Engine {
     pub fn start_history(&mut self, past: Baselines) {
         let mut recorder = Recorder {
             oracles: past.oracles.into_iter().collect(),
+            feed_oracles: past.feed_oracles.into_iter().collect(),
             ..Recorder::default()
         };
         for (owner, baseline) in past.owners {
@@ -176,6 +201,7 @@ impl Engine {
         pools.sort_by_key(|p| p.address);
         for pool in &pools {
             self.note_oracle(pool);
+            self.note_feed_price(&pool.address);
         }
         let mut resident: Vec<Slot> = self.owners.slots().collect();
         resident.sort_unstable();
@@ -407,6 +433,7 @@ impl Engine {
             price: oracle.0,
             conf: oracle.1,
             expo: oracle.2,
+            source: PriceSource::Pool,
         }));
     }
 

@@ -84,6 +84,7 @@ fn no_past() -> Baselines {
     Baselines {
         owners: Vec::new(),
         oracles: Vec::new(),
+        feed_oracles: Vec::new(),
     }
 }
 
@@ -277,6 +278,7 @@ fn a_takeover_records_only_what_differs_from_the_last_points() {
                 )
             })
             .collect(),
+        feed_oracles: Vec::new(),
     };
     assert!(hf(2) < WAD);
     engine.start_history(past);
@@ -373,10 +375,7 @@ fn prices_of_one_change_are_scored_together_no_flap() {
     for i in 0..2 {
         engine.upsert_pool(pool_state(i, Some(1_000_000)));
     }
-    engine.start_history(Baselines {
-        owners: Vec::new(),
-        oracles: Vec::new(),
-    });
+    engine.start_history(no_past());
     // Collateral in pool 0, debt in pool 1: healthy at equal prices.
     let position = |pool: usize, deposit: u64, borrow: u64| PositionState {
         address: Pubkey::new_from_array([10 + pool as u8; 32]),
@@ -419,4 +418,87 @@ fn prices_of_one_change_are_scored_together_no_flap() {
         .filter(|r| matches!(r, Record::Event(_)))
         .collect();
     assert!(events.is_empty(), "{events:?}");
+}
+
+#[test]
+fn a_usable_feed_records_a_price_row_per_change_of_its_pools() {
+    use super::oracle::FeedReading;
+    use super::sample::pool_state;
+    use lendex_domain::history::PriceSource;
+    use lendex_domain::pyth::{FeedPrice, FeedStatus};
+    let feed = Pubkey::new_from_array([100; 32]);
+    let reading = |price: i64, status: FeedStatus, slot: u64| FeedReading {
+        status,
+        price: Some(FeedPrice {
+            price,
+            conf: 9,
+            exponent: -8,
+            publish_time: 1_700_000_000,
+            posted_slot: slot,
+        }),
+        slot,
+    };
+    let named = |slot: u64, feed: Option<Pubkey>| PoolState {
+        slot,
+        feed,
+        ..pool_state(0, Some(1_000_000))
+    };
+    let feed_rows = |engine: &mut Engine| -> Vec<(Pubkey, u64, Option<i64>)> {
+        (engine.take_history().into_iter())
+            .filter_map(|r| match r {
+                Record::Price(p) if p.source == PriceSource::Feed => {
+                    Some((p.pool, p.slot, p.price))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let mut engine = Engine::new(10);
+    engine.upsert_pool(named(1, Some(feed)));
+    // Read before recording starts: the baseline holds another price, so
+    // the start records the one read now.
+    engine.load_feed_readings(&[(feed, reading(2_000, FeedStatus::Ok, 1))]);
+    engine.start_history(Baselines {
+        feed_oracles: vec![(pool_key(0), (Some(1_500), Some(9), Some(-8)))],
+        ..no_past()
+    });
+    assert_eq!(feed_rows(&mut engine), vec![(pool_key(0), 1, Some(2_000))]);
+    let read = |engine: &mut Engine, r: FeedReading| {
+        engine.apply(vec![Change::Feed { feed, reading: r }]);
+    };
+    // The same price again, an unusable reading, an older one: nothing.
+    read(&mut engine, reading(2_000, FeedStatus::Ok, 2));
+    read(
+        &mut engine,
+        reading(2_100, FeedStatus::PartiallyVerified, 3),
+    );
+    read(&mut engine, reading(2_200, FeedStatus::Ok, 0));
+    assert_eq!(feed_rows(&mut engine), vec![]);
+    // A new price: one row, at the reading's slot.
+    read(&mut engine, reading(2_300, FeedStatus::Ok, 4));
+    assert_eq!(feed_rows(&mut engine), vec![(pool_key(0), 4, Some(2_300))]);
+    // The pool names another feed, already read at another price: its row.
+    let other = Pubkey::new_from_array([101; 32]);
+    engine.apply(vec![Change::Feed {
+        feed: other,
+        reading: reading(2_400, FeedStatus::Ok, 5),
+    }]);
+    assert_eq!(feed_rows(&mut engine), vec![]);
+    engine.apply(vec![Change::Pool(named(6, Some(other)))]);
+    assert_eq!(feed_rows(&mut engine), vec![(pool_key(0), 5, Some(2_400))]);
+    // A pool naming none records no feed row; the pool view's copy is
+    // recorded as ever (source pool).
+    engine.apply(vec![Change::Pool(PoolState {
+        slot: 7,
+        feed: None,
+        ..pool_state(0, Some(1_100_000))
+    })]);
+    let rows = engine.take_history();
+    let sources: Vec<PriceSource> = (rows.iter())
+        .filter_map(|r| match r {
+            Record::Price(p) => Some(p.source),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sources, vec![PriceSource::Pool]);
 }

@@ -18,6 +18,7 @@ mod changes;
 pub mod events;
 mod filing;
 pub mod history;
+mod history_feeds;
 pub mod oracle;
 mod owners;
 pub mod parallel;
@@ -74,6 +75,8 @@ pub struct Engine {
     was_unhealthy: Option<FastMap<Pubkey, u64>>,
     /// History's recorder, while this engine records (the leader).
     history: Option<Box<history::Recorder>>,
+    /// Each feed's last reading from the change log (`history_feeds.rs`).
+    feed_readings: FastMap<Pubkey, oracle::FeedReading>,
     /// The view this engine holds (docs/design.md §15, §17), named in its
     /// quotes and events.
     commitment: Commitment,
@@ -88,6 +91,7 @@ impl Engine {
             filing: Filing::default(),
             was_unhealthy: None,
             history: None,
+            feed_readings: FastMap::default(),
             commitment: Commitment::Confirmed,
             oracle: Oracle::Pool,
         }
@@ -189,8 +193,20 @@ impl Engine {
     /// pools of one change are all set first, so each member is scored once
     /// with every new price, never through a mix that existed at no slot's end.
     pub(crate) fn set_pool(&mut self, state: PoolState) -> Option<Moved> {
+        let address = state.address;
+        let named = self
+            .history
+            .is_some()
+            .then(|| self.pool(&address).map(|p| p.state.feed));
         let (id, moved) = match self.pools.set(state) {
-            Set::Unchanged => return None,
+            Set::Unchanged => {
+                // Naming another feed moves no value here, but history
+                // records the new feed's price.
+                if named.is_some_and(|before| before != self.pool(&address).map(|p| p.state.feed)) {
+                    self.note_feed_price(&address);
+                }
+                return None;
+            }
             Set::New(id) => (id, None),
             Set::Moved(moved) => (moved.id, Some(moved)),
         };
@@ -198,6 +214,7 @@ impl Engine {
         if self.history.is_some() {
             let state = self.pools.get(id).expect("just set").state.clone();
             self.note_oracle(&state);
+            self.note_feed_price(&address);
         }
         moved
     }

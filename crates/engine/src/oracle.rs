@@ -26,7 +26,7 @@ pub struct FeedReading {
 
 impl FeedReading {
     /// The feed's (price, conf, exponent) when it may value a pool.
-    fn usable(&self) -> Option<(i64, u64, i32)> {
+    pub fn usable(&self) -> Option<(i64, u64, i32)> {
         let p = self.price.filter(|_| self.status == FeedStatus::Ok)?;
         Some((p.price, p.conf, p.exponent))
     }

@@ -76,6 +76,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0017_processed_feeds",
         include_str!("../../../sql/0017_processed_feeds.sql"),
     ),
+    (
+        "0018_price_source",
+        include_str!("../../../sql/0018_price_source.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

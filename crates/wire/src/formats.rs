@@ -159,6 +159,12 @@ text_schema!(
         .enum_values(Some(["position", "price", "terms", "load"]))
 );
 text_schema!(
+    PriceSourceName,
+    "PriceSource",
+    text("Whose price a price row records: the pool's own copy (`pool`), or its Pyth feed's reading where usable (`feed`).")
+        .enum_values(Some(["pool", "feed"]))
+);
+text_schema!(
     HistoryEventKindName,
     "HistoryEventKind",
     text("What happened to an account.").enum_values(Some([

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::formats::{
-    DecimalText, HistoryCauseName, HistoryEventKindName, I64Text, PubkeyText, ResolutionName,
-    TimeText, U64Text, WadText, time_text,
+    DecimalText, HistoryCauseName, HistoryEventKindName, I64Text, PriceSourceName, PubkeyText,
+    ResolutionName, TimeText, U64Text, WadText, time_text,
 };
 use lendex_domain::history::buckets::{HealthBucket, HealthPoint, MarketBucket, MarketPoint};
 
@@ -168,6 +168,8 @@ pub struct PriceWire {
     #[schema(value_type = Option<U64Text>)]
     pub conf: Option<String>,
     pub expo: Option<i32>,
+    #[schema(value_type = PriceSourceName)]
+    pub source: Cow<'static, str>,
 }
 
 /// GET /api/pools/{pool}/prices.

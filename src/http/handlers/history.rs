@@ -279,6 +279,7 @@ fn price_wire(p: &PriceRow) -> PriceWire {
         price: p.price.map(|v| v.to_string()),
         conf: p.conf.map(|v| v.to_string()),
         expo: p.expo,
+        source: p.source.as_str().into(),
     }
 }
 

@@ -95,6 +95,37 @@ impl EventKind {
     }
 }
 
+/// Whose price a price row records (docs/design.md §12, §17): the pool's
+/// copy, or its Pyth feed's reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PriceSource {
+    Pool,
+    Feed,
+}
+
+impl PriceSource {
+    pub const ALL: [PriceSource; 2] = [PriceSource::Pool, PriceSource::Feed];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PriceSource::Pool => "pool",
+            PriceSource::Feed => "feed",
+        }
+    }
+
+    /// The stored code (a "char" column).
+    pub const fn code(self) -> i8 {
+        match self {
+            PriceSource::Pool => b'p' as i8,
+            PriceSource::Feed => b'f' as i8,
+        }
+    }
+
+    pub fn from_code(code: i8) -> Option<PriceSource> {
+        PriceSource::ALL.into_iter().find(|s| s.code() == code)
+    }
+}
+
 /// The bucket width of a history read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resolution {
@@ -184,6 +215,9 @@ mod tests {
         }
         for r in Resolution::ALL {
             assert_eq!(Resolution::parse(r.as_str()), Some(r));
+        }
+        for s in PriceSource::ALL {
+            assert_eq!(PriceSource::from_code(s.code()), Some(s));
         }
         assert_eq!(Resolution::parse("2h"), None);
         assert_eq!(EventKind::parse("Under"), None);

@@ -47,7 +47,8 @@ pub const SET_OWNER_BASELINES: &str = "UPDATE history_owners o
     WHERE o.id = t.id";
 
 /// Every pool with its last recorded oracle.
-pub const POOL_BASELINES: &str = "SELECT id, pool, last_price, last_conf, last_expo, last_at
+pub const POOL_BASELINES: &str = "SELECT id, pool, last_price, last_conf, last_expo, last_at,
+        feed_price, feed_conf, feed_expo, feed_at
     FROM history_pools WHERE cluster = $1";
 
 /// Owners new to history, numbered (their last values come with a checkpoint).
@@ -68,6 +69,17 @@ pub const UPSERT_POOLS: &str = "INSERT INTO history_pools
             last_expo = EXCLUDED.last_expo, last_at = EXCLUDED.last_at
     RETURNING id, pool";
 
+/// The last feed price recorded of each pool (as UPSERT_POOLS).
+pub const UPSERT_POOL_FEEDS: &str = "INSERT INTO history_pools
+        (cluster, pool, feed_price, feed_conf, feed_expo, feed_at)
+    SELECT $1, t.pool, t.price, t.conf, t.expo, t.at
+    FROM unnest($2::text[], $3::int8[], $4::numeric[], $5::int4[], $6::timestamptz[])
+        AS t(pool, price, conf, expo, at)
+    ON CONFLICT (cluster, pool) DO UPDATE
+        SET feed_price = EXCLUDED.feed_price, feed_conf = EXCLUDED.feed_conf,
+            feed_expo = EXCLUDED.feed_expo, feed_at = EXCLUDED.feed_at
+    RETURNING id, pool";
+
 pub const ADD_POOLS: &str = "INSERT INTO history_pools (cluster, pool)
     SELECT $1, unnest($2::text[]) ON CONFLICT (cluster, pool) DO NOTHING";
 
@@ -85,7 +97,7 @@ pub const COPY_EVENTS: &str = "COPY history_events
     FROM STDIN BINARY";
 
 pub const COPY_PRICES: &str =
-    "COPY history_prices (pool_id, at, slot, price, conf, expo) FROM STDIN BINARY";
+    "COPY history_prices (pool_id, at, slot, price, conf, expo, source) FROM STDIN BINARY";
 
 pub const INSERT_MARKET: &str = "INSERT INTO history_market
         (cluster, at, owners, owners_under_water, owners_at_risk,
@@ -153,7 +165,7 @@ pub const POINT_BEFORE: &str =
     FROM history_points WHERE owner_id = $1 AND at < $2 ORDER BY at DESC LIMIT 1";
 
 /// A pool's price rows with at in [$2, $3), oldest first.
-pub const PRICES: &str = "SELECT at, slot, price, conf, expo
+pub const PRICES: &str = "SELECT at, slot, price, conf, expo, source
     FROM history_prices WHERE pool_id = $1 AND at >= $2 AND at < $3 ORDER BY at LIMIT $4";
 
 pub const MARKET: &str = "SELECT at, owners, owners_under_water, owners_at_risk,

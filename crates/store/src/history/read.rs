@@ -17,7 +17,7 @@ use lendex_domain::history::buckets::{
     HealthBucket, HealthPoint, MarketBucket, MarketPoint, health_buckets,
     market_buckets as market_buckets_of, range_parts,
 };
-use lendex_domain::history::{Cause, EventKind, Resolution, bucket_start};
+use lendex_domain::history::{Cause, EventKind, PriceSource, Resolution, bucket_start};
 
 fn micros(row: &Row, i: usize) -> i64 {
     row.get::<_, DateTime<Utc>>(i).timestamp_micros()
@@ -149,6 +149,7 @@ pub struct PriceRow {
     pub price: Option<i64>,
     pub conf: Option<u128>,
     pub expo: Option<i32>,
+    pub source: PriceSource,
 }
 
 pub async fn prices(
@@ -173,6 +174,8 @@ pub async fn prices(
                 price: row.get(2),
                 conf: row.try_get::<_, Option<NumericU128>>(3)?.map(|w| w.0),
                 expo: row.get(4),
+                source: PriceSource::from_code(row.get(5))
+                    .ok_or_else(|| DbError::failed("unknown price source"))?,
             })
         })
         .collect()

@@ -90,23 +90,26 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
         }
     }
     owners.extend(newer.into_iter().map(|(k, (_, b))| (k, b)));
-    let mut oracles = Vec::new();
+    let (mut oracles, mut feed_oracles) = (Vec::new(), Vec::new());
     for row in client.query(queries::POOL_BASELINES, &[&cluster]).await? {
         let Ok(pool) = row.get::<_, &str>(1).parse::<Pubkey>() else {
             continue;
         };
         ids.pools.insert(pool, row.get(0));
-        let at: Option<DateTime<Utc>> = row.get(5);
-        if at.is_some() {
-            let conf: Option<NumericU128> = row.get(3);
-            let oracle: Oracle = (
-                row.get(2),
-                conf.and_then(|c| u64::try_from(c.0).ok()),
-                row.get(4),
-            );
-            oracles.push((pool, oracle));
+        // The copy's columns from 2, the feed's from 6: price, conf, expo, at.
+        for (first, last) in [(2, &mut oracles), (6, &mut feed_oracles)] {
+            let at: Option<DateTime<Utc>> = row.get(first + 3);
+            if at.is_some() {
+                let conf: Option<NumericU128> = row.get(first + 1);
+                let oracle: Oracle = (
+                    row.get(first),
+                    conf.and_then(|c| u64::try_from(c.0).ok()),
+                    row.get(first + 2),
+                );
+                last.push((pool, oracle));
+            }
+            seen(at);
         }
-        seen(at);
     }
     let market: Option<DateTime<Utc>> = client
         .query_one(queries::LAST_MARKET_AT, &[&cluster])
@@ -115,7 +118,11 @@ pub async fn take_over(client: &Client, cluster: &str) -> Result<Takeover, tokio
     seen(market);
     Ok(Takeover {
         epoch,
-        baselines: Baselines { owners, oracles },
+        baselines: Baselines {
+            owners,
+            oracles,
+            feed_oracles,
+        },
         ids,
         last_at_us,
         after_checkpoint,

@@ -14,9 +14,9 @@ use tokio_postgres::{Client, Transaction};
 
 use super::queries;
 use crate::numeric::{NumericU128, NumericU256};
-use lendex_domain::history::Resolution;
 use lendex_domain::history::buckets::{MarketBucket, MarketPoint, market_buckets};
 use lendex_domain::history::rule::Baseline;
+use lendex_domain::history::{PriceSource, Resolution};
 use lendex_domain::pubkey::Pubkey;
 use lendex_engine::FastMap;
 use lendex_engine::history::{MarketSample, Oracle, Record, Stamped};
@@ -141,11 +141,17 @@ pub async fn store(
         .filter(|o| !ids.owners.contains_key(o))
         .collect();
     add_owners(&tx, cluster, &new, ids).await?;
-    let mut oracles: BTreeMap<Pubkey, (i64, Oracle)> = BTreeMap::new();
+    // The last price of each pool and source, the next leader's baselines.
+    let (mut oracles, mut feeds) = (BTreeMap::new(), BTreeMap::new());
     for (at, p) in &prices {
-        oracles.insert(p.pool, (*at, (p.price, p.conf, p.expo)));
+        let last = match p.source {
+            PriceSource::Pool => &mut oracles,
+            PriceSource::Feed => &mut feeds,
+        };
+        last.insert(p.pool, (*at, (p.price, p.conf, p.expo)));
     }
-    upsert_pools(&tx, cluster, &oracles, ids).await?;
+    upsert_pools(&tx, (cluster, queries::UPSERT_POOLS), &oracles, ids).await?;
+    upsert_pools(&tx, (cluster, queries::UPSERT_POOL_FEEDS), &feeds, ids).await?;
     let pools: BTreeSet<Pubkey> = events
         .iter()
         .flat_map(|(_, e)| e.pools.iter().copied())
@@ -241,6 +247,7 @@ pub async fn store(
             Type::INT8,
             Type::NUMERIC,
             Type::INT4,
+            Type::CHAR,
         ];
         let writer = BinaryCopyInWriter::new(sink, &types);
         pin_mut!(writer);
@@ -254,6 +261,7 @@ pub async fn store(
                     &p.price,
                     &p.conf.map(|c| NumericU128(c.into())),
                     &p.expo,
+                    &p.source.code(),
                 ])
                 .await?;
         }
@@ -343,9 +351,10 @@ async fn add_owners(
     Ok(())
 }
 
+/// Each pool's last recorded price of one source (`query` says which).
 async fn upsert_pools(
     tx: &Transaction<'_>,
-    cluster: &str,
+    (cluster, query): (&str, &str),
     oracles: &BTreeMap<Pubkey, (i64, Oracle)>,
     ids: &mut Ids,
 ) -> Result<(), tokio_postgres::Error> {
@@ -361,10 +370,7 @@ async fn upsert_pools(
     let expos: Vec<Option<i32>> = oracles.values().map(|(_, o)| o.2).collect();
     let ats: Vec<DateTime<Utc>> = oracles.values().map(|(at, _)| time_of(*at)).collect();
     let rows = tx
-        .query(
-            queries::UPSERT_POOLS,
-            &[&cluster, &pools, &prices, &confs, &expos, &ats],
-        )
+        .query(query, &[&cluster, &pools, &prices, &confs, &expos, &ats])
         .await?;
     learn(&rows, &mut ids.pools);
     Ok(())
