@@ -23,9 +23,14 @@ pub async fn subscribe(api: &str) -> UnboundedReceiver<Event> {
     rx
 }
 
-/// `subscribe`, to one view's stream (docs/design.md §15).
+/// `subscribe`, to one commitment's stream (docs/design.md §15).
 pub async fn subscribe_view(api: &str, view: &str) -> UnboundedReceiver<Event> {
-    let mut rx = open(api, &format!("?commitment={view}"), None).await;
+    subscribe_query(api, &format!("?commitment={view}")).await
+}
+
+/// `subscribe`, to the stream `query` asks for.
+pub async fn subscribe_query(api: &str, query: &str) -> UnboundedReceiver<Event> {
+    let mut rx = open(api, query, None).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     while rx.try_recv().is_ok() {}
     rx

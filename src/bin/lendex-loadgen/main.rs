@@ -28,6 +28,7 @@ mod follow;
 mod forks;
 mod history;
 mod market;
+mod oracle;
 mod slow_link;
 mod sources;
 mod wire;
@@ -86,6 +87,9 @@ enum Command {
     Seed {
         #[command(flatten)]
         market: MarketArgs,
+        /// Each pool names a Pyth feed (`load feed <i>`), unread.
+        #[arg(long)]
+        feeds: bool,
     },
     /// Serve GET /api/positions/unhealthy computed by SQL (from positions and pools,
     /// or with --stored from the indexed health_factor_wad column).
@@ -171,6 +175,21 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         rounds: usize,
         /// The pool's price in the low rounds, in percent.
+        #[arg(long, default_value_t = 30)]
+        low_percent: i64,
+    },
+    /// Time a feed write to the feed view's stream and its crank to the pool
+    /// view's (on the market `seed --feeds` wrote).
+    FeedLatency {
+        #[arg(long, default_value = "http://127.0.0.1:18090")]
+        api: String,
+        #[command(flatten)]
+        chain: ChainArgs,
+        #[arg(long, default_value = "127.0.0.1:18097")]
+        listen: String,
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// The feed's price in the low rounds, in percent.
         #[arg(long, default_value_t = 30)]
         low_percent: i64,
     },
@@ -318,7 +337,7 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 async fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Seed { market } => seed(&cli.database_url, &market).await,
+        Command::Seed { market, feeds } => seed(&cli.database_url, &market, feeds).await,
         Command::SqlBaseline { bind, stored } => {
             baselines::sql_baseline(&cli.database_url, &bind, stored).await
         }
@@ -368,6 +387,13 @@ async fn main() {
             rounds,
             low_percent,
         } => forks::latency(&api, at.program(), &listen, rounds, low_percent).await,
+        Command::FeedLatency {
+            api,
+            chain: at,
+            listen,
+            rounds,
+            low_percent,
+        } => oracle::latency(&api, at.program(), &listen, rounds, low_percent).await,
         Command::CutCatchUp {
             api,
             chain: at,
@@ -439,7 +465,7 @@ async fn main() {
 }
 
 /// Pool i: decimals cycle 6, 8, 9; $1 at expo -8 scaled per pool; threshold 0.8.
-async fn seed(url: &str, shape: &MarketArgs) {
+async fn seed(url: &str, shape: &MarketArgs, feeds: bool) {
     let (pools, owners) = (shape.pools, shape.owners);
     let started = Instant::now();
     let db = connect(url).await;
@@ -451,6 +477,15 @@ async fn seed(url: &str, shape: &MarketArgs) {
         let mint = key(&format!("load mint {i}"));
         let vault = key(&format!("load vault {i}"));
         market::insert_pool(&db, i, [address, &mint, &key("load authority"), &vault], 1).await;
+        if feeds {
+            let feed = key(&format!("load feed {i}"));
+            db.execute(
+                "UPDATE pools SET pyth_price_feed = $1 WHERE cluster = 'localnet' AND pool_address = $2",
+                &[&feed, address],
+            )
+            .await
+            .unwrap();
+        }
     }
     let market = market::build(shape);
     let sink = db

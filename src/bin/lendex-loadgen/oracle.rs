@@ -1,0 +1,131 @@
+//! Oracle feeds at wire speed (docs/design.md §17), on a Yellowstone server
+//! of our own (`lendex_testkit::geyser`) and the market `seed --feeds` wrote
+//! in PostgreSQL, where pool 0 names the feed `load feed 0`. The service
+//! reads the server at confirmed. Rounds of:
+//! - a feed write moving pool 0's feed, timed to the feed view stream's last
+//!   event (the pool view does not move);
+//! - its crank, the pool's copy set to the feed's price, timed to the pool
+//!   view stream's last event (the feed view only shortens its crank lists).
+//!
+//! Each moves every owner of pool 0 in its view, so a round is as many
+//! events on either stream: the feed path against the pool path, measured
+//! the same way.
+
+use std::time::{Duration, Instant};
+
+use lendex::domain::accounts::encode_pool;
+use lendex::domain::pubkey::Pubkey;
+use lendex::domain::pyth::{PriceMessage, PriceUpdate, RECEIVER_PROGRAM, Verification};
+use lendex_testkit::geyser::{Options, ScriptedGeyser, account_update};
+
+use crate::feed::{self, p50_p99, round};
+
+/// Pool 0's feed account at `price`, as the copy holds prices (exponent -8,
+/// confidence 1000: equal to the copy at the same price).
+fn feed_account(price: i64) -> Vec<u8> {
+    let now = chrono::Utc::now().timestamp();
+    PriceUpdate {
+        write_authority: Pubkey::new_from_array([9; 32]),
+        verification: Verification::Full,
+        message: PriceMessage {
+            feed_id: [7; 32],
+            price,
+            conf: 1000,
+            exponent: -8,
+            publish_time: now,
+            prev_publish_time: now - 1,
+            ema_price: price,
+            ema_conf: 1000,
+        },
+        posted_slot: 1,
+    }
+    .encode()
+}
+
+/// Waits until the service at `api` reads the server.
+async fn connected(api: &str) {
+    let client = lendex_client::Client::new(api);
+    loop {
+        if let Ok(h) = client.health().await
+            && h.checks.sync.stream.connected
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, low_percent: i64) {
+    let server = ScriptedGeyser::start_with(Options {
+        listen: listen.to_string(),
+        keep_sent: false,
+        capacity: 1 << 16,
+        ping_every: Some(Duration::from_secs(10)),
+    })
+    .await;
+    println!("Yellowstone server on {}", server.url);
+    connected(api).await;
+    let key = |label: &str| -> Pubkey { crate::key(label).parse().expect("a key") };
+    let (pool_key, feed_key) = (key("load pool 0"), key("load feed 0"));
+    let receiver: Pubkey = RECEIVER_PROGRAM.parse().expect("the receiver");
+    let base = crate::market::pool_price(0);
+    let mut pool = crate::market::pool_account(0, base);
+    pool.pyth_price_feed = Some(feed_key);
+    // Far above the seed's slot (1). The feed first at the copy's price.
+    let mut slot = 10_000_000;
+    let feed_at = |slot: u64, price: i64| {
+        let update = account_update(&feed_key, &receiver, 1, feed_account(price), slot, 1);
+        server.send(slot, update);
+    };
+    feed_at(slot, base);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut at_pool = feed::subscribe_query(api, "?oracle=pool").await;
+    let mut at_feed = feed::subscribe_query(api, "?oracle=feed").await;
+    let quiet = Duration::from_millis(300);
+    let (mut to_feed, mut to_pool) = (Vec::new(), Vec::new());
+    for n in 0..rounds {
+        let price = match n % 2 {
+            0 => base * low_percent / 100,
+            _ => base,
+        };
+        slot += 1;
+        let started = Instant::now();
+        feed_at(slot, price);
+        let Some((_, f_last, f_events)) = round(&mut at_feed, started, quiet).await else {
+            println!("round {n}: no feed view event within 10 s");
+            return;
+        };
+        if let Ok(e) = at_pool.try_recv() {
+            println!("round {n}: the pool view moved with the feed ({})", e.name);
+            return;
+        }
+        // The crank: the copy set to the feed's price.
+        slot += 1;
+        pool.oracle_price = Some(price);
+        let data = encode_pool(&pool);
+        let started = Instant::now();
+        server.send(
+            slot,
+            account_update(&pool_key, &program, 1, data, slot, 1 + n as u64),
+        );
+        let Some((_, p_last, p_events)) = round(&mut at_pool, started, quiet).await else {
+            println!("round {n}: no pool view event within 10 s");
+            return;
+        };
+        // The feed view's shorter crank lists.
+        round(&mut at_feed, started, quiet).await;
+        println!(
+            "round {n}: feed write -> last feed view event {f_last:?} ({f_events} events); \
+             crank -> last pool view event {p_last:?} ({p_events})"
+        );
+        to_feed.push(f_last);
+        to_pool.push(p_last);
+    }
+    let (f50, f99) = p50_p99(&mut to_feed);
+    let (p50, p99) = p50_p99(&mut to_pool);
+    println!(
+        "feed write -> last feed view event: median {f50:?} (p99 {f99:?}); \
+         pool write -> last pool view event: median {p50:?} (p99 {p99:?}); ratio {:.2}",
+        f50.as_secs_f64() / p50.as_secs_f64()
+    );
+}
