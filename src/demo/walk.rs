@@ -17,7 +17,7 @@ use crate::chain::rpc::surfnet_set_account;
 use crate::config::Config;
 use crate::domain::accounts::{decode_pool, encode_pool};
 use crate::domain::pubkey::Pubkey;
-use crate::domain::pyth::{PriceMessage, PriceUpdate, Verification, deviation_bps};
+use crate::domain::pyth::{PriceUpdate, deviation_bps};
 use crate::error::CliResult;
 
 /// How often the prices move.
@@ -117,22 +117,7 @@ pub async fn walk(config: &Config, program: &Pubkey) -> CliResult {
 
 /// A fully verified `PriceUpdateV2` with this price, published at `now`.
 fn feed_account(price: i64, conf: u64, exponent: i32, now: i64) -> Vec<u8> {
-    PriceUpdate {
-        write_authority: Pubkey::new_from_array([7; 32]),
-        verification: Verification::Full,
-        message: PriceMessage {
-            feed_id: [7; 32],
-            price,
-            conf,
-            exponent,
-            publish_time: now,
-            prev_publish_time: now - EVERY.as_secs() as i64,
-            ema_price: price,
-            ema_conf: conf,
-        },
-        posted_slot: 0,
-    }
-    .encode()
+    PriceUpdate::full(price, conf, exponent, now).encode()
 }
 
 #[cfg(test)]

@@ -44,6 +44,27 @@ pub struct PriceUpdate {
 }
 
 impl PriceUpdate {
+    /// A fully verified update of `price` ± `conf` at `exponent`, published
+    /// at `publish_time` (the EMA at the same price): what a local chain's
+    /// feeds are written as, by the demo and the load generator.
+    pub fn full(price: i64, conf: u64, exponent: i32, publish_time: i64) -> PriceUpdate {
+        PriceUpdate {
+            write_authority: Pubkey::new_from_array([7; 32]),
+            verification: Verification::Full,
+            message: PriceMessage {
+                feed_id: [7; 32],
+                price,
+                conf,
+                exponent,
+                publish_time,
+                prev_publish_time: publish_time - 1,
+                ema_price: price,
+                ema_conf: conf,
+            },
+            posted_slot: 0,
+        }
+    }
+
     /// The account's data as the receiver program writes it (a local
     /// chain's feeds, the demo's, the tests').
     pub fn encode(&self) -> Vec<u8> {

@@ -36,7 +36,7 @@ struct Player {
 }
 
 /// A Yellowstone server of our own on `listen`, pinging as real ones do.
-async fn serve(listen: &str) -> ScriptedGeyser {
+pub(crate) async fn serve(listen: &str) -> ScriptedGeyser {
     let server = ScriptedGeyser::start_with(Options {
         listen: listen.to_string(),
         keep_sent: false,
@@ -44,7 +44,7 @@ async fn serve(listen: &str) -> ScriptedGeyser {
         ping_every: Some(Duration::from_secs(10)),
     })
     .await;
-    println!("Yellowstone server playing slot trees on {}", server.url);
+    println!("Yellowstone server on {}", server.url);
     server
 }
 

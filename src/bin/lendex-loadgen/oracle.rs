@@ -15,31 +15,15 @@ use std::time::{Duration, Instant};
 
 use lendex::domain::accounts::encode_pool;
 use lendex::domain::pubkey::Pubkey;
-use lendex::domain::pyth::{PriceMessage, PriceUpdate, RECEIVER_PROGRAM, Verification};
-use lendex_testkit::geyser::{Options, ScriptedGeyser, account_update};
+use lendex::domain::pyth::{PriceUpdate, RECEIVER_PROGRAM};
+use lendex_testkit::geyser::account_update;
 
 use crate::feed::{self, p50_p99, round};
 
 /// Pool 0's feed account at `price`, as the copy holds prices (exponent -8,
 /// confidence 1000: equal to the copy at the same price).
 fn feed_account(price: i64) -> Vec<u8> {
-    let now = chrono::Utc::now().timestamp();
-    PriceUpdate {
-        write_authority: Pubkey::new_from_array([9; 32]),
-        verification: Verification::Full,
-        message: PriceMessage {
-            feed_id: [7; 32],
-            price,
-            conf: 1000,
-            exponent: -8,
-            publish_time: now,
-            prev_publish_time: now - 1,
-            ema_price: price,
-            ema_conf: 1000,
-        },
-        posted_slot: 1,
-    }
-    .encode()
+    PriceUpdate::full(price, 1000, -8, chrono::Utc::now().timestamp()).encode()
 }
 
 /// Waits until the service at `api` reads the server.
@@ -56,14 +40,7 @@ async fn connected(api: &str) {
 }
 
 pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, low_percent: i64) {
-    let server = ScriptedGeyser::start_with(Options {
-        listen: listen.to_string(),
-        keep_sent: false,
-        capacity: 1 << 16,
-        ping_every: Some(Duration::from_secs(10)),
-    })
-    .await;
-    println!("Yellowstone server on {}", server.url);
+    let server = crate::forks::serve(listen).await;
     connected(api).await;
     let key = |label: &str| -> Pubkey { crate::key(label).parse().expect("a key") };
     let (pool_key, feed_key) = (key("load pool 0"), key("load feed 0"));
