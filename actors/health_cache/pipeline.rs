@@ -114,16 +114,13 @@ impl HealthCache {
         ticks: Vec<Tick>,
         (notify_heard, chain_heard): (Option<Instant>, Option<Instant>),
     ) {
-        let mut published = false;
+        let mut published = None;
         let nothing_new = ticks.is_empty();
         for tick in ticks {
-            let unapplied = self.views.apply_changes(tick.changes);
+            // Each view's events to its feed, the confirmed one's first.
+            let (unapplied, at) = self.views.apply_tick(tick);
             self.read_back(unapplied);
-            let (unapplied, rolled_back) = self.views.apply_overlay(tick.overlay);
-            self.read_back(unapplied);
-            // Each view's events to its feed (the processed ones marked when
-            // the tick rolled writes back).
-            published |= self.views.publish(tick.tick, rolled_back);
+            published = at.or(published);
         }
         self.views.advance_to(clock.tick);
         for view in self.views.iter_mut() {
@@ -133,9 +130,9 @@ impl HealthCache {
         // published by that read: it is timed to that publish (a read that
         // finds nothing new is the sign), not dropped.
         let frames_at = match (published, nothing_new) {
-            (true, _) => Some(Instant::now()),
-            (false, true) => self.last_publish,
-            (false, false) => None,
+            (Some(at), _) => Some(at),
+            (None, true) => self.last_publish,
+            (None, false) => None,
         };
         if let Some(at) = frames_at {
             let took = |heard: Option<Instant>| heard.and_then(|h| at.checked_duration_since(h));
@@ -146,7 +143,7 @@ impl HealthCache {
                 crate::metrics::feed_freshness_chain(took);
             }
         }
-        if published {
+        if published.is_some() {
             self.last_publish = frames_at;
         }
         // After the feed: its subscribers wait on the publish, history does not.

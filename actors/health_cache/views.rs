@@ -21,6 +21,7 @@ use crate::engine::processed::{OverlayWrite, Processed};
 use crate::engine::{Change, Engine, PoolState, Unapplied};
 use crate::error::{ActorError, ActorResult};
 use crate::settings::CacheConfig;
+use lendex_store::change_log::Tick;
 use lendex_store::engine_rows::Owners;
 use lendex_store::overlay::OverlayChange;
 
@@ -255,31 +256,70 @@ impl Views {
             .chain(self.at_feeds.as_mut().map(|f| &mut f.view))
     }
 
-    /// A tick's confirmed changes, in every view: the owner bodies they make
-    /// stale dropped, the processed views given them first (each keeps what
-    /// its overlay does not hold newer), the feed view its translation, the
-    /// confirmed engine taking them. What an engine could not apply from
-    /// memory is to be read back.
-    pub(super) fn apply_changes(&mut self, changes: Vec<Change>) -> Unapplied {
+    /// A tick in every view, the confirmed one first: its events are
+    /// numbered and sent before the other views take the tick (the default
+    /// view's readers wait on none of their work; docs/design.md §17). Then
+    /// the processed views (the tick's changes where their overlay does not
+    /// hold newer, then its overlay moves) and the feed view (its
+    /// translation), and their events. Returns what an engine could not
+    /// apply from memory (to be read back) and when the confirmed feed
+    /// published events, if it did.
+    pub(super) fn apply_tick(&mut self, tick: Tick) -> (Unapplied, Option<Instant>) {
+        let Tick {
+            tick,
+            changes,
+            overlay,
+        } = tick;
+        let others = !self.processed.is_empty() || self.at_feeds.is_some();
+        let (mine, changes) = match others {
+            true => (changes.clone(), changes),
+            false => (changes, Vec::new()),
+        };
+        let owners: Option<HashSet<Pubkey>> = (!mine.iter().any(Change::is_pool_wide))
+            .then(|| mine.iter().filter_map(Change::owner).collect());
+        self.confirmed
+            .forget_bodies(owners.as_ref().map(|o| o.iter()));
+        let mut unapplied = self.confirmed.engine_mut().apply(mine);
+        let published =
+            (self.confirmed.publish(tick, false) == Published::Events).then(Instant::now);
+        if others {
+            let more = self.apply_elsewhere(&changes);
+            unapplied.owners.extend(more.owners);
+            unapplied.pools.extend(more.pools);
+        }
+        let (more, rolled_back) = self.apply_overlay(overlay);
+        unapplied.owners.extend(more.owners);
+        unapplied.pools.extend(more.pools);
+        for p in &mut self.processed {
+            p.publish(tick, rolled_back);
+        }
+        if let Some(f) = &mut self.at_feeds {
+            f.view.publish(tick, false);
+        }
+        (unapplied, published)
+    }
+
+    /// A tick's confirmed changes in the processed views (each keeps what
+    /// its overlay holds newer, and settles what the tick ended to what the
+    /// confirmed engine holds after it) and in the feed view (translated).
+    fn apply_elsewhere(&mut self, changes: &[Change]) -> Unapplied {
         let mut unapplied = Unapplied::default();
+        if changes.is_empty() {
+            return unapplied;
+        }
+        let confirmed = self.confirmed.engine();
         for view in &mut self.processed {
-            if changes.is_empty() {
-                break;
-            }
             // Any confirmed change may end an overlaid write: all its bodies go.
             view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
             if let Some(p) = view.processed_mut() {
-                let more = p.apply_confirmed(&changes);
-                unapplied.owners.extend(more.owners);
-                unapplied.pools.extend(more.pools);
+                for more in [p.apply_confirmed(changes), p.settle_confirmed(confirmed)] {
+                    unapplied.owners.extend(more.owners);
+                    unapplied.pools.extend(more.pools);
+                }
             }
         }
-        let owners: Option<HashSet<Pubkey>> = (!changes.iter().any(Change::is_pool_wide))
-            .then(|| changes.iter().filter_map(Change::owner).collect());
-        if let Some(f) = &mut self.at_feeds
-            && !changes.is_empty()
-        {
-            let translated = f.translate(&changes);
+        if let Some(f) = &mut self.at_feeds {
+            let translated = f.translate(changes);
             // A feed's reading moves its pools here: every body of theirs goes.
             let moved: Option<HashSet<Pubkey>> = (!translated.iter().any(Change::is_pool_wide))
                 .then(|| translated.iter().filter_map(Change::owner).collect());
@@ -297,24 +337,13 @@ impl Views {
                 f.tell_named();
             }
         }
-        self.confirmed
-            .forget_bodies(owners.as_ref().map(|o| o.iter()));
-        let more = self.confirmed.engine_mut().apply(changes);
-        unapplied.owners.extend(more.owners);
-        unapplied.pools.extend(more.pools);
-        let confirmed = self.confirmed.engine();
-        for p in self.processed.iter_mut().filter_map(View::processed_mut) {
-            let more = p.settle_confirmed(confirmed);
-            unapplied.owners.extend(more.owners);
-            unapplied.pools.extend(more.pools);
-        }
         unapplied
     }
 
     /// A tick's overlay moves, in their order, in the processed views (after
     /// the confirmed engine took the tick's changes: a retraction restores
     /// what it holds). Says whether a move rolled writes back.
-    pub(super) fn apply_overlay(&mut self, overlay: Vec<OverlayChange>) -> (Unapplied, bool) {
+    fn apply_overlay(&mut self, overlay: Vec<OverlayChange>) -> (Unapplied, bool) {
         let mut unapplied = Unapplied::default();
         if self.processed.is_empty() || overlay.is_empty() {
             return (unapplied, false);
@@ -356,20 +385,6 @@ impl Views {
             }
         }
         (unapplied, rolled_back)
-    }
-
-    /// After tick `tick`: each view's events to its feed (the processed
-    /// ones marked when the tick rolled writes back). True when the
-    /// confirmed feed published some.
-    pub(super) fn publish(&mut self, tick: u64, rolled_back: bool) -> bool {
-        let published = self.confirmed.publish(tick, false) == Published::Events;
-        for p in &mut self.processed {
-            p.publish(tick, rolled_back);
-        }
-        if let Some(f) = &mut self.at_feeds {
-            f.view.publish(tick, false);
-        }
-        published
     }
 
     /// Every view's streams start over at `tick` of the database's `epoch`
