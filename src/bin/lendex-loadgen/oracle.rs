@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use lendex::domain::accounts::encode_pool;
 use lendex::domain::pubkey::Pubkey;
 use lendex::domain::pyth::{PriceUpdate, RECEIVER_PROGRAM};
-use lendex_testkit::geyser::account_update;
+use lendex_testkit::geyser::{account_update, slot_status};
+use yellowstone_grpc_proto::prelude::SlotStatus;
 
 use crate::feed::{self, p50_p99, round};
 
@@ -50,9 +51,13 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
     pool.pyth_price_feed = Some(feed_key);
     // Far above the seed's slot (1). The feed first at the copy's price.
     let mut slot = 10_000_000;
+    // Each write's slot confirmed right after it, as a node sends it: the
+    // service's batch ends at the status, not at its wait for one.
+    let confirm = |slot: u64| server.send(slot, slot_status(slot, None, SlotStatus::SlotConfirmed));
     let feed_at = |slot: u64, price: i64| {
         let update = account_update(&feed_key, &receiver, 1, feed_account(price), slot, 1);
         server.send(slot, update);
+        confirm(slot);
     };
     feed_at(slot, base);
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -85,6 +90,7 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
             slot,
             account_update(&pool_key, &program, 1, data, slot, 1 + n as u64),
         );
+        confirm(slot);
         let Some((_, p_last, p_events)) = round(&mut at_pool, started, quiet).await else {
             println!("round {n}: no pool view event within 10 s");
             return;
