@@ -15,4 +15,5 @@ pub mod raw;
 pub mod risk;
 pub mod view_key;
 pub mod wad;
+pub mod webhooks;
 mod wide;
