@@ -22,6 +22,11 @@ pub(crate) fn receiver() -> Pubkey {
 /// A feed account's data: `price` at exponent -8, confidence 1000 (the
 /// copy's), fully verified unless `partial`.
 pub(crate) fn feed_data(price: i64, partial: bool) -> Vec<u8> {
+    feed_data_at(price, partial, chrono::Utc::now().timestamp())
+}
+
+/// `feed_data`, published at `publish_time`.
+fn feed_data_at(price: i64, partial: bool, publish_time: i64) -> Vec<u8> {
     PriceUpdate {
         write_authority: Pubkey::new_unique(),
         verification: match partial {
@@ -33,8 +38,8 @@ pub(crate) fn feed_data(price: i64, partial: bool) -> Vec<u8> {
             price,
             conf: 1000,
             exponent: -8,
-            publish_time: chrono::Utc::now().timestamp(),
-            prev_publish_time: chrono::Utc::now().timestamp() - 1,
+            publish_time,
+            prev_publish_time: publish_time - 1,
             ema_price: price,
             ema_conf: 1000,
         },
@@ -553,4 +558,33 @@ async fn history_records_each_usable_feed_price_beside_the_copy() {
             assert_eq!(row["conf"], "1000");
         }
     }
+}
+
+#[actix_rt::test]
+async fn a_feed_that_stops_updating_ages_and_still_values_its_pool() {
+    let mut m = market(|_| {}).await;
+    let (feed, owner) = sol_feed_ahead(&mut m).await;
+    // Its last update two hours old: the age says so; it still values the
+    // pool (its age never excludes it), judged stale by its own publish time.
+    let two_hours_ago = chrono::Utc::now().timestamp() - 7_200;
+    let data = feed_data_at(25 * USD, false, two_hours_ago);
+    set_feed(&m, &feed, &receiver(), &data).await;
+    let (sol_feed, _) = feeds_status(&m).await;
+    assert_eq!(sol_feed["status"], "ok");
+    assert_eq!(sol_feed["publish_time"], two_hours_ago);
+    assert!(
+        sol_feed["age_seconds"].as_i64().unwrap() >= 7_200,
+        "{sol_feed}"
+    );
+    let rows = at_feed(&m).await;
+    let row = (rows.as_array().unwrap().iter())
+        .find(|r| r["owner"] == owner)
+        .cloned();
+    let row = row.unwrap_or_else(|| panic!("{rows}"));
+    assert_eq!(row["crank"], serde_json::json!([m.sol.to_string()]));
+    assert_eq!(row["oracle_stale"], true, "{row}");
+    // The pool view is untouched, and health does not degrade for a feed.
+    assert!(m.unhealthy("").await.is_empty());
+    let health = m.t.app.get("/api/health").await.1;
+    assert_eq!(health["status"], "ok", "{health}");
 }
