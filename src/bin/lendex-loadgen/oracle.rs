@@ -27,6 +27,9 @@ fn feed_account(price: i64) -> Vec<u8> {
     PriceUpdate::full(price, 1000, -8, chrono::Utc::now().timestamp()).encode()
 }
 
+/// A pause before each timed write.
+const SETTLE: Duration = Duration::from_secs(2);
+
 /// Waits until the service at `api` reads the server.
 async fn connected(api: &str) {
     let client = lendex_client::Client::new(api);
@@ -70,6 +73,10 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
             0 => base * low_percent / 100,
             _ => base,
         };
+        // Each timed write starts on a quiet service: the last crank's
+        // write-back of every re-scored health factor (the pool view's; the
+        // feed view writes none back) would otherwise be in its way alone.
+        tokio::time::sleep(SETTLE).await;
         slot += 1;
         let started = Instant::now();
         feed_at(slot, price);
@@ -82,6 +89,7 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
             return;
         }
         // The crank: the copy set to the feed's price.
+        tokio::time::sleep(SETTLE).await;
         slot += 1;
         pool.oracle_price = Some(price);
         let data = encode_pool(&pool);
