@@ -154,17 +154,6 @@ impl Processed {
         }
     }
 
-    /// Whether pools are valued at their feeds.
-    pub fn at_feed_prices(&self) -> bool {
-        self.feeds.is_some()
-    }
-
-    /// The feed readings and pool copies this view prices with, at the
-    /// feeds' prices.
-    pub fn oracle_feeds(&self) -> Option<&OracleFeeds> {
-        self.feeds.as_ref().map(|f| &f.priced)
-    }
-
     /// Changes as this engine takes them: through the feeds' pricing where
     /// it values at them.
     fn priced(&mut self, changes: Vec<Change>) -> Vec<Change> {
