@@ -29,6 +29,7 @@ pub mod leader_lease;
 pub mod metrics;
 pub mod nonce_registry;
 pub mod settings;
+pub mod webhooks;
 
 // The layers below, by the names the service gives them.
 use lendex_chain as chain;

@@ -1,5 +1,5 @@
 //! The settings the actors read (config.toml's `[sync]`, `[cache]`, `[health]`,
-//! `[oracle]` and `[history]`; the service's `config` module loads them with the rest).
+//! `[oracle]`, `[history]` and `[webhooks]`; the service's `config` module loads them with the rest).
 
 use serde::{Deserialize, Serialize};
 
@@ -50,4 +50,18 @@ impl HistoryConfig {
     pub fn enabled(&self) -> bool {
         self.retention_days > 0
     }
+}
+
+/// `[webhooks]` (docs/design.md §18).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WebhooksConfig {
+    /// Webhooks registered at most (a create past it is refused).
+    pub max: usize,
+    /// An attempt not answered within this is failed (and retried).
+    pub timeout_ms: u64,
+    /// How long a delivery is retried before it fails and disables its webhook.
+    pub retry_seconds: u64,
+    /// Accept targets on loopback, private, shared, link-local and
+    /// unspecified addresses (tests, private networks).
+    pub allow_private_targets: bool,
 }

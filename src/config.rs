@@ -18,7 +18,7 @@ use crate::error::StartError;
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config.toml");
 
 pub use lendex_actors::settings::{
-    CacheConfig, HealthConfig, HistoryConfig, OracleConfig, SyncConfig,
+    CacheConfig, HealthConfig, HistoryConfig, OracleConfig, SyncConfig, WebhooksConfig,
 };
 pub use lendex_chain::settings::{ChainSource, RpcConfig};
 pub use lendex_store::settings::DatabaseConfig;
@@ -37,6 +37,7 @@ pub struct Config {
     pub oracle: OracleConfig,
     pub metrics: MetricsConfig,
     pub history: HistoryConfig,
+    pub webhooks: WebhooksConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -199,6 +200,9 @@ impl Config {
         }
         if self.server.max_streams_per_ip == 0 || self.server.max_streams == 0 {
             return Err("server.max_streams_per_ip and server.max_streams must be positive".into());
+        }
+        if self.webhooks.timeout_ms == 0 || self.webhooks.retry_seconds == 0 {
+            return Err("webhooks.timeout_ms and webhooks.retry_seconds must be positive".into());
         }
         if self.cache.change_log_seconds == 0 {
             return Err("cache.change_log_seconds must be positive".into());

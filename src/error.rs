@@ -24,6 +24,8 @@ pub enum ApiError {
     BadPubkey(String),
     CannotRevokeYourself,
     Invalid,
+    /// `invalid`, naming the field at fault (a body's `field`).
+    InvalidField(&'static str),
     // 401
     BadSignature,
     NonceInvalidOrExpired,
@@ -127,7 +129,7 @@ impl ApiError {
             ApiError::InvalidRole => "invalid role".into(),
             ApiError::BadPubkey(reason) => format!("bad pubkey: {reason}"),
             ApiError::CannotRevokeYourself => "cannot revoke yourself".into(),
-            ApiError::Invalid => "invalid".into(),
+            ApiError::Invalid | ApiError::InvalidField(_) => "invalid".into(),
             ApiError::BadSignature => "bad signature".into(),
             ApiError::NonceInvalidOrExpired => "nonce invalid or expired".into(),
             ApiError::NotAuthorized => "not authorized".into(),
@@ -156,7 +158,8 @@ impl ApiError {
             | ApiError::InvalidRole
             | ApiError::BadPubkey(_)
             | ApiError::CannotRevokeYourself
-            | ApiError::Invalid => StatusCode::BAD_REQUEST,
+            | ApiError::Invalid
+            | ApiError::InvalidField(_) => StatusCode::BAD_REQUEST,
             ApiError::BadSignature
             | ApiError::NonceInvalidOrExpired
             | ApiError::NotAuthorized
@@ -180,8 +183,13 @@ impl ApiError {
 impl ApiError {
     /// The JSON body `{"error": "<message>"}`.
     pub fn body(&self) -> Vec<u8> {
+        let field = match self {
+            ApiError::InvalidField(field) => Some((*field).to_string()),
+            _ => None,
+        };
         serde_json::to_vec(&ErrorBody {
             error: self.message(),
+            field,
         })
         .expect("a string field serializes")
     }

@@ -15,6 +15,11 @@ use crate::http::state::AppState;
 
 /// Largest accepted body (docs/design.md §4: 413 beyond 64 KiB).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// A route's own cap, set as its resource's data, for a body that must hold
+/// more than `MAX_BODY_BYTES` (a webhook's 10,000 owners: docs/design.md §18).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
 /// Time to receive a body when no settings are reachable (`server.request_timeout_ms`).
 const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -57,6 +62,23 @@ impl JsonBody {
         }
     }
 
+    /// An array of strings; absent and null are `None`. Anything else (a
+    /// member that is not a non-empty string without NUL) is `invalid`.
+    pub fn strings(&self, key: &str) -> ApiResult<Option<Vec<&str>>> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) if !s.is_empty() && !s.contains('\0') => Ok(s.as_str()),
+                    _ => Err(ApiError::Invalid),
+                })
+                .collect::<ApiResult<Vec<_>>>()
+                .map(Some),
+            Some(_) => Err(ApiError::Invalid),
+        }
+    }
+
     /// An integer field within 0..=255.
     pub fn u8(&self, key: &str) -> ApiResult<Option<u8>> {
         match self.0.get(key) {
@@ -94,16 +116,17 @@ impl FromRequest for JsonBody {
             .app_data::<actix_web::web::Data<AppState>>()
             .map(|s| Duration::from_millis(s.config.server.request_timeout_ms))
             .unwrap_or(DEFAULT_BODY_TIMEOUT);
+        let max = req.app_data::<BodyLimit>().map_or(MAX_BODY_BYTES, |l| l.0);
         let mut payload = payload.take();
         Box::pin(async move {
-            if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+            if declared.is_some_and(|n| n > max) {
                 return Err(ApiError::PayloadTooLarge);
             }
             let read = async {
                 let mut buf = BytesMut::new();
                 while let Some(chunk) = payload.next().await {
                     let chunk = chunk.map_err(|_| ApiError::BadJson)?;
-                    if buf.len() + chunk.len() > MAX_BODY_BYTES {
+                    if buf.len() + chunk.len() > max {
                         return Err(ApiError::PayloadTooLarge);
                     }
                     buf.extend_from_slice(&chunk);

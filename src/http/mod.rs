@@ -27,7 +27,7 @@ use actix_web::{HttpResponse, ResponseError, web};
 use crate::error::ApiError;
 use handlers::{
     addresses, admin, auth, console, health, history, liquidations, metrics, pools, positions,
-    risk, transactions,
+    risk, transactions, webhooks,
 };
 
 /// Every route. A known path with an unknown method is 405 with the JSON error
@@ -102,6 +102,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 transactions::list_transactions,
             )
             .route(web::post().to(transactions::record_transaction)),
+        )
+        .service(
+            read(resource("/api/webhooks", "GET, HEAD, POST"), webhooks::list)
+                .app_data(body::BodyLimit(webhooks::CREATE_BODY_BYTES))
+                .route(web::post().to(webhooks::create)),
+        )
+        .service(resource("/api/webhooks/{id}", "DELETE").route(web::delete().to(webhooks::delete)))
+        .service(read(
+            resource("/api/webhooks/{id}/deliveries", GET),
+            webhooks::deliveries,
+        ))
+        .service(
+            resource("/api/webhooks/{id}/redeliver", "POST")
+                .route(web::post().to(webhooks::redeliver)),
         )
         .service(read(resource("/api/risk/shock", GET), risk::shock))
         .service(read(resource("/api/risk/curve", GET), risk::curve))

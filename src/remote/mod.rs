@@ -34,7 +34,7 @@ impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         match e {
             Error::Api { error, .. } => Failure::Answer(
-                serde_json::to_string(&crate::wire::error::ErrorBody { error })
+                serde_json::to_string(&crate::wire::error::ErrorBody { error, field: None })
                     .expect("a string serializes"),
             ),
             other => Failure::Other(other.to_string()),

@@ -47,5 +47,6 @@ mod schema;
 mod stopping;
 mod transactions_api;
 mod typed_client;
+mod webhooks_admin;
 mod write_back;
 mod writer_lanes;

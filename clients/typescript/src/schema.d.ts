@@ -420,10 +420,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["list"];
+        put?: never;
+        post: operations["create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AcceptedResponse: {
+            accepted: boolean;
+        };
         /**
          * @description The body of POST /api/admin/allowlist; its `parse` (http::handlers::admin) reads it
          *     into a typed call.
@@ -546,6 +613,31 @@ export interface components {
              */
             tx_log: number;
         };
+        /**
+         * @description The body of POST /api/webhooks; its `parse` (http::handlers::webhooks)
+         *     reads it into a typed call.
+         */
+        CreateWebhookRequest: {
+            actor: components["schemas"]["Pubkey"];
+            below_wad?: components["schemas"]["WebhookLine"] | null;
+            description?: string | null;
+            nonce: components["schemas"]["Nonce"];
+            /** @description 1 to 10,000 wallets; absent: every owner. */
+            owners?: components["schemas"]["Pubkey"][] | null;
+            /** @description 1 to 1,000 pools; absent: any pool. */
+            pools?: components["schemas"]["Pubkey"][] | null;
+            /** @description Base58 ed25519 signature of the message for `create_webhook`. */
+            signature: components["schemas"]["WalletSignature"];
+            url: components["schemas"]["WebhookUrl"];
+        };
+        /**
+         * @description The answer to a create: the webhook and its signing secret, never shown
+         *     again.
+         */
+        CreatedWebhook: components["schemas"]["Webhook"] & {
+            /** @description `whsec_` and the base64 of 32 random bytes (Standard Webhooks). */
+            secret: string;
+        };
         /** @description Opaque: the next_cursor of the previous page of the same listing. */
         Cursor: string;
         /** @description One point of a liquidation curve. */
@@ -583,12 +675,49 @@ export interface components {
         };
         /** @description Unsigned integer of any size as a decimal string (exact sums may pass u128). */
         Decimal: string;
+        /** @description The body of DELETE /api/webhooks/{id}. */
+        DeleteWebhookRequest: {
+            actor: components["schemas"]["Pubkey"];
+            nonce: components["schemas"]["Nonce"];
+            /** @description Base58 ed25519 signature of the message for `delete_webhook:<id>`. */
+            signature: components["schemas"]["WalletSignature"];
+        };
+        DeliveriesResponse: {
+            deliveries: components["schemas"]["Delivery"][];
+        };
+        /** @description One delivery: one change's events for one webhook. */
+        Delivery: {
+            /** Format: int32 */
+            attempts: number;
+            /** @description `<epoch>.<tick>` of the change that caused it. */
+            change_id: string;
+            /** @description The `webhook-id` header of every attempt. */
+            delivery_id: components["schemas"]["DeliveryId"];
+            events: Record<string, never>[];
+            last_error?: string | null;
+            /**
+             * Format: int32
+             * @description The receiver's last HTTP status; null when none answered.
+             */
+            last_status?: number | null;
+            /** @description `pending`, `delivered` or `failed`. */
+            status: components["schemas"]["DeliveryStatus"];
+        };
+        /** @description A delivery's id (its `webhook-id` header): `msg_` and 32 lowercase hexadecimal digits. */
+        DeliveryId: string;
+        /**
+         * @description A delivery's state.
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "delivered" | "failed";
         DetailResponse: {
             positions: components["schemas"]["PositionDetail"][];
         };
         ErrorBody: {
             /** @description Short reason from the closed set of docs/design.md §4.17. */
             error: string;
+            /** @description The field at fault, for an `invalid` of a body with many (a webhook's). */
+            field?: string | null;
         };
         /** @description An owner's points of one interval. */
         HealthBucketWire: {
@@ -1221,6 +1350,17 @@ export interface components {
             id: number;
             ok: boolean;
         };
+        /** @description The body of POST /api/webhooks/{id}/redeliver. */
+        RedeliverRequest: {
+            actor: components["schemas"]["Pubkey"];
+            delivery_id: components["schemas"]["DeliveryId"];
+            nonce: components["schemas"]["Nonce"];
+            /**
+             * @description Base58 ed25519 signature of the message for
+             *     `redeliver_webhook:<id>:<delivery_id>`.
+             */
+            signature: components["schemas"]["WalletSignature"];
+        };
         /**
          * @description The body of DELETE /api/admin/allowlist; its `parse` (http::handlers::admin) reads it
          *     into a typed call.
@@ -1495,6 +1635,39 @@ export interface components {
          * @description Base58 ed25519 signature of the nonce's message: 64 to 88 characters that decode to exactly 64 bytes.
          */
         WalletSignature: string;
+        /** @description A webhook as stored; its secret is shown once, at creation. */
+        Webhook: {
+            /** @description Owners whose account health factor crosses this line are announced. */
+            below_wad: components["schemas"]["Wad"];
+            /** Format: date-time */
+            created_at: string;
+            created_by: components["schemas"]["Pubkey"];
+            description?: string | null;
+            /** @description Why it was disabled (410 Gone, retries exhausted); null while active. */
+            disabled_reason?: string | null;
+            id: components["schemas"]["WebhookId"];
+            /** @description The owners followed; null: every owner. */
+            owners?: components["schemas"]["Pubkey"][] | null;
+            /** @description Owners holding a position in any of these pools; null: any pool. */
+            pools?: components["schemas"]["Pubkey"][] | null;
+            /** @description `active` or `disabled`. */
+            status: components["schemas"]["WebhookStatus"];
+            url: string;
+        };
+        /** @description A webhook's id: `wh_` and 24 lowercase hexadecimal digits. */
+        WebhookId: string;
+        /** @description A webhook's line, a WAD as a decimal string: above 0, at most 10000000000000000000 (10.0). */
+        WebhookLine: string;
+        /**
+         * @description A webhook's state.
+         * @enum {string}
+         */
+        WebhookStatus: "active" | "disabled";
+        /** @description An http or https URL with a host name, at most 2,048 bytes; its host must not resolve to a loopback, private, shared, link-local or unspecified address (unless the service allows private targets). */
+        WebhookUrl: string;
+        WebhooksResponse: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
         /**
          * @description The database writer's lanes (index, admin, tx_log), each with its own queue
          *     and connection.
@@ -3537,6 +3710,405 @@ export interface operations {
             };
             /** @description rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description signer pubkey */
+                "x-actor": components["schemas"]["Pubkey"];
+                /** @description nonce issued for `read_webhooks` */
+                "x-nonce": components["schemas"]["Nonce"];
+                /** @description signature of the read_webhooks message */
+                "x-signature": components["schemas"]["WalletSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the webhooks the signer may see, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhooksResponse"];
+                };
+            };
+            /** @description missing fields | invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad signature | nonce invalid or expired | not authorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description committed, with its audit entry; the secret is shown here only */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            /** @description bad json | missing fields | invalid (its `field` names the one at fault; `webhooks.max` when full) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad signature | nonce invalid or expired | not authorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description request timeout: the body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description payload too large (over 640 KiB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the webhook */
+                id: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description deleted with its deliveries, as it was; audited */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description bad json | missing fields | invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad signature | nonce invalid or expired | not authorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (no such webhook, or another admin's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description request timeout: the body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description payload too large: a body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deliveries: {
+        parameters: {
+            query?: {
+                /** @description default 50, at most 200 */
+                limit?: number;
+            };
+            header: {
+                /** @description signer pubkey */
+                "x-actor": components["schemas"]["Pubkey"];
+                /** @description nonce issued for `read_webhooks` */
+                "x-nonce": components["schemas"]["Nonce"];
+                /** @description signature of the read_webhooks message */
+                "x-signature": components["schemas"]["WalletSignature"];
+            };
+            path: {
+                /** @description the webhook */
+                id: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description its deliveries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveriesResponse"];
+                };
+            };
+            /** @description missing fields | invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad signature | nonce invalid or expired | not authorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (no such webhook, or another admin's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the webhook */
+                id: components["schemas"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RedeliverRequest"];
+            };
+        };
+        responses: {
+            /** @description queued again after those already queued, with the same webhook-id; audited */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AcceptedResponse"];
+                };
+            };
+            /** @description bad json | missing fields | invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad signature | nonce invalid or expired | not authorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (no such delivery of a webhook the signer may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description request timeout: the body did not arrive in time */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description payload too large: a body over 64 KiB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -20,6 +20,20 @@ pub fn init_pool_action(token_mint: &str) -> String {
     format!("init_pool:{token_mint}")
 }
 
+/// Webhooks' actions (docs/design.md §18): a create and a read are signed
+/// as they are; a delete and a redelivery name what they act on, so a
+/// signature for one webhook cannot be spent on another.
+pub const CREATE_WEBHOOK_ACTION: &str = "create_webhook";
+pub const READ_WEBHOOKS_ACTION: &str = "read_webhooks";
+
+pub fn delete_webhook_action(id: &str) -> String {
+    format!("delete_webhook:{id}")
+}
+
+pub fn redeliver_webhook_action(id: &str, delivery_id: &str) -> String {
+    format!("redeliver_webhook:{id}:{delivery_id}")
+}
+
 /// The action signed for a mainnet audit read (docs/design.md §4).
 pub const READ_AUDIT_ACTION: &str = "read_audit";
 

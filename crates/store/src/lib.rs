@@ -21,6 +21,7 @@ pub mod reads;
 pub mod registered;
 mod rows;
 pub mod settings;
+pub mod webhooks;
 pub mod writes;
 
 pub use handle::{Session, Store};

@@ -80,6 +80,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         "0018_price_source",
         include_str!("../../../sql/0018_price_source.sql"),
     ),
+    (
+        "0019_webhooks",
+        include_str!("../../../sql/0019_webhooks.sql"),
+    ),
 ];
 
 /// Every function and trigger, re-applied when it changes (docs/design.md §1).

@@ -132,6 +132,44 @@ text_schema!(
 );
 
 text_schema!(
+    WebhookUrl,
+    "WebhookUrl",
+    text("An http or https URL with a host name, at most 2,048 bytes; its host must not resolve to a loopback, private, shared, link-local or unspecified address (unless the service allows private targets).")
+        .pattern(Some(r"^https?://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z]{2,63}(:[1-9][0-9]{0,3})?(/[!-~]*)?$"))
+        .max_length(Some(2048))
+);
+text_schema!(
+    WebhookLine,
+    "WebhookLine",
+    text(
+        "A webhook's line, a WAD as a decimal string: above 0, at most 10000000000000000000 (10.0)."
+    )
+    .pattern(Some("^0*([1-9][0-9]{0,18}|10000000000000000000)$"))
+);
+text_schema!(
+    WebhookIdText,
+    "WebhookId",
+    text("A webhook's id: `wh_` and 24 lowercase hexadecimal digits.")
+        .pattern(Some("^wh_[0-9a-f]{24}$"))
+);
+text_schema!(
+    DeliveryIdText,
+    "DeliveryId",
+    text("A delivery's id (its `webhook-id` header): `msg_` and 32 lowercase hexadecimal digits.")
+        .pattern(Some("^msg_[0-9a-f]{32}$"))
+);
+text_schema!(
+    WebhookStatusName,
+    "WebhookStatus",
+    text("A webhook's state.").enum_values(Some(["active", "disabled"]))
+);
+text_schema!(
+    DeliveryStatusName,
+    "DeliveryStatus",
+    text("A delivery's state.").enum_values(Some(["pending", "delivered", "failed"]))
+);
+
+text_schema!(
     TimeText,
     "Time",
     text("RFC 3339 time in UTC with milliseconds, e.g. 2026-11-25T14:03:07.250Z.").format(Some(

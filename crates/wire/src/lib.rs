@@ -18,3 +18,4 @@ pub mod pools;
 pub mod positions;
 pub mod risk;
 pub mod transactions;
+pub mod webhooks;

@@ -12,3 +12,4 @@ pub mod pools;
 pub mod positions;
 pub mod risk;
 pub mod transactions;
+pub mod webhooks;

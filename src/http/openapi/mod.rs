@@ -9,6 +9,7 @@ use utoipa::openapi::{ContentBuilder, ResponseBuilder};
 
 use super::handlers::{
     addresses, admin, auth, health, history, liquidations, pools, positions, risk, transactions,
+    webhooks,
 };
 use crate::wire::error::ErrorBody;
 use crate::wire::formats::{CursorText, TimeParam};
@@ -49,6 +50,11 @@ use crate::wire::formats::{CursorText, TimeParam};
         history::events,
         history::prices,
         history::market,
+        webhooks::create,
+        webhooks::list,
+        webhooks::deliveries,
+        webhooks::delete,
+        webhooks::redeliver,
     ),
     // Formats used by parameters alone are not collected from the paths.
     components(schemas(ErrorBody, TimeParam, CursorText))

@@ -175,8 +175,13 @@ class OkResponse(TypedDict):
     ok: bool
 
 
-class ErrorBody(TypedDict):
+class _ErrorBodyFields(TypedDict):
     error: str
+
+
+class ErrorBody(_ErrorBodyFields, total=False):
+    """`field` names the field at fault of an `invalid` (a webhook's body)."""
+    field: str
 
 
 class Candidate(TypedDict, total=False):

@@ -8,6 +8,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+pub use url::Host;
+
 /// The longest URL taken.
 pub const MAX_URL_BYTES: usize = 2_048;
 

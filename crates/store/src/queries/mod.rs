@@ -634,3 +634,6 @@ pub const READ_TIP: &str = "SELECT processed_slot, confirmed_slot FROM chain_tip
 // overlay's kinds).
 mod overlay;
 pub use overlay::*;
+
+mod webhooks;
+pub use webhooks::*;
