@@ -18,6 +18,7 @@ use crate::actors::health_cache::{
 use crate::actors::history::{Flush, HistoryWriter};
 use crate::actors::leader_lease::hold_lease;
 use crate::actors::nonce_registry::NonceRegistry;
+use crate::actors::webhooks::deliverer::Deliverer;
 use crate::config::Config;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::parse_pubkey;
@@ -88,7 +89,9 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
     });
     // One replica of the cluster ingests, records history and writes the
     // health factors back: the holder of the lease, when anything needs one.
-    let leased = config.sync.interval_seconds > 0 || history.is_some();
+    // Webhooks are delivered by the lease's holder, so every replica takes
+    // part in the lease (docs/design.md §18).
+    let leased = true;
     // The feed accounts the pools name: told by the cache, followed by the
     // chain work (docs/design.md §17).
     let named_feeds = NamedFeeds::new(Arc::default());
@@ -126,9 +129,19 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         feeds: followed,
     };
     let sync = ChainSync::new(deps, &config.rpc, &config.sync).start();
+    let deliverer = Deliverer::new(
+        store.pool().clone(),
+        config.chain.cluster.as_str(),
+        config.webhooks.clone(),
+    )
+    .start();
     // Both are told when the lease is taken and lost.
     if leased {
-        let told = vec![sync.clone().recipient(), cache.clone().recipient()];
+        let told = vec![
+            sync.clone().recipient(),
+            cache.clone().recipient(),
+            deliverer.clone().recipient(),
+        ];
         actix_rt::spawn(hold_lease(
             config.database.url.clone(),
             config.chain.cluster.as_str(),
@@ -168,6 +181,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         streams: StreamGate::new(config.server.max_streams_per_ip, config.server.max_streams),
         metrics: crate::metrics::install(),
         history: history.clone(),
+        deliverer,
         drain: drain.clone(),
         config: config.clone(),
     });

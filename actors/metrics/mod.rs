@@ -4,6 +4,7 @@
 //! renders them with the rest. History's series are in `history`.
 
 pub mod history;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ pub const CRANK_LAG: &str = "lendex_oracle_crank_lag_seconds";
 /// Describes every series of the actors (once, when the recorder is installed).
 pub fn describe() {
     history::describe();
+    webhooks::describe();
     describe_histogram!(
         WRITER_BATCH_SIZE,
         "Writes per database writer batch, by lane"
@@ -75,6 +77,7 @@ pub fn describe() {
 /// Counters of rare events exist from the start, at 0.
 pub fn zero() {
     history::zero();
+    webhooks::zero();
     counter!(SYNC_NOTIFICATIONS).absolute(0);
     counter!(FEED_UPDATES).absolute(0);
     counter!(SSE_RESUMES, "outcome" => "resumed").absolute(0);

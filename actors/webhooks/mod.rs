@@ -1,4 +1,7 @@
 //! Webhooks' I/O (docs/design.md §18): where a target's host points, judged
-//! by the domain's rules at creation and at every attempt.
+//! by the domain's rules (`targets`); one signed attempt (`attempt`); the
+//! leader's deliverer that sends the queue in order (`deliverer`).
 
+pub mod attempt;
+pub mod deliverer;
 pub mod targets;

@@ -44,5 +44,7 @@ pub struct AppState {
     /// History's writer (None when history is off).
     pub history: Option<Addr<crate::actors::history::HistoryWriter>>,
     /// Serving, or on the way out from behind the balancer.
+    /// The leader's webhook deliverer (idle on a follower).
+    pub deliverer: Addr<crate::actors::webhooks::deliverer::Deliverer>,
     pub drain: crate::http::drain::Drain,
 }

@@ -48,5 +48,6 @@ mod stopping;
 mod transactions_api;
 mod typed_client;
 mod webhooks_admin;
+mod webhooks_delivery;
 mod write_back;
 mod writer_lanes;

@@ -3,46 +3,19 @@
 //! pool_admin's limits; every change audited; bad input named and nothing
 //! stored.
 
+use std::time::Duration;
+
 use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::common::*;
+use crate::fixtures::receiver::Receiver;
+use crate::fixtures::webhooks::{create, created, delete, deliveries, queue, read};
 
 const URL: &str = "http://127.0.0.1:9/hook";
 
 async fn private_app() -> TestApp {
     spawn_app_with(|c| c.webhooks.allow_private_targets = true).await
-}
-
-/// POST /api/webhooks signed by `wallet`, with `fields` beside the credentials.
-async fn create(app: &TestApp, wallet: &Wallet, fields: Value) -> (u16, Value) {
-    let (nonce, signature) = app.signed(wallet, "create_webhook").await;
-    let mut body = json!({ "actor": wallet.pubkey(), "nonce": nonce, "signature": signature });
-    body.as_object_mut()
-        .unwrap()
-        .extend(fields.as_object().unwrap().clone());
-    app.post("/api/webhooks", &body).await
-}
-
-/// A signed read (`read_webhooks`) of `path`, credentials in headers.
-async fn read(app: &TestApp, wallet: &Wallet, path: &str) -> (u16, Value) {
-    let (nonce, signature) = app.signed(wallet, "read_webhooks").await;
-    let res = app
-        .http
-        .get(app.url(path))
-        .header("x-actor", wallet.pubkey())
-        .header("x-nonce", nonce)
-        .header("x-signature", signature)
-        .send()
-        .await
-        .unwrap();
-    decode(res).await
-}
-
-async fn delete(app: &TestApp, wallet: &Wallet, id: &str) -> (u16, Value) {
-    let (nonce, signature) = app.signed(wallet, &format!("delete_webhook:{id}")).await;
-    let body = json!({ "actor": wallet.pubkey(), "nonce": nonce, "signature": signature });
-    app.delete(&format!("/api/webhooks/{id}"), &body).await
 }
 
 fn ids(list: &Value) -> Vec<String> {
@@ -239,21 +212,16 @@ async fn each_signature_is_spent_on_its_own_action_only() {
 #[actix_rt::test]
 async fn a_redelivery_goes_after_those_queued_with_its_id_and_is_audited() {
     let app = private_app().await;
-    let (_, created) = create(&app, &app.root, json!({ "url": URL })).await;
-    let id = created["id"].as_str().unwrap().to_string();
-    let db = app.db.connect().await;
-    // Two deliveries as the deliverer leaves them: one delivered, one failed.
-    for (n, status) in [(1, "delivered"), (2, "failed")] {
-        db.execute(
-            "INSERT INTO webhook_deliveries (delivery_id, webhook_id, change_id, status, attempts,
-                 last_status, events, committed_at)
-             VALUES ($1, $2, $3, $4, 3, 500, '[]', now())",
-            &[&format!("msg_{n:032x}"), &id, &format!("1.{n}"), &status],
-        )
-        .await
-        .unwrap();
-    }
-    let first = format!("msg_{:032x}", 1);
+    let receiver = Receiver::start(vec![]);
+    let (id, _) = created(&app, &receiver.url).await;
+    let first = queue(&app, &id, "1.1", json!([])).await;
+    let delivered = eventually(Duration::from_secs(10), async || {
+        deliveries(&app, &id).await[0]["status"] == "delivered"
+    })
+    .await;
+    assert!(delivered);
+    let second = queue(&app, &id, "1.2", json!([])).await;
+    let third = queue(&app, &id, "1.3", json!([])).await;
     let redeliver = async |delivery: &str| {
         let action = format!("redeliver_webhook:{id}:{delivery}");
         let (nonce, signature) = app.signed(&app.root, &action).await;
@@ -265,30 +233,37 @@ async fn a_redelivery_goes_after_those_queued_with_its_id_and_is_audited() {
         .await
     };
     assert_eq!(redeliver(&first).await, (202, json!({ "accepted": true })));
-    let (_, list) = read(&app, &app.root, &format!("/api/webhooks/{id}/deliveries")).await;
-    let shown: Vec<(String, String, i64)> = list["deliveries"]
-        .as_array()
-        .unwrap()
+    let all_sent = eventually(Duration::from_secs(10), async || {
+        receiver.received().len() == 4
+    })
+    .await;
+    assert!(all_sent, "{:?}", receiver.received().len());
+    let sent: Vec<String> = receiver
+        .received()
         .iter()
-        .map(|d| {
-            (
-                d["delivery_id"].as_str().unwrap().to_string(),
-                d["status"].as_str().unwrap().to_string(),
-                d["attempts"].as_i64().unwrap(),
-            )
-        })
+        .map(|r| r.header("webhook-id").to_string())
         .collect();
-    // Newest first: the redelivered one is now last in the queue.
+    // The same id again, after the two queued before it.
+    assert_eq!(sent, [&first, &second, &third, &first].map(String::clone));
+    let last = deliveries(&app, &id).await;
+    assert_eq!(last.len(), 3);
     assert_eq!(
-        shown,
-        vec![
-            (first.clone(), "pending".into(), 0),
-            (format!("msg_{:032x}", 2), "failed".into(), 3),
-        ]
+        last[2]["delivery_id"],
+        first.as_str(),
+        "last in the order now"
     );
+    assert_eq!(
+        (&last[2]["status"], &last[2]["attempts"]),
+        (&json!("delivered"), &json!(1))
+    );
+    // An unknown or malformed delivery.
     assert_eq!(
         redeliver(&format!("msg_{:032x}", 9)).await,
         (404, error("not found"))
+    );
+    assert_eq!(
+        redeliver("msg_x").await,
+        (400, json!({ "error": "invalid", "field": "delivery_id" }))
     );
     assert_eq!(
         audit(&app, "redeliver_webhook").await,

@@ -745,6 +745,7 @@ export interface components {
             history: components["schemas"]["HistoryCheck"];
             rpc: components["schemas"]["RpcCheck"];
             sync: components["schemas"]["SyncCheck"];
+            webhooks: components["schemas"]["WebhooksCheck"];
             writer: components["schemas"]["WriterCheck"];
         };
         /** @description One recorded health point of an owner. */
@@ -1665,6 +1666,28 @@ export interface components {
         WebhookStatus: "active" | "disabled";
         /** @description An http or https URL with a host name, at most 2,048 bytes; its host must not resolve to a loopback, private, shared, link-local or unspecified address (unless the service allows private targets). */
         WebhookUrl: string;
+        /**
+         * @description Webhooks (docs/design.md §18). Informational: a backlog is for the
+         *     alert rule, the database check says when the queue cannot be read.
+         */
+        WebhooksCheck: {
+            /** Format: int64 */
+            active: number;
+            /** Format: int64 */
+            disabled: number;
+            /** @description This replica delivers (it holds the lease; exactly one replica does). */
+            enabled: boolean;
+            /**
+             * Format: int64
+             * @description Since the oldest of them committed; null when none is pending.
+             */
+            oldest_pending_age_ms?: number | null;
+            /**
+             * Format: int64
+             * @description Deliveries of active webhooks not delivered yet.
+             */
+            pending: number;
+        };
         WebhooksResponse: {
             webhooks: components["schemas"]["Webhook"][];
         };

@@ -51,6 +51,21 @@ pub struct HealthChecks {
     pub cache: CacheCheck,
     pub writer: WriterCheck,
     pub history: HistoryCheck,
+    pub webhooks: WebhooksCheck,
+}
+
+/// Webhooks (docs/design.md §18). Informational: a backlog is for the
+/// alert rule, the database check says when the queue cannot be read.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WebhooksCheck {
+    /// This replica delivers (it holds the lease; exactly one replica does).
+    pub enabled: bool,
+    pub active: i64,
+    pub disabled: i64,
+    /// Deliveries of active webhooks not delivered yet.
+    pub pending: i64,
+    /// Since the oldest of them committed; null when none is pending.
+    pub oldest_pending_age_ms: Option<u64>,
 }
 
 /// History (docs/design.md §12): recorded by the leader, stored in the background.

@@ -12,9 +12,11 @@ use crate::actors::chain_reader::GetSlot;
 use crate::actors::chain_sync::GetSyncStatus;
 use crate::actors::health_cache::Stats as CacheStatsRequest;
 use crate::actors::history::GetHistoryStats;
+use crate::actors::webhooks::deliverer::IsDelivering;
 use crate::error::ApiResult;
 use crate::http::state::AppState;
 use crate::store::reads::health;
+use crate::store::webhooks::deliver;
 use crate::store::writes::Lane;
 use crate::wire::health::*;
 
@@ -25,13 +27,14 @@ pub(super) const CHECK_DEADLINE: Duration = Duration::from_millis(2500);
     responses((status = 200, body = HealthResponse, description = "status of the service and of each dependency"),
         (status = 503, body = HealthResponse, description = "draining: this replica is stopping (docs/design.md §13); a load balancer takes it out of rotation")))]
 pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
-    let (db, rpc, sync, cache, lanes, history) = futures_util::join!(
+    let (db, rpc, sync, cache, lanes, history, webhooks) = futures_util::join!(
         database_check(&state),
         rpc_check(&state),
         sync_check(&state),
         cache_check(&state),
         tokio::time::timeout(CHECK_DEADLINE, state.writer.stats()),
         history_check(&state),
+        webhooks_check(&state),
     );
     let writer = WriterCheck {
         lanes: lanes
@@ -77,8 +80,27 @@ pub async fn health(state: web::Data<AppState>) -> ApiResult<HttpResponse> {
             cache,
             writer,
             history,
+            webhooks,
         },
     }))
+}
+
+async fn webhooks_check(state: &AppState) -> WebhooksCheck {
+    let (pool, cluster) = (state.store.pool(), state.cluster.as_str());
+    let (enabled, backlog) = futures_util::join!(
+        tokio::time::timeout(CHECK_DEADLINE, state.deliverer.send(IsDelivering)),
+        tokio::time::timeout(CHECK_DEADLINE, deliver::backlog(pool, cluster)),
+    );
+    let backlog = backlog.ok().and_then(Result::ok).unwrap_or_default();
+    WebhooksCheck {
+        enabled: matches!(enabled, Ok(Ok(true))),
+        active: backlog.active,
+        disabled: backlog.disabled,
+        pending: backlog.pending,
+        oldest_pending_age_ms: backlog
+            .oldest_committed_at
+            .map(|at| (Utc::now() - at).num_milliseconds().max(0) as u64),
+    }
 }
 
 async fn history_check(state: &AppState) -> HistoryCheck {

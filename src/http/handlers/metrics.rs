@@ -12,6 +12,7 @@ use crate::actors::history::GetHistoryStats;
 use crate::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::metrics::{self, EngineGauges, HeldGauges, SyncGauges};
+use crate::store::webhooks::deliver;
 
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let loopback = req.peer_addr().is_some_and(|a| a.ip().is_loopback());
@@ -27,11 +28,13 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
             None => None,
         }
     };
-    let (sync, cache, lanes, history) = futures_util::join!(
+    let backlog = deliver::backlog(state.store.pool(), state.cluster.as_str());
+    let (sync, cache, lanes, history, backlog) = futures_util::join!(
         tokio::time::timeout(CHECK_DEADLINE, state.sync.send(GetSyncStatus)),
         tokio::time::timeout(CHECK_DEADLINE, state.cache.send(CacheStatsRequest)),
         tokio::time::timeout(CHECK_DEADLINE, state.writer.stats()),
         history,
+        tokio::time::timeout(CHECK_DEADLINE, backlog),
     );
     let _one_at_a_time = metrics::SCRAPE.lock().await;
     if let Ok(Ok(s)) = sync {
@@ -77,6 +80,12 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<
             h.partitions,
             h.leading,
         );
+    }
+    if let Ok(Ok(backlog)) = backlog {
+        let age = backlog
+            .oldest_committed_at
+            .map_or(0.0, |at| (Utc::now() - at).as_seconds_f64().max(0.0));
+        crate::actors::metrics::webhooks::oldest_pending(age);
     }
     for lane in lanes.unwrap_or_default() {
         metrics::writer_lane(

@@ -171,7 +171,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(operations, 29);
+        assert_eq!(operations, 34);
         // Every reference resolves (openapi-spec-validator refuses the document otherwise).
         fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
             match v {

@@ -66,3 +66,54 @@ pub const REDELIVER: &str = "UPDATE webhook_deliveries d
     WHERE w.id = d.webhook_id AND w.cluster = $1 AND d.webhook_id = $2 AND d.delivery_id = $3
         AND ($4::text IS NULL OR w.created_by = $4)
     RETURNING d.delivery_id";
+
+// ---- the deliverer's queue (crates/store/src/webhooks/deliver.rs) ----------
+
+/// The first pending delivery of each active webhook of cluster $1 (a
+/// webhook's deliveries go one at a time, in order), when it is due; at most
+/// $2.
+pub const DUE_DELIVERIES: &str = "SELECT * FROM (
+        SELECT DISTINCT ON (d.webhook_id) d.delivery_id, d.webhook_id, d.change_id, d.events,
+            d.attempts, d.first_attempt_at, d.next_attempt_at, w.url, w.secret
+        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+        WHERE d.status = 'pending' AND w.status = 'active' AND w.cluster = $1
+        ORDER BY d.webhook_id, d.seq
+    ) head
+    WHERE head.next_attempt_at <= now()
+    LIMIT $2";
+
+/// Delivery $1 answered 2xx ($2 the status); when its change committed.
+pub const DELIVERED: &str = "UPDATE webhook_deliveries
+    SET status = 'delivered', attempts = attempts + 1, last_status = $2, last_error = NULL
+    WHERE delivery_id = $1 AND status = 'pending'
+    RETURNING committed_at";
+
+/// Delivery $1's attempt failed ($2 status, $3 error; its round began at
+/// $4): tried again at $5.
+pub const RETRY_LATER: &str = "UPDATE webhook_deliveries
+    SET attempts = attempts + 1, last_status = $2, last_error = $3,
+        first_attempt_at = coalesce(first_attempt_at, $4), next_attempt_at = $5
+    WHERE delivery_id = $1 AND status = 'pending'";
+
+/// Delivery $1 failed for good ($2 status, $3 error); its webhook.
+pub const FAIL_DELIVERY: &str = "UPDATE webhook_deliveries
+    SET status = 'failed', attempts = attempts + 1, last_status = $2, last_error = $3
+    WHERE delivery_id = $1 AND status = 'pending'
+    RETURNING webhook_id";
+
+/// Webhook $1 disabled, for reason $2.
+pub const DISABLE_WEBHOOK: &str = "UPDATE webhooks SET status = 'disabled', disabled_reason = $2
+    WHERE id = $1 AND status = 'active'";
+
+/// The rest of webhook $1's pending deliveries failed, for reason $2.
+pub const FAIL_PENDING: &str = "UPDATE webhook_deliveries SET status = 'failed', last_error = $2
+    WHERE webhook_id = $1 AND status = 'pending'";
+
+/// Cluster $1's webhooks by status, its pending deliveries and when the
+/// oldest of them committed.
+pub const WEBHOOKS_STATUS: &str = "SELECT
+        (SELECT count(*) FROM webhooks WHERE cluster = $1 AND status = 'active'),
+        (SELECT count(*) FROM webhooks WHERE cluster = $1 AND status = 'disabled'),
+        count(d.*), min(d.committed_at)
+    FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+    WHERE w.cluster = $1 AND d.status = 'pending' AND w.status = 'active'";

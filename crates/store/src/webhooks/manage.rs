@@ -1,7 +1,5 @@
-//! Webhooks as stored (docs/design.md §18): the signed calls' writes, each
-//! with its audit entry in the same transaction, and the reads of the
-//! management routes. Delivery's own reads and writes live with the
-//! deliverer.
+//! The signed calls' writes, each with its audit entry in the same
+//! transaction, and the reads of the management routes.
 
 use deadpool_postgres::Transaction;
 use futures_util::future::BoxFuture;
