@@ -44,3 +44,12 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_pending_idx
     ON webhook_deliveries (webhook_id, seq) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS webhook_deliveries_webhook_idx
     ON webhook_deliveries (webhook_id, seq DESC);
+
+-- The last change whose deliveries are stored (docs/design.md §18): every
+-- replica judges every change and keeps what it found until a leader has
+-- stored past it, so a leader that takes over stores what the last one had
+-- not, once (delivery ids are derived, and stored once each).
+CREATE TABLE IF NOT EXISTS webhook_cursor (
+    cluster       text   PRIMARY KEY CHECK (cluster IN ('mainnet', 'devnet', 'localnet')),
+    through_tick  bigint NOT NULL DEFAULT 0
+);

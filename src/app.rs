@@ -13,12 +13,13 @@ use crate::actors::chain_sync::{ChainDeps, ChainSync};
 use crate::actors::db_writer::Writers;
 use crate::actors::health_cache::{
     AwaitListening, CloseStreams, FlushWrites, HealthCache, HistoryLink, LoadAll, NamedFeeds,
-    Settings as CacheSettings,
+    Settings as CacheSettings, WebhookLink,
 };
 use crate::actors::history::{Flush, HistoryWriter};
 use crate::actors::leader_lease::hold_lease;
 use crate::actors::nonce_registry::NonceRegistry;
 use crate::actors::webhooks::deliverer::Deliverer;
+use crate::actors::webhooks::producer::Producer;
 use crate::config::Config;
 use crate::domain::forks::Commitment;
 use crate::domain::pubkey::parse_pubkey;
@@ -105,6 +106,10 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         processed: config.rpc.commitment == crate::domain::forks::Commitment::Processed,
         named_feeds: config.oracle.feeds.then_some(named_feeds),
     };
+    // Every replica judges each change for webhooks; the leader stores and
+    // delivers (docs/design.md §18).
+    let (producer, filters) = Producer::new(store.pool().clone(), config.chain.cluster.as_str());
+    let producer = producer.start();
     let cache = HealthCache::new(
         store.pool().clone(),
         writer.clone(),
@@ -112,7 +117,8 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         settings,
         link,
         leased,
-    );
+    )
+    .with_webhooks(WebhookLink::new(filters, producer.clone().recipient()));
     let views = RenderedViews {
         confirmed: cache.rendered(),
         processed: cache.rendered_of(ViewKey::new(Commitment::Processed, Oracle::Pool)),
@@ -141,6 +147,7 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
             sync.clone().recipient(),
             cache.clone().recipient(),
             deliverer.clone().recipient(),
+            producer.recipient(),
         ];
         actix_rt::spawn(hold_lease(
             config.database.url.clone(),

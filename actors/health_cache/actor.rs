@@ -24,6 +24,7 @@ use super::messages::{
 use super::read_queue::{ReadQueue, Waiter, earliest};
 use super::stream_hub::RESUME_WAIT;
 use super::views::{NamedFeeds, Views};
+use super::webhooks::WebhookLink;
 use super::write_back::{Pace, WriteBack};
 use crate::db_writer::Writers;
 use crate::domain::pubkey::Pubkey;
@@ -87,6 +88,8 @@ pub struct HealthCache {
     borrows: BorrowLists,
     /// History's writer and this replica's part in it (None: history is off).
     history: Option<HistoryLink>,
+    /// Webhooks' judging of each change (None: not asked for).
+    pub(super) webhooks: Option<WebhookLink>,
     /// Whether this replica holds the ingester lease (`LeaderChanged`).
     lease: Lease,
     /// When the last log read published frames (the freshness metrics).
@@ -149,6 +152,7 @@ impl HealthCache {
             writing: WriteBack::default(),
             borrows: BorrowLists::default(),
             history,
+            webhooks: None,
             lease: if leased {
                 Lease::Elsewhere
             } else {
@@ -156,6 +160,12 @@ impl HealthCache {
             },
             last_publish: None,
         }
+    }
+
+    /// Judges every change for webhooks (docs/design.md §18).
+    pub fn with_webhooks(mut self, link: WebhookLink) -> Self {
+        self.webhooks = Some(link);
+        self
     }
 
     /// The rendered unhealthy answers, for HTTP workers to read directly.

@@ -36,6 +36,7 @@ mod read_queue;
 mod stream_hub;
 mod view;
 mod views;
+mod webhooks;
 mod write_back;
 
 pub use actor::{HealthCache, Settings};
@@ -46,6 +47,7 @@ pub use messages::{
     Stats, Subscribe,
 };
 pub use views::NamedFeeds;
+pub use webhooks::WebhookLink;
 
 use actix::Addr;
 

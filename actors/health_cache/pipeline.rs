@@ -117,8 +117,15 @@ impl HealthCache {
         let mut published = None;
         let nothing_new = ticks.is_empty();
         for tick in ticks {
+            let number = tick.tick;
+            if let Some(webhooks) = &mut self.webhooks {
+                webhooks.prepare(self.views.confirmed_engine_mut());
+            }
             // Each view's events to its feed, the confirmed one's first.
             let (unapplied, at) = self.views.apply_tick(tick);
+            if let Some(webhooks) = &mut self.webhooks {
+                webhooks.judge(self.views.confirmed_engine_mut(), clock.epoch, number);
+            }
             self.read_back(unapplied);
             published = at.or(published);
         }

@@ -4,4 +4,5 @@
 
 pub mod attempt;
 pub mod deliverer;
+pub mod producer;
 pub mod targets;

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::common::*;
 use crate::fixtures::history::{Book, book, events, points, served, set_price};
-use crate::process::{serve, wait_until_up};
+use crate::process::{leader_of, serve, wait_until_up};
 use lendex_testkit::proxy::TcpProxy;
 
 /// `points`' health factors, oldest first.
@@ -124,24 +124,6 @@ async fn a_database_outage_loses_no_recorded_point_and_stores_none_twice() {
     assert_eq!(kinds, vec!["under"], "{under:?}");
     // The API went on serving from memory throughout; the history too now.
     assert_no_point_twice(&points(&app, &b.owner).await);
-}
-
-/// The replica that leads among `ports` (health's sync role).
-async fn leader_of(http: &reqwest::Client, ports: &[u16]) -> Option<u16> {
-    for port in ports {
-        let Ok(res) = http
-            .get(format!("http://127.0.0.1:{port}/api/health"))
-            .send()
-            .await
-        else {
-            continue;
-        };
-        let body: Value = res.json().await.unwrap_or_default();
-        if body["checks"]["sync"]["role"] == "leader" {
-            return Some(*port);
-        }
-    }
-    None
 }
 
 #[actix_rt::test]

@@ -74,6 +74,24 @@ pub(crate) fn serve_command(db: &TestDb, port: u16, env: &[(&str, &str)]) -> Com
     command
 }
 
+/// The replica that leads among `ports` (health's sync role).
+pub(crate) async fn leader_of(http: &reqwest::Client, ports: &[u16]) -> Option<u16> {
+    for port in ports {
+        let Ok(res) = http
+            .get(format!("http://127.0.0.1:{port}/api/health"))
+            .send()
+            .await
+        else {
+            continue;
+        };
+        let body: serde_json::Value = res.json().await.unwrap_or_default();
+        if body["checks"]["sync"]["role"] == "leader" {
+            return Some(*port);
+        }
+    }
+    None
+}
+
 /// Sends SIGTERM to a spawned server.
 pub(crate) fn sigterm(child: &Served) {
     let killed = Command::new("kill")

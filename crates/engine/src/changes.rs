@@ -323,6 +323,7 @@ impl Engine {
                 self.filing.shift_above_water(old, hf);
                 owner.hf = hf;
                 self.filing.valued(key, hf, owner.stored_hf);
+                self.filing.moved(key, Some(old), hf);
             } else {
                 // A new crank flag changes the entry as new rows would.
                 self.refile(member, hf, Some(old), recrank, quote);

@@ -28,6 +28,15 @@ pub(crate) fn standing(hf: u128) -> Standing {
     }
 }
 
+/// An owner's account health factor as one change moved it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    pub owner: Pubkey,
+    /// None: the owner was not held (new, or loaded back after eviction).
+    pub before: Option<u128>,
+    pub after: u128,
+}
+
 #[derive(Default)]
 pub(crate) struct Filing {
     /// Unhealthy owners, most underwater first.
@@ -41,6 +50,10 @@ pub(crate) struct Filing {
     /// Feed events since the last `take_events`, while they are kept.
     events: Vec<FeedEvent>,
     record_events: bool,
+    /// Owners' values that moved since the last `take_moves`, while kept
+    /// (webhooks judge their lines on them).
+    moves: Vec<Move>,
+    record_moves: bool,
     /// Bumped by any change that can alter an unhealthy answer.
     version: u64,
 }
@@ -52,6 +65,7 @@ impl Filing {
         Filing {
             events: std::mem::take(&mut self.events),
             record_events: self.record_events,
+            record_moves: self.record_moves,
             version: self.version + 1,
             ..Filing::default()
         }
@@ -177,6 +191,29 @@ impl Filing {
 
     pub(crate) fn take_events(&mut self) -> Vec<FeedEvent> {
         std::mem::take(&mut self.events)
+    }
+
+    /// An owner's value moved from `before` (none: it was not held) to
+    /// `after`.
+    pub(crate) fn moved(&mut self, owner: Pubkey, before: Option<u128>, after: u128) {
+        if self.record_moves && before != Some(after) {
+            self.moves.push(Move {
+                owner,
+                before,
+                after,
+            });
+        }
+    }
+
+    pub(crate) fn record_moves(&mut self, on: bool) {
+        self.record_moves = on;
+        self.moves.clear();
+    }
+
+    /// The moves since the last take (a reload's are dropped by its end:
+    /// re-reading is no change).
+    pub(crate) fn take_moves(&mut self) -> Vec<Move> {
+        std::mem::take(&mut self.moves)
     }
 
     /// After a reload, an owner under water before and after is updated,

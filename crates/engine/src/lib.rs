@@ -17,6 +17,7 @@
 mod changes;
 pub mod events;
 mod filing;
+pub use filing::Move;
 pub mod history;
 mod history_feeds;
 pub mod oracle;
@@ -158,6 +159,8 @@ impl Engine {
     /// twice); one under water before and not now is stopped.
     pub fn end_reload(&mut self) {
         self.history_loading(false);
+        // Re-reading every owner moves nobody.
+        self.filing.take_moves();
         let Some(was) = self.was_unhealthy.take() else {
             return;
         };
@@ -357,6 +360,7 @@ impl Engine {
         let key = owner.key;
         owner.hf = hf;
         self.filing.valued(key, hf, owner.stored_hf);
+        self.filing.moved(key, old, hf);
         let quote_changed = owner.quote != quote;
         owner.quote = quote;
         let was = old.map(filing::standing);
@@ -525,6 +529,18 @@ impl Engine {
 
     pub fn take_events(&mut self) -> Vec<FeedEvent> {
         self.filing.take_events()
+    }
+
+    /// Whether owners' moves are kept for `take_moves` (while webhooks are
+    /// registered: docs/design.md §18).
+    pub fn record_moves(&mut self, on: bool) {
+        self.filing.record_moves(on);
+    }
+
+    /// Every owner's value that moved since the last take, in the order
+    /// applied (an owner may move more than once).
+    pub fn take_moves(&mut self) -> Vec<Move> {
+        self.filing.take_moves()
     }
 
     /// The health factors to write to `positions`, by owner.

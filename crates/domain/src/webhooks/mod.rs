@@ -5,6 +5,7 @@
 //! decided from its arguments.
 
 pub mod crossing;
+pub mod judge;
 pub mod retry;
 pub mod signature;
 pub mod targets;

@@ -117,3 +117,35 @@ pub const WEBHOOKS_STATUS: &str = "SELECT
         count(d.*), min(d.committed_at)
     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
     WHERE w.cluster = $1 AND d.status = 'pending' AND w.status = 'active'";
+
+// ---- the producer (crates/store/src/webhooks/produce.rs) -------------------
+
+/// The active webhooks of cluster $1 as judging needs them.
+pub const WEBHOOK_FILTERS: &str = "SELECT id, below_wad::text AS below_wad, owners, pools,
+        created_tick
+    FROM webhooks WHERE cluster = $1 AND status = 'active'";
+
+/// The last change whose deliveries are stored, for cluster $1 (0: none).
+pub const WEBHOOK_CURSOR: &str =
+    "SELECT coalesce((SELECT through_tick FROM webhook_cursor WHERE cluster = $1), 0)";
+
+/// Held until commit: one leader stores at a time.
+pub const LOCK_WEBHOOK_CURSOR: &str = "INSERT INTO webhook_cursor (cluster) VALUES ($1)
+    ON CONFLICT (cluster) DO UPDATE SET through_tick = webhook_cursor.through_tick
+    RETURNING through_tick";
+
+pub const SET_WEBHOOK_CURSOR: &str =
+    "UPDATE webhook_cursor SET through_tick = greatest(through_tick, $2) WHERE cluster = $1";
+
+/// Deliveries, once each: $1 ids, $2 webhooks, $3 change ids, $4 events,
+/// $5 ticks (each one's commit time read from the change log while it
+/// holds the tick, else now). A webhook deleted meanwhile takes none.
+pub const INSERT_DELIVERIES: &str = "INSERT INTO webhook_deliveries
+        (delivery_id, webhook_id, change_id, events, committed_at)
+    SELECT d.id, d.webhook, d.change, d.events,
+        coalesce((SELECT min(at) FROM feed_changes WHERE tick = d.tick), now())
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::bigint[])
+        WITH ORDINALITY AS d(id, webhook, change, events, tick, n)
+    WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook)
+    ORDER BY d.n
+    ON CONFLICT (delivery_id) DO NOTHING";

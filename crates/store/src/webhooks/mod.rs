@@ -3,5 +3,6 @@
 
 pub mod deliver;
 mod manage;
+pub mod produce;
 
 pub use manage::*;
