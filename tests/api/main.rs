@@ -51,5 +51,6 @@ mod webhook_examples;
 mod webhooks_admin;
 mod webhooks_crossings;
 mod webhooks_delivery;
+mod webhooks_faults;
 mod write_back;
 mod writer_lanes;
