@@ -144,11 +144,41 @@ enum RemoteCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Create a webhook (any admin): signed create_webhook. Prints it with
+    /// its secret, shown this once (docs/webhooks.md).
+    CreateWebhook {
+        url: String,
+        /// The line, a WAD as a decimal string (default 1 WAD: under water).
+        #[arg(long)]
+        below_wad: Option<String>,
+        /// An owner to follow (repeat; none: every owner).
+        #[arg(long = "owner")]
+        owners: Vec<String>,
+        /// A pool whose holders to follow (repeat; none: any pool).
+        #[arg(long = "pool")]
+        pools: Vec<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List the webhooks this keypair may see: signed read_webhooks.
+    Webhooks,
+    /// A webhook's deliveries, newest first: signed read_webhooks.
+    WebhookDeliveries {
+        id: String,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Delete a webhook: signed delete_webhook:<id>.
+    DeleteWebhook { id: String },
+    /// Send a delivery again, with its id: signed redeliver_webhook:<id>:<delivery_id>.
+    RedeliverWebhook { id: String, delivery_id: String },
 }
 
 impl From<RemoteCommand> for lendex::remote::Remote {
     fn from(c: RemoteCommand) -> Self {
         use lendex::remote::Remote;
+        use lendex::remote::webhooks::WebhookCall;
+        use lendex_client::NewWebhook;
         match c {
             RemoteCommand::AddAdmin {
                 pubkey,
@@ -160,6 +190,27 @@ impl From<RemoteCommand> for lendex::remote::Remote {
                 label,
             },
             RemoteCommand::RevokeAdmin { pubkey } => Remote::RevokeAdmin { pubkey },
+            RemoteCommand::CreateWebhook {
+                url,
+                below_wad,
+                owners,
+                pools,
+                description,
+            } => Remote::Webhook(WebhookCall::Create(NewWebhook {
+                url,
+                below_wad,
+                owners: (!owners.is_empty()).then_some(owners),
+                pools: (!pools.is_empty()).then_some(pools),
+                description,
+            })),
+            RemoteCommand::Webhooks => Remote::Webhook(WebhookCall::List),
+            RemoteCommand::WebhookDeliveries { id, limit } => {
+                Remote::Webhook(WebhookCall::Deliveries { id, limit })
+            }
+            RemoteCommand::DeleteWebhook { id } => Remote::Webhook(WebhookCall::Delete { id }),
+            RemoteCommand::RedeliverWebhook { id, delivery_id } => {
+                Remote::Webhook(WebhookCall::Redeliver { id, delivery_id })
+            }
             RemoteCommand::RegisterPool {
                 pool_address,
                 init_signature,

@@ -7,6 +7,7 @@
 //! (another action) is refused, so a hostile server cannot make it sign one.
 
 pub mod audit_table;
+pub mod webhooks;
 
 use std::path::Path;
 
@@ -65,6 +66,7 @@ pub enum Remote {
         /// The server's JSON instead of the table.
         json: bool,
     },
+    Webhook(webhooks::WebhookCall),
 }
 
 /// `lendex keygen`: a new keypair file; prints its pubkey.
@@ -157,6 +159,7 @@ pub async fn run(url: &str, keypair_path: &Path, command: Remote) -> Result<Stri
                 audit_table::render(&entries)
             }
         }
+        Remote::Webhook(call) => webhooks::run(&client, &signer()?, call).await?,
     };
     Ok(answer)
 }

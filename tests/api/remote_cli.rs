@@ -296,3 +296,53 @@ async fn register_pool_fills_the_request_from_the_chain() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The webhook commands, as an operator runs them: create (the secret in
+/// the answer), list, deliveries, delete; a bad field is told as the
+/// service says it.
+#[actix_rt::test]
+async fn webhooks_are_managed_from_the_command_line() {
+    let app = spawn_app_with(|c| c.webhooks.allow_private_targets = true).await;
+    let dir = temp_dir("webhooks");
+    let keyfile = dir.join("root.json");
+    app.root.save(&keyfile);
+    let owner = Wallet::new().pubkey();
+    let made = remote(
+        &app,
+        &keyfile,
+        &[
+            "create-webhook",
+            "http://127.0.0.1:9/hook",
+            "--below-wad",
+            "1050000000000000000",
+            "--owner",
+            &owner,
+            "--description",
+            "desk",
+        ],
+    )
+    .await;
+    assert!(made.ok, "{}", made.stderr);
+    let created = made.json();
+    assert!(created["secret"].as_str().unwrap().starts_with("whsec_"));
+    assert_eq!(created["owners"], serde_json::json!([owner]));
+    let id = created["id"].as_str().unwrap();
+    let listed = remote(&app, &keyfile, &["webhooks"]).await;
+    assert!(listed.ok, "{}", listed.stderr);
+    assert_eq!(listed.json()["webhooks"][0]["id"], id);
+    let deliveries = remote(&app, &keyfile, &["webhook-deliveries", id, "--limit", "5"]).await;
+    assert_eq!(deliveries.json(), serde_json::json!({ "deliveries": [] }));
+    let bad = remote(&app, &keyfile, &["create-webhook", "ftp://example.com"]).await;
+    assert!(!bad.ok);
+    assert!(
+        bad.stdout.contains("invalid") || bad.stderr.contains("invalid"),
+        "{} {}",
+        bad.stdout,
+        bad.stderr
+    );
+    let deleted = remote(&app, &keyfile, &["delete-webhook", id]).await;
+    assert!(deleted.ok, "{}", deleted.stderr);
+    assert_eq!(deleted.json()["id"], id);
+    let listed = remote(&app, &keyfile, &["webhooks"]).await;
+    assert_eq!(listed.json(), serde_json::json!({ "webhooks": [] }));
+}

@@ -278,3 +278,41 @@ async fn signed_calls_pass_and_a_stranger_is_refused() {
     let actions: Vec<&str> = audit.entries.iter().map(|e| e.action.as_str()).collect();
     assert_eq!(&actions[..2], ["revoke_admin", "add_admin"], "newest first");
 }
+
+#[actix_rt::test]
+async fn webhooks_are_managed_through_the_typed_client() {
+    let app = spawn_app().await;
+    let lendex = Client::new(&app.base);
+    let root = app.root.signer();
+    let owner = Pubkey::new_unique().to_string();
+    let new = lendex_client::NewWebhook {
+        url: "https://93.184.215.14/rust".into(),
+        below_wad: Some("1050000000000000000".into()),
+        owners: Some(vec![owner.clone()]),
+        ..Default::default()
+    };
+    let created = lendex.create_webhook(&root, &new).await.unwrap();
+    assert!(created.secret.starts_with("whsec_"));
+    assert_eq!(created.webhook.owners, Some(vec![owner]));
+    let id = created.webhook.id.clone();
+    let listed = lendex.webhooks(&root).await.unwrap();
+    assert_eq!(listed.webhooks.len(), 1);
+    let deliveries = lendex
+        .webhook_deliveries(&root, &id, Some(5))
+        .await
+        .unwrap();
+    assert!(deliveries.deliveries.is_empty());
+    assert_eq!(
+        lendex
+            .redeliver_webhook(&root, &id, &format!("msg_{:032x}", 1))
+            .await
+            .unwrap_err(),
+        Error::Api {
+            status: 404,
+            error: "not found".into(),
+            retry_after: None
+        }
+    );
+    assert_eq!(lendex.delete_webhook(&root, &id).await.unwrap().id, id);
+    assert!(lendex.webhooks(&root).await.unwrap().webhooks.is_empty());
+}

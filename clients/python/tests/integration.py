@@ -94,6 +94,13 @@ except RefusedError:
     check("a wallet signing something else", True)
 check("revoke", client.revoke_admin(root, wallet) == {"ok": True})
 
+created = client.create_webhook(root, "https://93.184.215.14/py", below_wad="1050000000000000000", owners=[owner])
+check("webhook created", created["secret"].startswith("whsec_"))
+check("webhooks", any(w["id"] == created["id"] and "secret" not in w for w in client.webhooks(root)["webhooks"]))
+check("webhook deliveries", client.webhook_deliveries(root, created["id"], limit=5) == {"deliveries": []})
+check("webhook deleted", client.delete_webhook(root, created["id"])["id"] == created["id"])
+check("bad webhook", refused(lambda: client.create_webhook(root, "ftp://example.com"), 400, "invalid"))
+
 feed = client.unhealthy_stream(last_event_id="1.1")
 seen = []
 for event in feed:

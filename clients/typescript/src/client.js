@@ -186,8 +186,7 @@ export class LendexClient {
   /** The audit log; on mainnet a signer signs `read_audit` into the headers. */
   async audit(query = {}, { signer, ...options } = {}) {
     if (!signer) return this.#get("/api/admin/audit", query, options);
-    const signed = await this.sign(signer, actions.readAudit());
-    const headers = { "x-actor": signed.actor, "x-nonce": signed.nonce, "x-signature": signed.signature };
+    const headers = await this.#signedHeaders(signer, actions.readAudit());
     return this.#get("/api/admin/audit", query, { ...options, headers });
   }
   nonce(pubkey, action, options) {
@@ -221,6 +220,43 @@ export class LendexClient {
   async revokeAdmin(signer, pubkey) {
     const signed = await this.sign(signer, actions.revokeAdmin(pubkey));
     return this.request("DELETE", "/api/admin/allowlist", { body: { ...signed, pubkey } });
+  }
+
+  /** POST /api/webhooks (docs/webhooks.md): keep the answer's `secret`, it
+   *  is shown once. */
+  async createWebhook(signer, { url, belowWad, owners, pools, description }) {
+    const signed = await this.sign(signer, actions.createWebhook());
+    const body = { ...signed, url, below_wad: belowWad, owners, pools, description };
+    return this.request("POST", "/api/webhooks", { body });
+  }
+
+  /** GET /api/webhooks: the ones the signer may see. */
+  async webhooks(signer, options = {}) {
+    return this.#get("/api/webhooks", {}, { ...options, headers: await this.#signedHeaders(signer, actions.readWebhooks()) });
+  }
+
+  /** GET /api/webhooks/{id}/deliveries: the newest first. */
+  async webhookDeliveries(signer, id, query = {}, options = {}) {
+    const headers = await this.#signedHeaders(signer, actions.readWebhooks());
+    return this.#get(`/api/webhooks/${encodeURIComponent(id)}/deliveries`, query, { ...options, headers });
+  }
+
+  /** DELETE /api/webhooks/{id}: the webhook as it was. */
+  async deleteWebhook(signer, id) {
+    const signed = await this.sign(signer, actions.deleteWebhook(id));
+    return this.request("DELETE", `/api/webhooks/${encodeURIComponent(id)}`, { body: signed });
+  }
+
+  /** POST /api/webhooks/{id}/redeliver: sent again, with its id, after those queued. */
+  async redeliverWebhook(signer, id, deliveryId) {
+    const signed = await this.sign(signer, actions.redeliverWebhook(id, deliveryId));
+    const body = { ...signed, delivery_id: deliveryId };
+    return this.request("POST", `/api/webhooks/${encodeURIComponent(id)}/redeliver`, { body });
+  }
+
+  async #signedHeaders(signer, action) {
+    const signed = await this.sign(signer, action);
+    return { "x-actor": signed.actor, "x-nonce": signed.nonce, "x-signature": signed.signature };
   }
 
   /** Registers a pool the signer is the on-chain authority of: its fields as

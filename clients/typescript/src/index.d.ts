@@ -182,6 +182,11 @@ export class LendexClient {
   addAdmin(signer: Signer, pubkey: Pubkey, role: Schemas["Role"], options?: { label?: string }): Promise<Schemas["OkResponse"]>;
   revokeAdmin(signer: Signer, pubkey: Pubkey): Promise<Schemas["OkResponse"]>;
   registerPool(signer: Signer, poolAddress: Pubkey, options?: { initSignature?: string; symbol?: string }): Promise<Schemas["InitPoolResponse"]>;
+  createWebhook(signer: Signer, webhook: { url: string; belowWad?: string; owners?: Pubkey[]; pools?: Pubkey[]; description?: string }): Promise<Schemas["CreatedWebhook"]>;
+  webhooks(signer: Signer, options?: RequestOptions): Promise<Schemas["WebhooksResponse"]>;
+  webhookDeliveries(signer: Signer, id: string, query?: { limit?: number }, options?: RequestOptions): Promise<Schemas["DeliveriesResponse"]>;
+  deleteWebhook(signer: Signer, id: string): Promise<Schemas["Webhook"]>;
+  redeliverWebhook(signer: Signer, id: string, deliveryId: string): Promise<Schemas["AcceptedResponse"]>;
 }
 
 /** The service answered with one of the spec's error bodies. */
@@ -216,6 +221,10 @@ export const actions: {
   revokeAdmin(pubkey: Pubkey): string;
   initPool(tokenMint: Pubkey): string;
   readAudit(): string;
+  createWebhook(): string;
+  readWebhooks(): string;
+  deleteWebhook(id: string): string;
+  redeliverWebhook(id: string, deliveryId: string): string;
 };
 export function keypairSigner(secretKey: Uint8Array | number[]): Signer;
 /** A Wallet-Standard wallet and account (`solana:signMessage`), or an

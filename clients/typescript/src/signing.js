@@ -17,6 +17,10 @@ export const actions = {
   revokeAdmin: (pubkey) => `revoke_admin:${pubkey}`,
   initPool: (tokenMint) => `init_pool:${tokenMint}`,
   readAudit: () => "read_audit",
+  createWebhook: () => "create_webhook",
+  readWebhooks: () => "read_webhooks",
+  deleteWebhook: (id) => `delete_webhook:${id}`,
+  redeliverWebhook: (id, deliveryId) => `redeliver_webhook:${id}:${deliveryId}`,
 };
 
 /** A signer over a 64-byte ed25519 secret key (a Solana keypair's bytes). */

@@ -91,6 +91,16 @@ await check("a wallet signing something else", async () => {
 });
 await check("revoke", async () => assert.deepEqual(await client.revokeAdmin(root, wallet), { ok: true }));
 
+// Webhooks: created (the secret once), listed, their deliveries, deleted.
+await check("webhooks", async () => {
+  const created = await client.createWebhook(root, { url: "https://93.184.215.14/ts", belowWad: "1050000000000000000", owners: [owner] });
+  assert.ok(created.secret.startsWith("whsec_"));
+  assert.ok((await client.webhooks(root)).webhooks.some((w) => w.id === created.id && !("secret" in w)));
+  assert.deepEqual(await client.webhookDeliveries(root, created.id, { limit: 5 }), { deliveries: [] });
+  assert.equal((await client.deleteWebhook(root, created.id)).id, created.id);
+  await assert.rejects(client.createWebhook(root, { url: "ftp://example.com" }), refused(400, "invalid"));
+});
+
 // A feed asked to resume from an epoch the service never had: reset, then the snapshot.
 await check("reset", async () => {
   const controller = new AbortController();

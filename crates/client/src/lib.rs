@@ -22,6 +22,7 @@ mod query;
 pub mod routes;
 mod signed;
 pub mod sse;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -32,6 +33,7 @@ pub use feed::{Event, Feed};
 pub use query::Query;
 pub use routes::Polled;
 pub use signed::Signer;
+pub use webhooks::NewWebhook;
 
 /// The wire types the answers come in.
 pub use lendex_wire as wire;

@@ -51,7 +51,7 @@ pub struct Signature {
 
 impl Signature {
     /// `fields` with actor, nonce and signature added.
-    fn body(&self, mut fields: Value) -> Value {
+    pub(crate) fn body(&self, mut fields: Value) -> Value {
         fields["actor"] = self.actor.clone().into();
         fields["nonce"] = self.nonce.clone().into();
         fields["signature"] = self.signature.clone().into();
@@ -172,7 +172,7 @@ impl Client {
         }
     }
 
-    async fn signed_get<T: DeserializeOwned>(
+    pub(crate) async fn signed_get<T: DeserializeOwned>(
         &self,
         signer: &Signer,
         action: &str,

@@ -202,3 +202,14 @@ def admin_body(signed: Dict[str, str], **fields) -> Dict[str, Any]:
 def init_pool_body(signed: Dict[str, str], pool: Dict[str, Any], init_signature: str, symbol: Optional[str]) -> Dict[str, Any]:
     keys: List[str] = ["pool_address", "token_mint", "authority", "vault", "pool_bump", "authority_bump", "vault_bump"]
     return {**signed, **{k: pool[k] for k in keys}, "init_signature": init_signature, "symbol": symbol}
+
+
+def webhook_body(signed: Dict[str, str], url: str, below_wad: Optional[str], owners: Optional[List[str]],
+                 pools: Optional[List[str]], description: Optional[str]) -> Dict[str, Any]:
+    """POST /api/webhooks' body (docs/webhooks.md)."""
+    fields = {"url": url, "below_wad": below_wad, "owners": owners, "pools": pools, "description": description}
+    return {**signed, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def webhook_path(webhook_id: str, rest: str = "") -> str:
+    return f"/api/webhooks/{quote(webhook_id, safe='')}{rest}"

@@ -9,7 +9,17 @@ from . import _routes as routes
 from ._follow import Event, Follow
 from .client import Polled, signed_message
 from .errors import LendexError, RefusedError, TransportError, error_of, is_transient
-from .signing import READ_AUDIT_ACTION, Signer, add_admin_action, init_pool_action, revoke_admin_action
+from .signing import (
+    CREATE_WEBHOOK_ACTION,
+    READ_AUDIT_ACTION,
+    READ_WEBHOOKS_ACTION,
+    Signer,
+    add_admin_action,
+    delete_webhook_action,
+    init_pool_action,
+    redeliver_webhook_action,
+    revoke_admin_action,
+)
 
 
 class AsyncFeed(Follow):
@@ -133,3 +143,31 @@ class AsyncClient(routes.Routes):
             signed = await self.sign(signer, READ_AUDIT_ACTION)
             headers = routes.signed_headers(signed)
         return await self._call(routes.Request("GET", "/api/admin/audit", query, None, headers))
+
+    # ---- webhooks (docs/webhooks.md) ----------------------------------------
+
+    async def create_webhook(self, signer: Signer, url: str, *, below_wad: Optional[str] = None,
+                             owners: Optional[list] = None, pools: Optional[list] = None,
+                             description: Optional[str] = None):
+        signed = await self.sign(signer, CREATE_WEBHOOK_ACTION)
+        body = routes.webhook_body(signed, url, below_wad, owners, pools, description)
+        return await self.request("POST", "/api/webhooks", body=body)
+
+    async def webhooks(self, signer: Signer):
+        headers = routes.signed_headers(await self.sign(signer, READ_WEBHOOKS_ACTION))
+        return await self._call(routes.Request("GET", "/api/webhooks", {}, None, headers))
+
+    async def webhook_deliveries(self, signer: Signer, webhook_id: str, **query):
+        headers = routes.signed_headers(await self.sign(signer, READ_WEBHOOKS_ACTION))
+        path = routes.webhook_path(webhook_id, "/deliveries")
+        return await self._call(routes.Request("GET", path, query, None, headers))
+
+    async def delete_webhook(self, signer: Signer, webhook_id: str):
+        signed = await self.sign(signer, delete_webhook_action(webhook_id))
+        return await self.request("DELETE", routes.webhook_path(webhook_id), body=signed)
+
+    async def redeliver_webhook(self, signer: Signer, webhook_id: str, delivery_id: str):
+        signed = await self.sign(signer, redeliver_webhook_action(webhook_id, delivery_id))
+        body = routes.admin_body(signed, delivery_id=delivery_id)
+        return await self.request("POST", routes.webhook_path(webhook_id, "/redeliver"), body=body)
+

@@ -9,12 +9,16 @@ from . import _routes as routes
 from ._follow import Event, Follow
 from .errors import LendexError, RefusedError, TransportError, error_of, is_transient
 from .signing import (
+    CREATE_WEBHOOK_ACTION,
     READ_AUDIT_ACTION,
+    READ_WEBHOOKS_ACTION,
     Signer,
     add_admin_action,
     b58encode,
     canonical_message,
+    delete_webhook_action,
     init_pool_action,
+    redeliver_webhook_action,
     revoke_admin_action,
     verifies,
 )
@@ -165,3 +169,36 @@ class Client(routes.Routes):
             signed = self.sign(signer, READ_AUDIT_ACTION)
             headers = routes.signed_headers(signed)
         return self._call(routes.Request("GET", "/api/admin/audit", query, None, headers))
+
+    # ---- webhooks (docs/webhooks.md) ----------------------------------------
+
+    def create_webhook(self, signer: Signer, url: str, *, below_wad: Optional[str] = None,
+                       owners: Optional[list] = None, pools: Optional[list] = None,
+                       description: Optional[str] = None):
+        """POST /api/webhooks; keep the answer's `secret`: it is shown once."""
+        signed = self.sign(signer, CREATE_WEBHOOK_ACTION)
+        body = routes.webhook_body(signed, url, below_wad, owners, pools, description)
+        return self.request("POST", "/api/webhooks", body=body)
+
+    def webhooks(self, signer: Signer):
+        """GET /api/webhooks: the ones the signer may see."""
+        headers = routes.signed_headers(self.sign(signer, READ_WEBHOOKS_ACTION))
+        return self._call(routes.Request("GET", "/api/webhooks", {}, None, headers))
+
+    def webhook_deliveries(self, signer: Signer, webhook_id: str, **query):
+        """GET /api/webhooks/{id}/deliveries, the newest first."""
+        headers = routes.signed_headers(self.sign(signer, READ_WEBHOOKS_ACTION))
+        path = routes.webhook_path(webhook_id, "/deliveries")
+        return self._call(routes.Request("GET", path, query, None, headers))
+
+    def delete_webhook(self, signer: Signer, webhook_id: str):
+        """DELETE /api/webhooks/{id}: the webhook as it was."""
+        signed = self.sign(signer, delete_webhook_action(webhook_id))
+        return self.request("DELETE", routes.webhook_path(webhook_id), body=signed)
+
+    def redeliver_webhook(self, signer: Signer, webhook_id: str, delivery_id: str):
+        """POST /api/webhooks/{id}/redeliver: sent again with its id, after those queued."""
+        signed = self.sign(signer, redeliver_webhook_action(webhook_id, delivery_id))
+        body = routes.admin_body(signed, delivery_id=delivery_id)
+        return self.request("POST", routes.webhook_path(webhook_id, "/redeliver"), body=body)
+

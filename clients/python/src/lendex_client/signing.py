@@ -52,6 +52,16 @@ def init_pool_action(token_mint: str) -> str:
 
 
 READ_AUDIT_ACTION = "read_audit"
+CREATE_WEBHOOK_ACTION = "create_webhook"
+READ_WEBHOOKS_ACTION = "read_webhooks"
+
+
+def delete_webhook_action(webhook_id: str) -> str:
+    return f"delete_webhook:{webhook_id}"
+
+
+def redeliver_webhook_action(webhook_id: str, delivery_id: str) -> str:
+    return f"redeliver_webhook:{webhook_id}:{delivery_id}"
 
 
 class Signer(Protocol):
