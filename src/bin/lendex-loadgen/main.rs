@@ -31,6 +31,7 @@ mod market;
 mod oracle;
 mod slow_link;
 mod sources;
+mod webhooks;
 mod wire;
 use lendex::domain::wad::WAD;
 
@@ -190,6 +191,24 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         rounds: usize,
         /// The feed's price in the low rounds, in percent.
+        #[arg(long, default_value_t = 30)]
+        low_percent: i64,
+    },
+    /// Webhooks at load: pool 0 flipped by SQL with no webhook, with
+    /// `webhooks` registered (receivers on `listen`), and with none again;
+    /// P2 of each phase, and each delivery from its change's commit to 2xx.
+    WebhookLatency {
+        #[arg(long, default_value = "http://127.0.0.1:18090")]
+        api: String,
+        #[arg(long, default_value = "127.0.0.1:18099")]
+        listen: String,
+        #[arg(long, default_value_t = 10)]
+        webhooks: usize,
+        /// Owners the seed made (each flip crosses them all).
+        #[arg(long)]
+        owners: usize,
+        #[arg(long, default_value_t = 10)]
+        rounds: usize,
         #[arg(long, default_value_t = 30)]
         low_percent: i64,
     },
@@ -394,6 +413,25 @@ async fn main() {
             rounds,
             low_percent,
         } => oracle::latency(&api, at.program(), &listen, rounds, low_percent).await,
+        Command::WebhookLatency {
+            api,
+            listen,
+            webhooks,
+            owners,
+            rounds,
+            low_percent,
+        } => {
+            webhooks::latency(
+                &cli.database_url,
+                &api,
+                &listen,
+                webhooks,
+                owners,
+                rounds,
+                low_percent,
+            )
+            .await
+        }
         Command::CutCatchUp {
             api,
             chain: at,
