@@ -107,9 +107,9 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         named_feeds: config.oracle.feeds.then_some(named_feeds),
     };
     // Every replica judges each change for webhooks; the leader stores and
-    // delivers (docs/design.md §18).
-    let (producer, filters) = Producer::new(store.pool().clone(), config.chain.cluster.as_str());
-    let producer = producer.start();
+    // delivers (docs/design.md §18), on a thread of their own.
+    let (producer, deliverer) = start_webhooks(&config)?;
+    let (producer, filters) = producer;
     let cache = HealthCache::new(
         store.pool().clone(),
         writer.clone(),
@@ -135,12 +135,6 @@ pub async fn start(config: Config) -> Result<Service, StartError> {
         feeds: followed,
     };
     let sync = ChainSync::new(deps, &config.rpc, &config.sync).start();
-    let deliverer = Deliverer::new(
-        store.pool().clone(),
-        config.chain.cluster.as_str(),
-        config.webhooks.clone(),
-    )
-    .start();
     // Both are told when the lease is taken and lost.
     if leased {
         let told = vec![
@@ -267,6 +261,38 @@ fn start_history_writer(config: &Config) -> Result<Addr<HistoryWriter>, StartErr
         &arbiter.handle(),
         move |_| HistoryWriter::new(own.pool().clone(), cluster, &history),
     ))
+}
+
+/// The webhooks' producer and deliverer on a thread of their own, with
+/// connections of their own: the deliveries' JSON, their storing and their
+/// HTTP never hold up the cache or the feed. The producer, with the active
+/// webhooks it keeps current for the judging, and the deliverer.
+#[allow(clippy::type_complexity)]
+fn start_webhooks(
+    config: &Config,
+) -> Result<
+    (
+        (
+            Addr<Producer>,
+            tokio::sync::watch::Receiver<Arc<Vec<crate::domain::webhooks::judge::Filter>>>,
+        ),
+        Addr<Deliverer>,
+    ),
+    StartError,
+> {
+    let own = Store::connect(&crate::config::DatabaseConfig {
+        pool_size: 3,
+        ..config.database.clone()
+    })?;
+    let (cluster, settings) = (config.chain.cluster.as_str(), config.webhooks.clone());
+    let arbiter = actix::Arbiter::new().handle();
+    let pool = own.pool().clone();
+    let deliverer =
+        Deliverer::start_in_arbiter(&arbiter, move |_| Deliverer::new(pool, cluster, settings));
+    let (producer, filters) =
+        Producer::new(own.pool().clone(), cluster, deliverer.clone().recipient());
+    let producer = Producer::start_in_arbiter(&arbiter, move |_| producer);
+    Ok(((producer, filters), deliverer))
 }
 
 /// How long a stop waits for queued history to be stored.

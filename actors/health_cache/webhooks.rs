@@ -1,21 +1,20 @@
 //! What the cache judges for webhooks (docs/design.md §18): after the
 //! confirmed view (at the pool copy) applies a change, the owners it moved
 //! are judged against every active webhook's line and filter, and the
-//! crossings go to the producer as that change's deliveries. Every replica
-//! judges, so the leader's successor holds what the leader had not stored.
+//! crossings go to the producer (on a thread of its own), which makes them
+//! that change's deliveries. Every replica judges, so the leader's
+//! successor holds what the leader had not stored.
 //! Owners' moves are kept by the engine only while a webhook is active.
 
 use std::sync::Arc;
 
 use actix::prelude::*;
-use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::domain::webhooks::judge::{Filter, Moved, crossings, net};
-use crate::domain::webhooks::{MAX_EVENTS_PER_DELIVERY, change_id, delivery_id};
+use crate::domain::webhooks::change_id;
+use crate::domain::webhooks::judge::{Crossed, Filter, Moved, crossings, net};
 use crate::engine::Engine;
-use crate::webhooks::producer::Judged;
-use lendex_store::webhooks::produce::Draft;
+use crate::webhooks::producer::{Found, Judged};
 
 pub struct WebhookLink {
     filters: watch::Receiver<Arc<Vec<Filter>>>,
@@ -57,8 +56,7 @@ impl WebhookLink {
         if moves.is_empty() {
             return;
         }
-        let change = change_id(epoch, tick);
-        let mut drafts = Vec::new();
+        let mut found = Vec::new();
         for filter in filters.iter() {
             let holds = |owner: &_, pools: &std::collections::HashSet<_>| {
                 engine.peek(owner).is_some_and(|v| {
@@ -67,32 +65,25 @@ impl WebhookLink {
                         .any(|(_, pool)| pools.contains(&pool.state.address))
                 })
             };
-            let crossed = crossings(filter, tick, &moves, holds);
-            let events: Vec<Value> = crossed
-                .iter()
-                .map(|c| {
-                    json!({
-                        "type": c.kind.as_str(),
-                        "owner": c.owner.to_string(),
-                        "account_health_factor_wad": c.health_factor.to_string(),
-                        "below_wad": filter.below.to_string(),
-                        "slot": engine.peek(&c.owner).map_or(0, |v| v.slot()),
-                        "change_id": change,
-                    })
-                })
+            let crossed: Vec<(Crossed, u64)> = crossings(filter, tick, &moves, holds)
+                .into_iter()
+                .map(|c| (c, engine.peek(&c.owner).map_or(0, |v| v.slot())))
                 .collect();
-            for (part, chunk) in events.chunks(MAX_EVENTS_PER_DELIVERY).enumerate() {
-                drafts.push(Draft {
-                    tick,
-                    delivery_id: delivery_id(&filter.id, &change, part as u32),
-                    webhook_id: filter.id.clone(),
-                    change_id: change.clone(),
-                    events: Value::Array(chunk.to_vec()),
+            if !crossed.is_empty() {
+                found.push(Found {
+                    webhook: filter.id.clone(),
+                    below: filter.below,
+                    crossed,
                 });
             }
         }
-        if !drafts.is_empty() {
-            self.to.do_send(Judged { tick, drafts });
+        if !found.is_empty() {
+            let change_id = change_id(epoch, tick);
+            self.to.do_send(Judged {
+                tick,
+                change_id,
+                found,
+            });
         }
     }
 }

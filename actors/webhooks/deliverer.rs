@@ -6,8 +6,8 @@
 //! PostgreSQL, so a replica that takes the lease over goes on where this one
 //! stopped (a delivery cut mid-attempt is sent again with the same id).
 
-use std::collections::HashSet;
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use chrono::Utc;
@@ -22,7 +22,9 @@ use crate::metrics::webhooks as series;
 use crate::settings::WebhooksConfig;
 use lendex_store::webhooks::deliver::{self, Due, Outcome};
 
-/// How often the queue is looked at while leading.
+/// How often the queue is looked at while leading, besides the looks the
+/// producer's stores and each finished attempt ask for (a retry comes due,
+/// another replica's redelivery).
 const LOOK_EVERY: Duration = Duration::from_millis(200);
 /// Deliveries started per look at most.
 const DUE_PER_LOOK: i64 = 256;
@@ -34,8 +36,12 @@ pub struct Deliverer {
     leader: bool,
     /// A look at the queue is under way.
     looking: bool,
+    /// Something may have become due while it was: look again after it.
+    look_again: bool,
     /// Webhooks with an attempt under way: their next waits for it.
     in_flight: HashSet<String>,
+    /// When each webhook's last attempt ended (its outcome stored).
+    finished: HashMap<String, Instant>,
 }
 
 impl Deliverer {
@@ -46,32 +52,49 @@ impl Deliverer {
             config,
             leader: false,
             looking: false,
+            look_again: false,
             in_flight: HashSet::new(),
+            finished: HashMap::new(),
         }
     }
 
     fn look(&mut self, ctx: &mut Context<Self>) {
-        if !self.leader || self.looking {
+        if self.looking {
+            self.look_again = true;
+            return;
+        }
+        if !self.leader {
             return;
         }
         self.looking = true;
+        let began = Instant::now();
         let (pool, cluster) = (self.pool.clone(), self.cluster);
         let found = async move { deliver::due(&pool, cluster, DUE_PER_LOOK).await };
-        ctx.spawn(found.into_actor(self).map(|found, act, ctx| {
+        ctx.spawn(found.into_actor(self).map(move |found, act, ctx| {
             act.looking = false;
             match found {
                 Ok(due) => {
                     for delivery in due {
-                        act.start(delivery, ctx);
+                        act.start(delivery, began, ctx);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "webhook queue not read"),
             }
+            if std::mem::take(&mut act.look_again) {
+                act.look(ctx);
+            }
         }));
     }
 
-    fn start(&mut self, due: Due, ctx: &mut Context<Self>) {
-        if !self.leader || !self.in_flight.insert(due.webhook_id.clone()) {
+    /// Starts `due`, read by a look that began at `read_at`, unless its
+    /// webhook has an attempt under way or finished one since (the row may
+    /// be older than that attempt's outcome).
+    fn start(&mut self, due: Due, read_at: Instant, ctx: &mut Context<Self>) {
+        let stale = self
+            .finished
+            .get(&due.webhook_id)
+            .is_some_and(|at| *at >= read_at);
+        if !self.leader || stale || !self.in_flight.insert(due.webhook_id.clone()) {
             return;
         }
         let webhook = due.webhook_id.clone();
@@ -79,8 +102,11 @@ impl Deliverer {
         ctx.spawn(
             deliver_one(pool, config, due)
                 .into_actor(self)
-                .map(move |(), act, _| {
+                .map(move |(), act, ctx| {
                     act.in_flight.remove(&webhook);
+                    act.finished.insert(webhook, Instant::now());
+                    // Its next delivery may be due at once.
+                    act.look(ctx);
                 }),
         );
     }
@@ -91,6 +117,20 @@ impl Actor for Deliverer {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(LOOK_EVERY, |act, ctx| act.look(ctx));
+    }
+}
+
+/// Deliveries were stored (or one finished): look at the queue now rather
+/// than at the next tick.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Wake;
+
+impl Handler<Wake> for Deliverer {
+    type Result = ();
+
+    fn handle(&mut self, _: Wake, ctx: &mut Self::Context) {
+        self.look(ctx);
     }
 }
 

@@ -2,7 +2,7 @@
 //! signed as Standard Webhooks signs (checked here with an HMAC of the
 //! test's own), in order and one at a time per webhook, retried through
 //! failures, disabled by 410 or a spent retry window, bounded against
-//! receivers that hang, redirect or answer too much, and refusing a target
+//! receivers that hang, redirect, cut or overrun their answer, and refusing a target
 //! whose address became private.
 
 use std::time::Duration;
@@ -186,6 +186,27 @@ async fn each_failure_is_told_with_its_status_and_error() {
         let said = last[0]["last_error"].as_str().unwrap();
         assert!(said.contains(error), "{said} (wanted {error})");
     }
+    // An answer cut half-way is a failure, whatever its status said.
+    let (cut, _) = created(&app, &crate::fixtures::receiver::cutting().await).await;
+    queue(&app, &cut, "5.1", event(&Wallet::new().pubkey(), "5.1")).await;
+    let mut last = Vec::new();
+    let told = eventually(Duration::from_secs(15), async || {
+        last = deliveries(&app, &cut).await;
+        last[0]["attempts"].as_i64() >= Some(1)
+    })
+    .await;
+    assert!(told, "{last:?}");
+    assert_eq!(
+        (&last[0]["status"], &last[0]["last_status"]),
+        (&json!("pending"), &json!(200))
+    );
+    assert!(
+        last[0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("answer cut"),
+        "{last:?}"
+    );
     // A hanging receiver holds up its own webhook alone: a fresh one is
     // delivered meanwhile.
     let prompt = Receiver::start(vec![]);
