@@ -129,11 +129,8 @@ pub async fn latency(
         }
         let (mut last, mut deliveries, mut slowest) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
-            let price = if flip % 2 == 0 {
-                base * low_percent / 100
-            } else {
-                base
-            };
+            let down = flip % 2 == 0;
+            let price = if down { base * low_percent / 100 } else { base };
             flip += 1;
             let started = Instant::now();
             let tick = crate::market::move_pool_0(db, price).await;
@@ -141,7 +138,7 @@ pub async fn latency(
                 println!("  no event within 10 s");
                 continue;
             };
-            last.push(l);
+            last.push((down, l));
             if with > 0 {
                 let took = delivered(db, &arrivals, tick, with * parts).await;
                 let max = took.iter().max().copied().unwrap_or_default();
@@ -165,15 +162,36 @@ pub async fn latency(
     println!("== no webhook ({rounds} flips)");
     let (mut none, _, _) = phase(0, &mut rx, &mut db).await;
     println!("== {webhooks} webhooks ({rounds} flips)");
-    let (mut with, mut deliveries, mut slowest) = phase(webhooks, &mut rx, &mut db).await;
+    let (with, mut deliveries, mut slowest) = phase(webhooks, &mut rx, &mut db).await;
     println!("== no webhook again ({rounds} flips)");
     let (again, _, _) = phase(0, &mut rx, &mut db).await;
     none.extend(again);
-    let (n50, _) = p50_p99(&mut none);
-    let (w50, _) = p50_p99(&mut with);
+    // Flips down (owners sink) and up (they recover) take apart: each
+    // direction compared alone, then their mean.
+    let mean = |of: &[(bool, Duration)], down: bool| -> f64 {
+        let v: Vec<f64> = of
+            .iter()
+            .filter(|(d, _)| *d == down)
+            .map(|(_, l)| l.as_secs_f64())
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let ms = |s: f64| s * 1e3;
+    let (nd, nu, wd, wu) = (
+        mean(&none, true),
+        mean(&none, false),
+        mean(&with, true),
+        mean(&with, false),
+    );
     println!(
-        "P2 (flip -> last SSE event) median: no webhook {n50:?}, {webhooks} webhooks {w50:?}: none/with {:.3}",
-        n50.as_secs_f64() / w50.as_secs_f64()
+        "P2 (flip -> last SSE event) mean, down / up: no webhook {:.2} / {:.2} ms, {webhooks} webhooks {:.2} / {:.2} ms: none/with {:.3} / {:.3}, both {:.3}",
+        ms(nd),
+        ms(nu),
+        ms(wd),
+        ms(wu),
+        nd / wd,
+        nu / wu,
+        (nd + nu) / (wd + wu)
     );
     if !deliveries.is_empty() {
         let (d50, d99) = p50_p99(&mut deliveries);
