@@ -129,7 +129,7 @@ pub async fn latency(
         }
         let (mut last, mut deliveries, mut slowest) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
-            let down = flip % 2 == 0;
+            let down = flip.is_multiple_of(2);
             let price = if down { base * low_percent / 100 } else { base };
             flip += 1;
             let started = Instant::now();
