@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::common::*;
 use crate::fixtures::history::{Book, book, events, points, served, set_price};
+use crate::fixtures::locks::Held;
 use crate::process::{leader_of, serve, wait_until_up};
 use lendex_testkit::proxy::TcpProxy;
 
@@ -27,27 +28,6 @@ fn assert_no_point_twice(points: &[Value]) {
     let v = values(points);
     for pair in v.windows(2) {
         assert_ne!(pair[0], pair[1], "a point recorded twice: {v:?}");
-    }
-}
-
-/// Holds `history_points` against writes (COPY waits) until dropped.
-struct Held(tokio_postgres::Client);
-
-impl Held {
-    async fn points(url: &str) -> Held {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute("BEGIN; LOCK TABLE history_points IN SHARE MODE")
-            .await
-            .unwrap();
-        Held(client)
-    }
-
-    async fn release(self) {
-        self.0.batch_execute("COMMIT").await.unwrap();
     }
 }
 
@@ -97,7 +77,7 @@ async fn a_database_outage_loses_no_recorded_point_and_stores_none_twice() {
     wait_stored(&app.db, &b.owner, START).await;
 
     // The move's point waits: its COPY is held, then the database goes away.
-    let held = Held::points(&app.db.url).await;
+    let held = Held::table(&app.db.url, "history_points").await;
     set_price(&db, &b.sol, 12 * ORACLE_DOLLAR).await;
     assert!(
         eventually(Duration::from_secs(10), async || served(&app, &b.owner)
@@ -156,7 +136,7 @@ async fn a_killed_leaders_unstored_points_are_recorded_by_the_next_once() {
     set_price(&client, &b.sol, 12 * ORACLE_DOLLAR).await;
     wait_stored(&db, &b.owner, UNDER).await;
     // Recorded by the leader but not stored when it dies: the second move.
-    let held = Held::points(&db.url).await;
+    let held = Held::table(&db.url, "history_points").await;
     set_price(&client, &b.sol, 10 * ORACLE_DOLLAR).await;
     let follower = *ports.iter().find(|p| **p != leader).unwrap();
     let on_follower = Remote::on(follower);
@@ -208,7 +188,7 @@ async fn a_stop_stores_the_history_still_queued() {
     let app = Remote::on(port);
     let b = book(&app, &client).await;
     wait_stored(&db, &b.owner, START).await;
-    let held = Held::points(&db.url).await;
+    let held = Held::table(&db.url, "history_points").await;
     set_price(&client, &b.sol, 12 * ORACLE_DOLLAR).await;
     assert!(
         eventually(Duration::from_secs(10), async || served(&app, &b.owner)

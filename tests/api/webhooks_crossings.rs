@@ -12,6 +12,7 @@ use lendex::domain::wad::WAD;
 
 use crate::common::*;
 use crate::fixtures::history::{book, served, set_price};
+use crate::fixtures::locks::Held;
 use crate::fixtures::market::{USD, market};
 use crate::fixtures::receiver::{Receiver, Reply};
 use crate::fixtures::webhooks::create;
@@ -116,27 +117,6 @@ async fn a_move_across_each_line_is_delivered_below_then_recovered() {
     assert_eq!(stored, 3);
 }
 
-/// Holds `webhook_deliveries` against writes until released.
-struct Held(tokio_postgres::Client);
-
-impl Held {
-    async fn deliveries(url: &str) -> Held {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute("BEGIN; LOCK TABLE webhook_deliveries IN SHARE MODE")
-            .await
-            .unwrap();
-        Held(client)
-    }
-
-    async fn release(self) {
-        self.0.batch_execute("COMMIT").await.unwrap();
-    }
-}
-
 /// A kill -9 of the delivering leader: one delivery cut mid-attempt, one
 /// change judged but not stored. The other replica takes over, stores what
 /// was not stored and finishes both, the cut one with the same id.
@@ -188,7 +168,7 @@ async fn a_killed_leaders_deliveries_are_finished_by_the_next() {
     .await;
     assert!(hanging, "the first attempt reached the receiver");
     // Recovered: judged by both, not stored by the leader.
-    let held = Held::deliveries(&db.url).await;
+    let held = Held::table(&db.url, "webhook_deliveries").await;
     set_price(&client, &b.sol, 20 * ORACLE_DOLLAR).await;
     let follower = *ports.iter().find(|p| **p != leader).unwrap();
     let applied = eventually(Duration::from_secs(10), async || {
