@@ -56,6 +56,15 @@ async fn a_move_across_each_line_is_delivered_below_then_recovered() {
     let line = "1500000000000000000";
     let fields = json!({ "url": narrow.url, "below_wad": line, "owners": [second] });
     assert_eq!(create(app, &app.root, fields).await.0, 201);
+    // By pools: the SOL pool's holders (every owner here), and a pool nobody
+    // holds.
+    let holders = Receiver::start(vec![]);
+    let fields = json!({ "url": holders.url, "pools": [m.sol.to_string()] });
+    assert_eq!(create(app, &app.root, fields).await.0, 201);
+    let nobodys = Receiver::start(vec![]);
+    let elsewhere = lendex::domain::pubkey::Pubkey::new_unique().to_string();
+    let fields = json!({ "url": nobodys.url, "pools": [elsewhere] });
+    assert_eq!(create(app, &app.root, fields).await.0, 201);
     // The replicas read the webhooks every second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
@@ -75,13 +84,20 @@ async fn a_move_across_each_line_is_delivered_below_then_recovered() {
     );
     assert!(!got.contains_key(&safe));
     assert_eq!(every.received().len(), 1, "one change, one delivery");
+    let by_pool = eventually(Duration::from_secs(10), async || {
+        events(&holders).len() == 2
+    })
+    .await;
+    assert!(by_pool, "{:?}", events(&holders));
 
     // SOL to $15: $450 against $800, 1.778: both recover, and the second
     // crosses the narrow webhook's line.
     m.set_sol_price(15 * USD).await;
     let over = "1777777777777777777";
     let heard = eventually(Duration::from_secs(10), async || {
-        events(&every).values().all(|e| e.len() == 2) && !narrow.received().is_empty()
+        events(&every).values().all(|e| e.len() == 2)
+            && events(&holders).values().all(|e| e.len() == 2)
+            && !narrow.received().is_empty()
     })
     .await;
     assert!(heard, "{:?} {:?}", events(&every), events(&narrow));
@@ -100,21 +116,21 @@ async fn a_move_across_each_line_is_delivered_below_then_recovered() {
             vec![("health.recovered".to_string(), over.to_string())]
         )])
     );
+    assert!(
+        nobodys.received().is_empty(),
+        "no holder of that pool moved"
+    );
     let body: Value = narrow.received()[0].json();
     assert_eq!(body["events"][0]["below_wad"], line);
     assert!(body["events"][0]["slot"].as_u64().unwrap() > 0);
-    // Each delivery is stored once, delivered, and the ids are the ones the
-    // receivers saw.
+    // Each delivery stored once, and marked delivered once its 2xx is in.
     let db = m.t.app.db.connect().await;
-    let stored: i64 = db
-        .query_one(
-            "SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(stored, 3);
+    let count = async |sql: &str| -> i64 { db.query_one(sql, &[]).await.unwrap().get(0) };
+    let all = "SELECT count(*) FROM webhook_deliveries";
+    let done = "SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'";
+    assert_eq!(count(all).await, 5, "every: 2, narrow: 1, by pool: 2");
+    let marked = eventually(Duration::from_secs(5), async || count(done).await == 5).await;
+    assert!(marked);
 }
 
 /// A kill -9 of the delivering leader: one delivery cut mid-attempt, one
