@@ -190,6 +190,16 @@ impl Actor for Producer {
         self.refresh(ctx);
         ctx.run_interval(REFRESH_EVERY, |act, ctx| act.refresh(ctx));
         ctx.run_interval(STORE_EVERY, |act, ctx| act.store(ctx));
+        // The cache holds the only reader of the filters: once it is gone
+        // (the service stopped) nothing judges any more, and the webhooks'
+        // thread ends with the deliverer on it, rather than outlive the
+        // service polling a database it no longer serves.
+        let filters = self.filters.clone();
+        let gone = async move { filters.closed().await };
+        ctx.spawn(gone.into_actor(self).map(|(), _, ctx| {
+            ctx.stop();
+            Arbiter::current().stop();
+        }));
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::common::*;
 use crate::fixtures::history::{Book, book, events, points, served, set_price};
 use crate::fixtures::locks::Held;
-use crate::process::{leader_of, serve, wait_until_up};
+use crate::process::{leader_of, leading_pair, serve, wait_until_up};
 use lendex_testkit::proxy::TcpProxy;
 
 /// `points`' health factors, oldest first.
@@ -111,21 +111,7 @@ async fn a_killed_leaders_unstored_points_are_recorded_by_the_next_once() {
     let db = TestDb::create().await;
     let http = reqwest::Client::new();
     let env = [("LENDEX_HISTORY__FLUSH_INTERVAL_MS", "200")];
-    let ports: [u16; 2] = free_ports();
-    let mut children: Vec<crate::process::Served> =
-        ports.iter().map(|p| serve(&db, *p, &env)).collect();
-    for port in ports {
-        wait_until_up(&http, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let mut leader = None;
-    assert!(
-        eventually(Duration::from_secs(20), async || {
-            leader = leader_of(&http, &ports).await;
-            leader.is_some()
-        })
-        .await
-    );
-    let leader = leader.unwrap();
+    let (mut children, ports, leader) = leading_pair(&db, &env).await;
     let client = db.connect().await;
     // The book, as in the other tests, on the leader's API.
     let probe = Remote::on(leader);

@@ -92,6 +92,28 @@ pub(crate) async fn leader_of(http: &reqwest::Client, ports: &[u16]) -> Option<u
     None
 }
 
+/// Two `lendex serve` replicas on `db` with `env`, both up and one of them
+/// leading: the children, their ports, the leader's port.
+pub(crate) async fn leading_pair(
+    db: &TestDb,
+    env: &[(&str, &str)],
+) -> (Vec<Served>, [u16; 2], u16) {
+    let http = reqwest::Client::new();
+    let ports: [u16; 2] = free_ports();
+    let children: Vec<Served> = ports.iter().map(|p| serve(db, *p, env)).collect();
+    for port in ports {
+        wait_until_up(&http, &format!("http://127.0.0.1:{port}")).await;
+    }
+    let mut leader = None;
+    let led = eventually(Duration::from_secs(20), async || {
+        leader = leader_of(&http, &ports).await;
+        leader.is_some()
+    })
+    .await;
+    assert!(led, "one of two replicas leads");
+    (children, ports, leader.expect("checked"))
+}
+
 /// Sends SIGTERM to a spawned server.
 pub(crate) fn sigterm(child: &Served) {
     let killed = Command::new("kill")

@@ -16,7 +16,7 @@ use crate::fixtures::locks::Held;
 use crate::fixtures::market::{USD, market};
 use crate::fixtures::receiver::{Receiver, Reply};
 use crate::fixtures::webhooks::create;
-use crate::process::{leader_of, serve, wait_until_up};
+use crate::process::leading_pair;
 
 /// Every event the receiver got so far, by owner, in the order received
 /// (each delivery's events together).
@@ -139,26 +139,11 @@ async fn a_move_across_each_line_is_delivered_below_then_recovered() {
 #[actix_rt::test]
 async fn a_killed_leaders_deliveries_are_finished_by_the_next() {
     let db = TestDb::create().await;
-    let http = reqwest::Client::new();
     let env = [
         ("LENDEX_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true"),
         ("LENDEX_WEBHOOKS__TIMEOUT_MS", "60000"),
     ];
-    let ports: [u16; 2] = free_ports();
-    let mut children: Vec<crate::process::Served> =
-        ports.iter().map(|p| serve(&db, *p, &env)).collect();
-    for port in ports {
-        wait_until_up(&http, &format!("http://127.0.0.1:{port}")).await;
-    }
-    let mut leader = None;
-    assert!(
-        eventually(Duration::from_secs(20), async || {
-            leader = leader_of(&http, &ports).await;
-            leader.is_some()
-        })
-        .await
-    );
-    let leader = leader.unwrap();
+    let (mut children, ports, leader) = leading_pair(&db, &env).await;
     let client = db.connect().await;
     let b = book(&Remote::on(leader), &client).await;
     // The first attempt hangs: the leader is mid-delivery when it dies.

@@ -150,7 +150,7 @@ async fn failures_are_retried_then_delivered_and_the_next_waits() {
 
 #[actix_rt::test]
 async fn each_failure_is_told_with_its_status_and_error() {
-    let app = app_with(|c| c.webhooks.timeout_ms = 1_000).await;
+    let app = app_with(|c| c.webhooks.timeout_ms = 3_000).await;
     let cases = [
         (Reply::Status(503), Some(503), "answered 503"),
         (
