@@ -329,9 +329,7 @@ async fn a_database_restart_loses_no_change_and_no_acknowledged_write() {
     let proxied = pg.url.clone();
     let interval = 2;
     let t = ChainApp::start_on(chain, &rpc, |c| {
-        c.database.url = c.database.url.replace("127.0.0.1:5432", &proxied);
-        c.database.write_timeout_ms = 1_500;
-        c.database.acquire_timeout_ms = 1_000;
+        through_proxy(c, &proxied);
         c.sync.interval_seconds = interval;
     })
     .await;

@@ -171,6 +171,15 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     }
 }
 
+/// The service reaches PostgreSQL through the proxy at `proxied` (a test
+/// cuts it to stage an outage), with bounds short enough that the outage
+/// shows within seconds.
+pub fn through_proxy(c: &mut Config, proxied: &str) {
+    c.database.url = c.database.url.replace("127.0.0.1:5432", proxied);
+    c.database.write_timeout_ms = 1_500;
+    c.database.acquire_timeout_ms = 1_000;
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }

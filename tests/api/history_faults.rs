@@ -66,9 +66,7 @@ async fn a_database_outage_loses_no_recorded_point_and_stores_none_twice() {
     let pg = TcpProxy::start("127.0.0.1:5432").await;
     let proxied = pg.url.clone();
     let app = spawn_app_with(|c| {
-        c.database.url = c.database.url.replace("127.0.0.1:5432", &proxied);
-        c.database.write_timeout_ms = 1_500;
-        c.database.acquire_timeout_ms = 1_000;
+        through_proxy(c, &proxied);
         c.history.flush_interval_ms = 200;
     })
     .await;
