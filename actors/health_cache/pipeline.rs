@@ -168,6 +168,9 @@ impl HealthCache {
     fn apply_snapshot(&mut self, snapshot: IndexSnapshot) {
         let reloaded = self.views.is_loaded();
         let owners = snapshot.owners.len();
+        if let Some(webhooks) = &mut self.webhooks {
+            webhooks.prepare(self.views.confirmed_engine_mut());
+        }
         self.views.load(
             &snapshot.pools,
             &snapshot.feeds,
@@ -176,6 +179,15 @@ impl HealthCache {
         );
         let clock = snapshot.clock;
         self.views.restart(clock.epoch, clock.tick, reloaded);
+        // A reload (after a failed read, or a log too long to read) may
+        // hold changes no tick brought: webhooks judge it as one change.
+        if let Some(webhooks) = &mut self.webhooks {
+            let engine = self.views.confirmed_engine_mut();
+            match reloaded {
+                true => webhooks.judge(engine, clock.epoch, clock.tick),
+                false => drop(engine.take_moves()),
+            }
+        }
         self.record_history();
         release_load_memory();
         let engine = self.engine();

@@ -1,6 +1,7 @@
 //! Webhooks under load and trouble (docs/design.md §18): a move of more
 //! owners than one delivery holds goes out in parts; a deleted webhook gets
-//! nothing more; a database outage during deliveries loses none.
+//! nothing more; a database outage during deliveries loses none; a change
+//! a replica takes in by a full reload is judged all the same.
 
 use std::time::Duration;
 
@@ -156,9 +157,51 @@ async fn a_database_outage_during_deliveries_loses_none() {
         .collect();
     assert_eq!(kinds.first(), Some(&"health.below"));
     assert_eq!(kinds.last(), Some(&"health.recovered"));
+    let mut health = Value::Null;
     let pending = eventually(Duration::from_secs(10), async || {
-        app.get("/api/health").await.1["checks"]["webhooks"]["pending"] == json!(0)
+        health = app.get("/api/health").await.1;
+        health["checks"]["webhooks"]["pending"] == json!(0)
     })
     .await;
-    assert!(pending, "the backlog drained");
+    assert!(pending, "the backlog drained: {health}");
+}
+
+/// A change taken in by a full reload (here the log pruned past the
+/// replica, as after an outage or a pause) rather than tick by tick is
+/// judged as one change: the owner's way back is announced.
+#[actix_rt::test]
+async fn a_change_taken_in_by_a_reload_is_judged() {
+    let app = spawn_app_with(|c| c.webhooks.allow_private_targets = true).await;
+    let mut db = app.db.connect().await;
+    let b: Book = book(&app, &db).await;
+    let receiver = Receiver::start(vec![]);
+    created(&app, &receiver.url).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    set_price(&db, &b.sol, 12 * ORACLE_DOLLAR).await;
+    let below = eventually(Duration::from_secs(10), async || {
+        received(&receiver).len() == 1
+    })
+    .await;
+    assert!(below, "{:?}", received(&receiver));
+
+    // One transaction: the move and the prune that passes it.
+    let tx = db.transaction().await.unwrap();
+    tx.execute(
+        "UPDATE pools SET oracle_price = $2, slot = slot + 1 WHERE pool_address = $1",
+        &[&b.sol, &(20 * ORACLE_DOLLAR)],
+    )
+    .await
+    .unwrap();
+    tx.execute("UPDATE feed_clock SET pruned_through = tick", &[])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let back = eventually(Duration::from_secs(10), async || {
+        received(&receiver).len() == 2
+    })
+    .await;
+    let got = received(&receiver);
+    assert!(back, "{got:?}");
+    assert_eq!(got[1].1["type"], "health.recovered");
+    assert_eq!(got[1].1["account_health_factor_wad"], "1600000000000000000");
 }

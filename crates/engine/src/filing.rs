@@ -9,6 +9,7 @@ use super::events::FeedEvent;
 use super::{FastMap, WATCH_BELOW};
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::wad::WAD;
+use lendex_domain::webhooks::crossing::MAX_LINE;
 
 /// Where an owner stands: under water, watched, or healthy (evictable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,18 +55,23 @@ pub(crate) struct Filing {
     /// (webhooks judge their lines on them).
     moves: Vec<Move>,
     record_moves: bool,
+    /// During a full reload, while moves are kept: each owner's value
+    /// before it, of those below every line's ceiling (`MAX_LINE`).
+    moved_from: Option<FastMap<Pubkey, u128>>,
     /// Bumped by any change that can alter an unhealthy answer.
     version: u64,
 }
 
 impl Filing {
     /// A new filing after a reload: events kept as they were, and a version
-    /// past every one given before (answers rendered before must not match).
-    pub(crate) fn after(&mut self) -> Filing {
+    /// past every one given before (answers rendered before must not match);
+    /// `moved_from`, the values the reload's moves are measured from.
+    pub(crate) fn after(&mut self, moved_from: Option<FastMap<Pubkey, u128>>) -> Filing {
         Filing {
             events: std::mem::take(&mut self.events),
             record_events: self.record_events,
             record_moves: self.record_moves,
+            moved_from,
             version: self.version + 1,
             ..Filing::default()
         }
@@ -210,10 +216,40 @@ impl Filing {
         self.moves.clear();
     }
 
-    /// The moves since the last take (a reload's are dropped by its end:
-    /// re-reading is no change).
+    pub(crate) fn records_moves(&self) -> bool {
+        self.record_moves
+    }
+
+    /// The moves since the last take.
     pub(crate) fn take_moves(&mut self) -> Vec<Move> {
         std::mem::take(&mut self.moves)
+    }
+
+    /// At a reload's end: its moves (every owner read, from no value) as
+    /// moves from the values before it, one per owner. An owner not among
+    /// those values was at or above `MAX_LINE` (or not held): above every
+    /// line, as no value is judged. An owner the reload did not read again
+    /// has no value to move to and is left out.
+    pub(crate) fn reloaded(&mut self) {
+        let read = std::mem::take(&mut self.moves);
+        let Some(before) = self.moved_from.take() else {
+            return;
+        };
+        let mut last: FastMap<Pubkey, u128> = FastMap::default();
+        for m in read {
+            last.insert(m.owner, m.after);
+        }
+        self.moves = (last.into_iter())
+            .filter_map(|(owner, after)| {
+                let before = before.get(&owner).copied();
+                let moved = before.map_or(after < MAX_LINE, |b| b != after);
+                moved.then_some(Move {
+                    owner,
+                    before,
+                    after,
+                })
+            })
+            .collect();
     }
 
     /// After a reload, an owner under water before and after is updated,

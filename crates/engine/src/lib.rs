@@ -50,6 +50,7 @@ use lendex_domain::liquidation::{Quote, best_quote};
 use lendex_domain::pubkey::{Pubkey, cmp_as_text};
 use lendex_domain::view_key::{Oracle, ViewKey};
 use lendex_domain::wad::{PositionAmounts, WAD, account_health_factor};
+use lendex_domain::webhooks::crossing::MAX_LINE;
 
 /// Owners at or above 1 WAD and below this are watched (the at-risk list): never
 /// evicted, like the owners under water.
@@ -143,7 +144,14 @@ impl Engine {
                 self.park_baseline(key, b);
             }
         }
-        let filing = self.filing.after();
+        // Webhooks judge the reload as one change from these values.
+        let moved_from = self.filing.records_moves().then(|| {
+            (self.owners.resident())
+                .filter(|o| o.hf < MAX_LINE)
+                .map(|o| (o.key, o.hf))
+                .collect()
+        });
+        let filing = self.filing.after(moved_from);
         let (history, commitment, oracle) = (self.history.take(), self.commitment, self.oracle);
         *self = Engine::new(self.owners.max_owners());
         self.history = history;
@@ -156,11 +164,11 @@ impl Engine {
 
     /// After a full reload: the feed continues as if the changes had come one
     /// by one. An owner under water before and after is updated (not started
-    /// twice); one under water before and not now is stopped.
+    /// twice); one under water before and not now is stopped. The moves kept
+    /// are those from before the reload to after it.
     pub fn end_reload(&mut self) {
         self.history_loading(false);
-        // Re-reading every owner moves nobody.
-        self.filing.take_moves();
+        self.filing.reloaded();
         let Some(was) = self.was_unhealthy.take() else {
             return;
         };

@@ -325,6 +325,47 @@ proptest! {
             prop_assert_eq!(store.get(key).copied(), Some(model.hf(positions)), "owner {}", key);
         }
     }
+
+    /// Webhooks' moves across any change, a full reload included, cross
+    /// every line as the owners' values before and after it do.
+    #[test]
+    fn moves_cross_each_line_as_the_values_do(
+        ops in proptest::collection::vec(op(), 1..40),
+        missed in proptest::collection::vec(any::<bool>(), 40),
+    ) {
+        use lendex_domain::webhooks::crossing::{MAX_LINE, crossing};
+        use lendex_domain::webhooks::judge::{Moved, net};
+        let (mut engine, mut model) = fresh(1_000);
+        engine.record_moves(true);
+        let values = |model: &Model| -> BTreeMap<Pubkey, u128> {
+            model.owners.iter().map(|(k, p)| (*k, model.hf(p))).collect()
+        };
+        for (t, op) in ops.iter().enumerate() {
+            let before = values(&model);
+            if missed[t] {
+                // A change the engine never heard of, then a reload.
+                apply(&mut fresh(1_000).0, &mut model, op, t as i64);
+                apply(&mut engine, &mut model, &Op::Reload, t as i64);
+            } else {
+                apply(&mut engine, &mut model, op, t as i64);
+            }
+            let after = values(&model);
+            let moves = net(engine.take_moves().into_iter().map(|m| Moved {
+                owner: m.owner,
+                before: m.before,
+                after: m.after,
+            }));
+            for line in [WAD / 2, WAD, 105 * WAD / 100, 3 * WAD, MAX_LINE] {
+                let seen: BTreeMap<Pubkey, _> = (moves.iter())
+                    .filter_map(|m| Some((m.owner, crossing(m.before, m.after, line)?)))
+                    .collect();
+                let due: BTreeMap<Pubkey, _> = (after.iter())
+                    .filter_map(|(o, a)| Some((*o, crossing(before.get(o).copied(), *a, line)?)))
+                    .collect();
+                prop_assert_eq!(seen, due, "{:?} at line {}", op, line);
+            }
+        }
+    }
 }
 
 #[test]

@@ -19,9 +19,13 @@ pub fn crossing(before: Option<u128>, after: u128, below: u128) -> Option<EventT
     }
 }
 
-/// The lines a webhook may draw: above 0, at most 10 WAD.
+/// The highest line a webhook may draw: an owner at or above it is above
+/// every webhook's line.
+pub const MAX_LINE: u128 = 10 * crate::wad::WAD;
+
+/// The lines a webhook may draw: above 0, at most `MAX_LINE`.
 pub fn line_allowed(below: u128) -> bool {
-    below > 0 && below <= 10 * crate::wad::WAD
+    below > 0 && below <= MAX_LINE
 }
 
 #[cfg(test)]
