@@ -14,7 +14,7 @@ use sha2::Sha256;
 
 use crate::common::*;
 use crate::fixtures::receiver::{Receiver, Reply};
-use crate::fixtures::webhooks::{created, deliveries, queue, read};
+use crate::fixtures::webhooks::{created, deliveries, queue, queue_together, read};
 
 async fn app_with(tweak: impl FnOnce(&mut lendex::config::Config)) -> TestApp {
     spawn_app_with(|c| {
@@ -221,8 +221,9 @@ async fn a_410_disables_the_webhook_and_fails_what_it_had_pending() {
     let receiver = Receiver::start(vec![Reply::Status(410)]);
     let (webhook, _) = created(&app, &receiver.url).await;
     let owner = Wallet::new().pubkey();
-    queue(&app, &webhook, "5.1", event(&owner, "5.1")).await;
-    queue(&app, &webhook, "5.2", event(&owner, "5.2")).await;
+    // Both at once: the 410 fails what is pending when it comes.
+    let both = [("5.1", event(&owner, "5.1")), ("5.2", event(&owner, "5.2"))];
+    queue_together(&app, &webhook, &both).await;
     let list = settled(&app, &webhook, Duration::from_secs(10)).await;
     assert_eq!(
         (&list[0]["status"], &list[0]["last_status"]),
@@ -237,6 +238,33 @@ async fn a_410_disables_the_webhook_and_fails_what_it_had_pending() {
     assert!(hook["disabled_reason"].as_str().unwrap().contains("410"));
     let (_, health) = app.get("/api/health").await;
     assert_eq!(health["checks"]["webhooks"]["disabled"], 1);
+}
+
+/// The producer stores nothing for a webhook disabled before its commit:
+/// a disabled webhook's queue stays empty.
+#[actix_rt::test]
+async fn a_disabled_webhook_is_given_no_new_delivery() {
+    let app = app_with(|_| {}).await;
+    let receiver = Receiver::start(vec![Reply::Status(410)]);
+    let (webhook, _) = created(&app, &receiver.url).await;
+    let owner = Wallet::new().pubkey();
+    queue(&app, &webhook, "5.1", event(&owner, "5.1")).await;
+    settled(&app, &webhook, Duration::from_secs(10)).await;
+    let draft = |change: &str| lendex::store::webhooks::produce::Draft {
+        tick: 1_000_000,
+        delivery_id: lendex::domain::webhooks::delivery_id(&webhook, change, 0),
+        webhook_id: webhook.clone(),
+        change_id: change.into(),
+        events: event(&owner, change),
+    };
+    let pool = app.db.pool();
+    let through =
+        lendex::store::webhooks::produce::store(&pool, "localnet", &[draft("5.3")], 1_000_000)
+            .await
+            .unwrap();
+    assert_eq!(through, 1_000_000, "the cursor moves past it");
+    let list = deliveries(&app, &webhook).await;
+    assert_eq!(list.len(), 1, "{list:?}");
 }
 
 #[actix_rt::test]

@@ -139,13 +139,16 @@ pub const SET_WEBHOOK_CURSOR: &str =
 
 /// Deliveries, once each: $1 ids, $2 webhooks, $3 change ids, $4 events,
 /// $5 ticks (each one's commit time read from the change log while it
-/// holds the tick, else now). A webhook deleted meanwhile takes none.
+/// holds the tick, else now). A webhook deleted or disabled meanwhile takes
+/// none: its row is held shared to the commit, so a disabling that fails
+/// its pending deliveries either sees these or is seen by this.
 pub const INSERT_DELIVERIES: &str = "INSERT INTO webhook_deliveries
         (delivery_id, webhook_id, change_id, events, committed_at)
     SELECT d.id, d.webhook, d.change, d.events,
         coalesce((SELECT min(at) FROM feed_changes WHERE tick = d.tick), now())
     FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::bigint[])
         WITH ORDINALITY AS d(id, webhook, change, events, tick, n)
-    WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook)
+    WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook AND w.status = 'active'
+        FOR SHARE)
     ORDER BY d.n
     ON CONFLICT (delivery_id) DO NOTHING";
