@@ -34,8 +34,8 @@ impl From<String> for Failure {
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         match e {
-            Error::Api { error, .. } => Failure::Answer(
-                serde_json::to_string(&crate::wire::error::ErrorBody { error, field: None })
+            Error::Api { error, field, .. } => Failure::Answer(
+                serde_json::to_string(&crate::wire::error::ErrorBody { error, field })
                     .expect("a string serializes"),
             ),
             other => Failure::Other(other.to_string()),

@@ -132,6 +132,7 @@ async fn errors() {
             status,
             error: reason,
             retry_after,
+            field,
         } = &error
         else {
             panic!("{}: {error:?}", s["name"]);
@@ -144,6 +145,7 @@ async fn errors() {
         );
         assert_eq!(reason, s["error"].as_str().unwrap(), "{}", s["name"]);
         assert_eq!(*retry_after, s["retry_after"].as_u64(), "{}", s["name"]);
+        assert_eq!(field.as_deref(), s["field"].as_str(), "{}", s["name"]);
         assert_eq!(
             error.is_transient(),
             s["transient"].as_bool().unwrap(),

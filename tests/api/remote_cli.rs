@@ -332,10 +332,11 @@ async fn webhooks_are_managed_from_the_command_line() {
     assert_eq!(listed.json()["webhooks"][0]["id"], id);
     let deliveries = remote(&app, &keyfile, &["webhook-deliveries", id, "--limit", "5"]).await;
     assert_eq!(deliveries.json(), serde_json::json!({ "deliveries": [] }));
+    // The server's body as it sent it, the field at fault named.
     let bad = remote(&app, &keyfile, &["create-webhook", "ftp://example.com"]).await;
     assert!(!bad.ok);
     assert!(
-        bad.stdout.contains("invalid") || bad.stderr.contains("invalid"),
+        bad.stderr.contains(r#"{"error":"invalid","field":"url"}"#),
         "{} {}",
         bad.stdout,
         bad.stderr

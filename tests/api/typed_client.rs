@@ -157,7 +157,8 @@ async fn every_public_route_answers_in_its_wire_type() {
         Error::Api {
             status: 404,
             error: "pool account not found".into(),
-            retry_after: None
+            retry_after: None,
+            field: None,
         }
     );
     let bad = Query::new().with("debt_pool", "not-a-pool");
@@ -269,7 +270,8 @@ async fn signed_calls_pass_and_a_stranger_is_refused() {
         Error::Api {
             status: 401,
             error: "not authorized".into(),
-            retry_after: None
+            retry_after: None,
+            field: None,
         }
     );
     assert!(lendex.revoke_admin(&root, &newcomer).await.unwrap().ok);
@@ -291,6 +293,22 @@ async fn webhooks_are_managed_through_the_typed_client() {
         owners: Some(vec![owner.clone()]),
         ..Default::default()
     };
+    // A fault names its field, as the body does.
+    let bad = lendex_client::NewWebhook {
+        url: "ftp://example.com".into(),
+        ..Default::default()
+    };
+    let refused = lendex.create_webhook(&root, &bad).await.unwrap_err();
+    assert_eq!(
+        refused,
+        Error::Api {
+            status: 400,
+            error: "invalid".into(),
+            retry_after: None,
+            field: Some("url".into()),
+        }
+    );
+    assert_eq!(refused.to_string(), "400: invalid (url)");
     let created = lendex.create_webhook(&root, &new).await.unwrap();
     assert!(created.secret.starts_with("whsec_"));
     assert_eq!(created.webhook.owners, Some(vec![owner]));
@@ -310,7 +328,8 @@ async fn webhooks_are_managed_through_the_typed_client() {
         Error::Api {
             status: 404,
             error: "not found".into(),
-            retry_after: None
+            retry_after: None,
+            field: None,
         }
     );
     assert_eq!(lendex.delete_webhook(&root, &id).await.unwrap().id, id);

@@ -24,11 +24,11 @@ def check(what, ok):
     checks += 1
 
 
-def refused(call, status, error):
+def refused(call, status, error, field=None):
     try:
         call()
     except LendexError as e:
-        return (e.status, e.error) == (status, error)
+        return (e.status, e.error) == (status, error) and field in (None, e.field)
     return False
 
 
@@ -99,7 +99,7 @@ check("webhook created", created["secret"].startswith("whsec_"))
 check("webhooks", any(w["id"] == created["id"] and "secret" not in w for w in client.webhooks(root)["webhooks"]))
 check("webhook deliveries", client.webhook_deliveries(root, created["id"], limit=5) == {"deliveries": []})
 check("webhook deleted", client.delete_webhook(root, created["id"])["id"] == created["id"])
-check("bad webhook", refused(lambda: client.create_webhook(root, "ftp://example.com"), 400, "invalid"))
+check("bad webhook", refused(lambda: client.create_webhook(root, "ftp://example.com"), 400, "invalid", "url"))
 
 feed = client.unhealthy_stream(last_event_id="1.1")
 seen = []

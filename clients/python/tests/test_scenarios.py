@@ -41,8 +41,8 @@ def test_errors(s):
     handler, _ = service([s])
     with pytest.raises(LendexError) as e:
         Client("http://lendex.test", transport=httpx.MockTransport(handler)).pools()
-    assert (e.value.status, e.value.error, e.value.retry_after, e.value.transient) == (
-        s["status"], s["error"], s["retry_after"], s["transient"])
+    assert (e.value.status, e.value.error, e.value.retry_after, e.value.transient, e.value.field) == (
+        s["status"], s["error"], s["retry_after"], s["transient"], s["field"])
 
 
 @pytest.mark.parametrize("s", SCENARIOS["polls"], ids=lambda s: s["name"])

@@ -3,13 +3,15 @@
 /** The service answered with one of the spec's error bodies: `error` is its
  *  short reason ("invalid", "rate limited", "nonce invalid or expired", ...). */
 export class LendexError extends Error {
-  constructor(status, error, retryAfter = null) {
-    super(`${status}: ${error}`);
+  constructor(status, error, retryAfter = null, field = null) {
+    super(`${status}: ${error}` + (field ? ` (${field})` : ""));
     this.name = "LendexError";
     this.status = status;
     this.error = error;
     /** Seconds to wait, when the service said (429, 503). */
     this.retryAfter = retryAfter;
+    /** The field at fault, for an `invalid` of a body with many (a webhook's). */
+    this.field = field;
   }
 
   /** Worth trying again later: the service away, busy, draining or limiting. */
@@ -47,14 +49,18 @@ export class RefusedError extends Error {
 export async function errorOf(response) {
   const text = await response.text().catch(() => "");
   let error = text || response.statusText;
+  let field = null;
   try {
     const body = JSON.parse(text);
-    if (body && typeof body.error === "string") error = body.error;
+    if (body && typeof body.error === "string") {
+      error = body.error;
+      if (typeof body.field === "string") field = body.field;
+    }
   } catch {
     // Not the spec's body (a proxy's page): its text is the reason.
   }
   const after = Number.parseInt(response.headers.get("retry-after") ?? "", 10);
-  return new LendexError(response.status, error, Number.isFinite(after) ? after : null);
+  return new LendexError(response.status, error, Number.isFinite(after) ? after : null, field);
 }
 
 export function isTransient(error) {

@@ -195,6 +195,8 @@ export class LendexError extends Error {
   /** The body's `error`: "invalid", "rate limited", "nonce invalid or expired", ... */
   readonly error: string;
   readonly retryAfter: number | null;
+  /** The body's `field`: which field an `invalid` faults, where the body has many (a webhook's). */
+  readonly field: string | null;
   readonly transient: boolean;
 }
 /** The service could not be reached, or its answer was cut short. */

@@ -20,8 +20,9 @@ const check = (what, fn) => Promise.resolve(fn()).then(() => (checks += 1), (e) 
   e.message = `${what}: ${e.message}`;
   throw e;
 });
-/** @param {number} status @param {string} error @returns {(e: any) => boolean} */
-const refused = (status, error) => (e) => e instanceof LendexError && e.status === status && e.error === error;
+/** @param {number} status @param {string} error @param {string} [field] @returns {(e: any) => boolean} */
+const refused = (status, error, field) => (e) =>
+  e instanceof LendexError && e.status === status && e.error === error && (field === undefined || e.field === field);
 
 // Reads.
 const health = await client.health();
@@ -98,7 +99,7 @@ await check("webhooks", async () => {
   assert.ok((await client.webhooks(root)).webhooks.some((w) => w.id === created.id && !("secret" in w)));
   assert.deepEqual(await client.webhookDeliveries(root, created.id, { limit: 5 }), { deliveries: [] });
   assert.equal((await client.deleteWebhook(root, created.id)).id, created.id);
-  await assert.rejects(client.createWebhook(root, { url: "ftp://example.com" }), refused(400, "invalid"));
+  await assert.rejects(client.createWebhook(root, { url: "ftp://example.com" }), refused(400, "invalid", "url"));
 });
 
 // A feed asked to resume from an epoch the service never had: reset, then the snapshot.

@@ -44,7 +44,7 @@ for (const s of scenarios.errors) {
     const { fetch } = service([s]);
     await assert.rejects(new LendexClient("http://lendex.test", { fetch }).pools(), (e) => {
       assert.ok(e instanceof LendexError);
-      assert.deepEqual([e.status, e.error, e.retryAfter, e.transient], [s.status, s.error, s.retry_after, s.transient]);
+      assert.deepEqual([e.status, e.error, e.retryAfter, e.transient, e.field], [s.status, s.error, s.retry_after, s.transient, s.field]);
       return true;
     });
   });

@@ -38,6 +38,12 @@ async function bot(client: LendexClient): Promise<void> {
     await client.health();
   } catch (error) {
     if (error instanceof LendexError && error.error === "rate limited") return;
+    if (error instanceof LendexError) {
+      const field: string | null = error.field;
+      // @ts-expect-error: a field is text or null, never a number
+      const count: number = error.field;
+      void [field, count];
+    }
   }
   // @ts-expect-error: a role the document does not list
   await client.addAdmin(signer, "11111111111111111111111111111111", "owner");

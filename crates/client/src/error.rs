@@ -11,6 +11,9 @@ pub enum Error {
         error: String,
         /// Seconds to wait, when the service said (429, 503).
         retry_after: Option<u64>,
+        /// The body's `field`: which field an `invalid` faults, where the
+        /// body has many (a webhook's).
+        field: Option<String>,
     },
     /// The service could not be reached, or its answer was cut short.
     Transport(String),
@@ -35,6 +38,12 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Api {
+                status,
+                error,
+                field: Some(field),
+                ..
+            } => write!(f, "{status}: {error} ({field})"),
             Error::Api { status, error, .. } => write!(f, "{status}: {error}"),
             Error::Transport(e) => write!(f, "unreachable: {e}"),
             Error::Unexpected(e) => write!(f, "unexpected answer: {e}"),

@@ -126,14 +126,15 @@ pub(crate) async fn api_error(response: reqwest::Response) -> Error {
     let text = response.text().await.unwrap_or_default();
     // Not the spec's body (a proxy's page in front of a restarting service):
     // its text is the reason, and its status still says whether to retry.
-    let error = match serde_json::from_str::<lendex_wire::error::ErrorBody>(&text) {
-        Ok(body) => body.error,
-        Err(_) => text,
+    let (error, field) = match serde_json::from_str::<lendex_wire::error::ErrorBody>(&text) {
+        Ok(body) => (body.error, body.field),
+        Err(_) => (text, None),
     };
     Error::Api {
         status,
         error,
         retry_after,
+        field,
     }
 }
 
