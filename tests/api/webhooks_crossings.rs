@@ -15,7 +15,7 @@ use crate::fixtures::history::{book, served, set_price};
 use crate::fixtures::locks::Held;
 use crate::fixtures::market::{USD, market};
 use crate::fixtures::receiver::{Receiver, Reply};
-use crate::fixtures::webhooks::create;
+use crate::fixtures::webhooks::{create, known_to_replicas};
 use crate::process::leading_pair;
 
 /// Every event the receiver got so far, by owner, in the order received
@@ -66,7 +66,7 @@ async fn a_move_across_each_line_is_delivered_below_then_recovered() {
     let fields = json!({ "url": nobodys.url, "pools": [elsewhere] });
     assert_eq!(create(app, &app.root, fields).await.0, 201);
     // The replicas read the webhooks every second.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    known_to_replicas().await;
 
     // SOL to $30: $900 against $800, 0.889.
     m.set_sol_price(30 * USD).await;
@@ -159,7 +159,7 @@ async fn a_killed_leaders_deliveries_are_finished_by_the_next() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    known_to_replicas().await;
 
     // Under: stored, and its attempt hangs.
     set_price(&client, &b.sol, 12 * ORACLE_DOLLAR).await;

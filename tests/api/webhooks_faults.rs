@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::common::*;
 use crate::fixtures::history::{Book, book, served, set_price};
 use crate::fixtures::receiver::Receiver;
-use crate::fixtures::webhooks::{created, delete};
+use crate::fixtures::webhooks::{created, delete, known_to_replicas};
 use lendex_testkit::proxy::TcpProxy;
 
 /// `n` owners, each with 10 of `collateral` ($20) against 100 of `debt`
@@ -77,7 +77,7 @@ async fn a_move_past_a_thousand_owners_goes_out_in_parts_and_a_deleted_webhook_h
     assert!(loaded);
     let receiver = Receiver::start(vec![]);
     let (webhook, _) = created(&app, &receiver.url).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    known_to_replicas().await;
 
     set_price(&db, &sol, 12 * ORACLE_DOLLAR).await;
     let all = eventually(Duration::from_secs(20), async || {
@@ -123,7 +123,7 @@ async fn a_database_outage_during_deliveries_loses_none() {
     let b: Book = book(&app, &db).await;
     let receiver = Receiver::start(vec![]);
     created(&app, &receiver.url).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    known_to_replicas().await;
 
     set_price(&db, &b.sol, 12 * ORACLE_DOLLAR).await;
     let under = eventually(Duration::from_secs(10), async || {
@@ -176,7 +176,7 @@ async fn a_change_taken_in_by_a_reload_is_judged() {
     let b: Book = book(&app, &db).await;
     let receiver = Receiver::start(vec![]);
     created(&app, &receiver.url).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    known_to_replicas().await;
     set_price(&db, &b.sol, 12 * ORACLE_DOLLAR).await;
     let below = eventually(Duration::from_secs(10), async || {
         received(&receiver).len() == 1
@@ -186,12 +186,7 @@ async fn a_change_taken_in_by_a_reload_is_judged() {
 
     // One transaction: the move and the prune that passes it.
     let tx = db.transaction().await.unwrap();
-    tx.execute(
-        "UPDATE pools SET oracle_price = $2, slot = slot + 1 WHERE pool_address = $1",
-        &[&b.sol, &(20 * ORACLE_DOLLAR)],
-    )
-    .await
-    .unwrap();
+    set_price(&tx, &b.sol, 20 * ORACLE_DOLLAR).await;
     tx.execute("UPDATE feed_clock SET pruned_through = tick", &[])
         .await
         .unwrap();
