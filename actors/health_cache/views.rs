@@ -168,6 +168,8 @@ impl Views {
         let at_feeds = named.map(|named| {
             let mut engine = Engine::at_feeds(cache.max_owners);
             engine.record_events(true);
+            // Its owners hold the confirmed engine's positions while equal.
+            engine.note_position_writes();
             AtFeeds {
                 view: View::new(Book::Confirmed(engine), feed()),
                 feeds: OracleFeeds::default(),
@@ -326,6 +328,7 @@ impl Views {
             f.view.forget_bodies(moved.as_ref().map(|o| o.iter()));
             let engine = f.view.engine_mut();
             let more = engine.apply(translated);
+            engine.share_positions(confirmed);
             // Its health factors are not the index's to store.
             engine.take_dirty();
             unapplied.owners.extend(more.owners);
@@ -476,19 +479,25 @@ impl Views {
                 p.relay(&keys);
             }
         }
-        if let Some(f) = &mut self.at_feeds {
-            let engine = f.view.engine_mut();
-            for (owner, (positions, _)) in &owners {
-                engine.set_owner(*owner, positions.clone());
-            }
-            engine.take_dirty();
-        }
+        let mut at_feeds = self.at_feeds.as_mut().map(|f| f.view.engine_mut());
         let engine = self.confirmed.engine_mut();
         for (owner, (positions, stored)) in owners {
+            if let Some(feeds) = &mut at_feeds {
+                feeds.set_owner(owner, positions.clone());
+            }
             engine.set_owner(owner, positions);
             if let Some(stored) = stored {
                 engine.set_stored(&owner, stored);
             }
+            // Owner by owner, so the copy made for the feed view is freed
+            // before the next is made (a load holds one list per owner).
+            if let Some(feeds) = &mut at_feeds {
+                feeds.share_positions(engine);
+            }
+        }
+        if let Some(feeds) = at_feeds {
+            // Its health factors are not the index's to store.
+            feeds.take_dirty();
         }
     }
 }
@@ -517,5 +526,51 @@ mod tests {
         let epochs: BTreeSet<u64> = keys.iter().map(|k| view_epoch(epoch, *k)).collect();
         assert_eq!(epochs.len(), 4);
         assert_eq!(view_epoch(epoch, ViewKey::CONFIRMED), epoch);
+    }
+
+    /// The feed view holds the confirmed view's position lists, after a
+    /// load and after a tick that moves an owner, not copies of them.
+    #[test]
+    fn the_feed_view_shares_the_confirmed_views_positions() {
+        use crate::engine::sample::{POOLS, owner_key, pool_state, position};
+        let cache = CacheConfig {
+            max_owners: 1_000,
+            subscriber_max_lag_bytes: 1 << 20,
+            replay_bytes: 1 << 20,
+            change_log_seconds: 60,
+        };
+        let (named, _) = watch::channel(Arc::default());
+        let mut views = Views::new(&cache, 60, false, Some(named));
+        let pools: Vec<PoolState> = (0..POOLS).map(|i| pool_state(i, Some(1_000_000))).collect();
+        let owners: Owners = (0..8u8)
+            .map(|o| (owner_key(o), (vec![position(o, 0, 1_000, 900, 1)], None)))
+            .collect();
+        views.load(&pools, &[], owners, Vec::new());
+        let shared = |views: &Views| {
+            let feeds = views.get(ViewKey::new(Commitment::Confirmed, Oracle::Feed));
+            feeds.expect("served").engine().shared_position_lists()
+        };
+        assert_eq!(shared(&views), 8);
+        let moved = Change::Position {
+            owner: owner_key(3),
+            position: position(3, 1, 5, 5, 2),
+            row_health_factor: 0,
+        };
+        let tick = |changes| Tick {
+            tick: 1,
+            changes,
+            overlay: Vec::new(),
+        };
+        views.apply_tick(tick(vec![moved]));
+        assert_eq!(shared(&views), 8);
+        let positions = |key: ViewKey| {
+            let engine = views.get(key).expect("served").engine();
+            engine.peek(&owner_key(3)).map(|v| v.positions.len())
+        };
+        assert_eq!(positions(ViewKey::CONFIRMED), Some(2));
+        assert_eq!(
+            positions(ViewKey::new(Commitment::Confirmed, Oracle::Feed)),
+            Some(2)
+        );
     }
 }

@@ -171,7 +171,7 @@ impl Engine {
                     return;
                 };
                 if let Some(p) =
-                    (self.owners.get_mut(id).positions.iter_mut()).find(|p| p.address == position)
+                    (self.owners.positions_mut(id).iter_mut()).find(|p| p.address == position)
                 {
                     p.synced_us = synced_us;
                     p.slot = p.slot.max(slot);
@@ -185,9 +185,14 @@ impl Engine {
                 let Some(pool_id) = self.pools.id_of(&pool) else {
                     return;
                 };
+                let stamped = |p: &Held| p.pool == pool_id && p.slot < slot;
                 for member in self.pools.members(pool_id) {
-                    for p in &mut self.owners.get_mut(member).positions {
-                        if p.pool == pool_id && p.slot < slot {
+                    // Copied from a twin's only when something is stamped.
+                    if !self.owners.get(member).positions.iter().any(stamped) {
+                        continue;
+                    }
+                    for p in self.owners.positions_mut(member) {
+                        if stamped(p) {
                             p.slot = slot;
                             p.synced_us = synced_us;
                         }
@@ -251,7 +256,7 @@ impl Engine {
             };
             if let Some(id) = self.owners.slot_of(owner)
                 && let Some(held) =
-                    (self.owners.get_mut(id).positions.iter_mut()).find(|p| p.address == *position)
+                    (self.owners.positions_mut(id).iter_mut()).find(|p| p.address == *position)
             {
                 held.slot = 0;
             }

@@ -451,7 +451,7 @@ impl Engine {
         }
         let owner = self.owners.get(id);
         let mut changes = Vec::new();
-        for p in &owner.positions {
+        for p in owner.positions.iter() {
             let Some((_, old)) = before.iter().find(|(a, _)| *a == p.address) else {
                 continue;
             };

@@ -31,6 +31,7 @@ pub mod risk;
 #[cfg(any(test, feature = "sample"))]
 pub mod sample;
 pub mod state;
+mod twin;
 pub mod unhealthy;
 pub mod view;
 
@@ -153,7 +154,11 @@ impl Engine {
         });
         let filing = self.filing.after(moved_from);
         let (history, commitment, oracle) = (self.history.take(), self.commitment, self.oracle);
+        let notes_writes = self.owners.notes_writes();
         *self = Engine::new(self.owners.max_owners());
+        if notes_writes {
+            self.owners.note_writes();
+        }
         self.history = history;
         self.commitment = commitment;
         self.oracle = oracle;
@@ -319,7 +324,7 @@ impl Engine {
             Some(id) => {
                 let owner = self.owners.get_mut(id);
                 let old = (owner.hf, snapshot(&owner.positions));
-                for p in std::mem::take(&mut owner.positions) {
+                for p in std::mem::take(&mut owner.positions).iter() {
                     self.pools.leave(p.pool, id);
                 }
                 (id, Some(old))
@@ -337,7 +342,7 @@ impl Engine {
         let rows_changed = old
             .as_ref()
             .is_none_or(|(_, rows)| *rows != snapshot(&held));
-        self.owners.get_mut(id).positions = held;
+        self.owners.set_positions(id, held);
         self.refile(id, hf, old.as_ref().map(|(h, _)| *h), rows_changed, quote);
         let (cause, changed) = self.owner_change(rows_changed);
         self.note_owner(id, cause, changed, None);
@@ -404,7 +409,7 @@ impl Engine {
         if let Some(baseline) = recorded {
             self.park_baseline(key, baseline);
         }
-        for p in &positions {
+        for p in positions.iter() {
             self.pools.leave(p.pool, id);
         }
         self.filing.leave(key, hf);
@@ -416,7 +421,7 @@ impl Engine {
     /// missing.
     fn evict(&mut self, evicted: Vec<Slot>) {
         for id in evicted {
-            for p in &self.owners.get(id).positions {
+            for p in self.owners.get(id).positions.iter() {
                 self.pools.lost_member(p.pool);
             }
             self.release(id);

@@ -3,6 +3,8 @@
 //! where, and who is evicted past `max_owners`); an owner's value and what it
 //! means to the feed are the engine's.
 
+use std::sync::Arc;
+
 use lru::LruCache;
 
 use super::filing::{Standing, standing};
@@ -15,7 +17,10 @@ use lendex_domain::pubkey::Pubkey;
 /// One resident owner: its positions and what the engine derived from them.
 pub(crate) struct Owner {
     pub(crate) key: Pubkey,
-    pub(crate) positions: Vec<Held>,
+    /// Shared with the same owner's in a twin engine while they are equal
+    /// (`twin.rs`): written only through `OwnerSlab::set_positions` and
+    /// `positions_mut`, which copy a shared list before changing it.
+    pub(crate) positions: Arc<[Held]>,
     pub(crate) hf: u128,
     /// The value last known to be stored in positions.health_factor_wad.
     pub(crate) stored_hf: Option<u128>,
@@ -37,6 +42,9 @@ pub(crate) struct OwnerSlab {
     lru: LruCache<Slot, (), Hasher>,
     max_owners: usize,
     evictions: u64,
+    /// While this slab shares positions with a twin's: the slots whose
+    /// positions were written since the last share (`twin.rs`).
+    written: Option<Vec<Slot>>,
 }
 
 impl OwnerSlab {
@@ -48,6 +56,7 @@ impl OwnerSlab {
             lru: LruCache::unbounded_with_hasher(Hasher::default()),
             max_owners: max_owners.max(1),
             evictions: 0,
+            written: None,
         }
     }
 
@@ -77,6 +86,52 @@ impl OwnerSlab {
         self.owners.len()
     }
 
+    /// An owner's new positions.
+    pub(crate) fn set_positions(&mut self, slot: Slot, positions: Vec<Held>) {
+        self.owners[slot as usize].positions = positions.into();
+        self.note_written(slot);
+    }
+
+    /// An owner's positions to change in place: its own copy first when a
+    /// twin shares them.
+    pub(crate) fn positions_mut(&mut self, slot: Slot) -> &mut [Held] {
+        self.note_written(slot);
+        let positions = &mut self.owners[slot as usize].positions;
+        if Arc::get_mut(positions).is_none() {
+            *positions = positions.iter().cloned().collect();
+        }
+        Arc::get_mut(positions).expect("just made its own")
+    }
+
+    fn note_written(&mut self, slot: Slot) {
+        if let Some(written) = &mut self.written {
+            written.push(slot);
+        }
+    }
+
+    /// Starts noting the slots whose positions are written (a twin's sharer).
+    pub(crate) fn note_writes(&mut self) {
+        self.written.get_or_insert_with(Vec::new);
+    }
+
+    pub(crate) fn notes_writes(&self) -> bool {
+        self.written.is_some()
+    }
+
+    /// The slots whose positions were written since the last take.
+    pub(crate) fn take_written(&mut self) -> Vec<Slot> {
+        self.written
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Whether `slot` holds a resident owner.
+    pub(crate) fn is_resident(&self, slot: Slot) -> bool {
+        let owner = &self.owners[slot as usize];
+        self.index.get(&owner.key) == Some(&slot)
+    }
+
     /// The resident owners' slots, in no order.
     pub(crate) fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
         self.index.values().copied()
@@ -104,7 +159,7 @@ impl OwnerSlab {
     pub(crate) fn alloc(&mut self, key: Pubkey, recorded: Option<Baseline>) -> Slot {
         let owner = Owner {
             key,
-            positions: Vec::new(),
+            positions: Arc::default(),
             hf: u128::MAX,
             stored_hf: None,
             quote: None,

@@ -188,7 +188,7 @@ pub fn shock(
                 continue; // healthy, unshocked: not liquidatable, no bad debt
             }
             let mut after = Sums::default();
-            for p in &owner.positions {
+            for p in owner.positions.iter() {
                 if let Some(c) = ctx[p.pool as usize] {
                     after.add(position_values(
                         &c.entry.state.pricing,
@@ -288,7 +288,7 @@ pub fn curve(
         for &slot in part {
             let mut others = Sums::default();
             let mut mine = None;
-            for p in &owners.get(slot).positions {
+            for p in owners.get(slot).positions.iter() {
                 if p.pool == id {
                     mine = Some(p);
                 } else if let Some(c) = ctx[p.pool as usize] {

@@ -60,7 +60,7 @@ pub struct PositionState {
 /// A position as held: its state with the pool as a dense id instead of a
 /// 32-byte key (a million positions are 32 MB less), the fields a re-score
 /// reads first.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub amounts: PositionAmounts,
     pub(super) pool: PoolId,
