@@ -327,7 +327,9 @@ impl Views {
                 .then(|| translated.iter().filter_map(Change::owner).collect());
             f.view.forget_bodies(moved.as_ref().map(|o| o.iter()));
             let engine = f.view.engine_mut();
-            let more = engine.apply(translated);
+            // The confirmed engine took the same tick: where a pool is at
+            // its copy, its members' scores are taken from there.
+            let more = engine.apply_beside(translated, confirmed);
             engine.share_positions(confirmed);
             // Its health factors are not the index's to store.
             engine.take_dirty();

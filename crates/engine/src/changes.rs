@@ -92,6 +92,17 @@ impl Engine {
     /// once, then the touches (they move sync times and slots only, after the
     /// rows they may follow).
     pub fn apply(&mut self, changes: Vec<Change>) -> Unapplied {
+        self.apply_with(changes, None)
+    }
+
+    /// `apply`, after `twin` applied the same changes: members of a repriced
+    /// pool whose positions and pools are the twin's take its scores instead
+    /// of computing them again (`twin.rs`; docs/design.md §17).
+    pub fn apply_beside(&mut self, changes: Vec<Change>, twin: &Engine) -> Unapplied {
+        self.apply_with(changes, Some(twin))
+    }
+
+    fn apply_with(&mut self, changes: Vec<Change>, twin: Option<&Engine>) -> Unapplied {
         let mut unapplied = Unapplied::default();
         let mut owners: Vec<(Pubkey, Vec<Edit>)> = Vec::new();
         let mut at: FastMap<Pubkey, usize> = FastMap::default();
@@ -137,8 +148,12 @@ impl Engine {
         }
         // Every pool of the change set first: each member is scored once
         // with all the new prices.
+        let twin = (!moved.is_empty())
+            .then_some(twin)
+            .flatten()
+            .map(|twin| TwinScores::new(&self.pools, twin));
         for (address, m) in moved {
-            if self.rescore_moved(m) {
+            if self.rescore_moved(m, twin.as_ref()) {
                 unapplied.pools.push(address);
             }
         }
@@ -290,7 +305,13 @@ impl Engine {
     /// the pools and each owner's own positions, so they are computed on all
     /// cores first; filing them (ranking, LRU, events, write-back) stays
     /// sequential and in member order.
-    pub(crate) fn rescore_pool(&mut self, id: PoolId, cause: Cause, recrank: bool) {
+    pub(crate) fn rescore_pool(
+        &mut self,
+        id: PoolId,
+        cause: Cause,
+        recrank: bool,
+        twin: Option<&TwinScores<'_>>,
+    ) {
         // An earlier re-score's values are noted before this one moves them.
         self.settle_notes();
         // In slot order: owners and their positions were allocated in load order,
@@ -305,6 +326,11 @@ impl Engine {
         let recording = self.is_recording_history();
         let scored = par_map(&members, |&member| {
             let owner = owners.get(member);
+            // History's sums are this engine's own work (the twin's are not
+            // kept).
+            if !recording && let Some((hf, quote)) = twin.and_then(|t| t.scored(owner)) {
+                return (hf, quote, None);
+            }
             let (hf, valued) = if recording {
                 let (sums, valued) = history::valued_of(pools, &owner.positions);
                 (sums.health_factor(), Some(valued))

@@ -43,6 +43,7 @@ use filing::{Filing, Standing};
 use owners::OwnerSlab;
 use pools::{Moved, PoolTable, Set};
 pub use state::{Held, PoolEntry, PoolState, PositionState};
+use twin::TwinScores;
 use view::{OwnerView, quote_inputs};
 
 use lendex_domain::forks::Commitment;
@@ -199,7 +200,7 @@ impl Engine {
     /// that differs only in its slot moves the slot alone (nothing to re-render).
     pub fn upsert_pool(&mut self, state: PoolState) -> bool {
         match self.set_pool(state) {
-            Some(moved) => self.rescore_moved(moved),
+            Some(moved) => self.rescore_moved(moved, None),
             None => false,
         }
     }
@@ -237,7 +238,9 @@ impl Engine {
 
     /// Re-scores (or, for new terms alone, re-quotes) the members of a pool
     /// `set_pool` moved; true when it has evicted members to re-load.
-    pub(crate) fn rescore_moved(&mut self, moved: Moved) -> bool {
+    /// With `twin`, members whose positions and pools are its own take its
+    /// scores (`twin.rs`).
+    pub(crate) fn rescore_moved(&mut self, moved: Moved, twin: Option<&TwinScores<'_>>) -> bool {
         if self.pools.get(moved.id).is_none() {
             return false; // removed since
         }
@@ -245,7 +248,7 @@ impl Engine {
             self.requote_pool(moved.id, moved.recrank);
             return false;
         }
-        self.rescore_pool(moved.id, moved.cause, moved.recrank);
+        self.rescore_pool(moved.id, moved.cause, moved.recrank, twin);
         // Read after the re-score: a member that turned healthy may have evicted
         // another that has not been re-scored yet.
         self.pools.has_evicted_members(moved.id)

@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 
 use super::oracle::{FeedReading, OracleFeeds, at_feed};
-use crate::Engine;
 use crate::sample::*;
+use crate::{Change, Engine};
 use lendex_domain::pubkey::Pubkey;
 use lendex_domain::pyth::{FeedPrice, FeedStatus, PriceMessage, PriceUpdate, Verification};
 
@@ -107,14 +107,17 @@ fn scores(engine: &Engine, owners: &[Pubkey]) -> Vec<(Pubkey, Option<u128>, Opti
         .collect()
 }
 
+fn positions_of(engine: &Engine, owner: &Pubkey) -> Vec<crate::PositionState> {
+    let view = engine.peek(owner).expect("resident");
+    (view.positions.iter())
+        .map(|(held, pool)| held.state(pool.state.address))
+        .collect()
+}
+
 fn market(engine: &mut Engine) -> Vec<Pubkey> {
     let (sample, owners) = sample_market(OWNERS);
     for owner in &owners {
-        let view = sample.peek(owner).expect("resident");
-        let positions = (view.positions.iter())
-            .map(|(held, pool)| held.state(pool.state.address))
-            .collect();
-        engine.set_owner(*owner, positions);
+        engine.set_owner(*owner, positions_of(&sample, owner));
     }
     owners
 }
@@ -135,8 +138,12 @@ proptest! {
             pool_view.upsert_pool(state.clone());
             feed_view.upsert_pool(feeds.copy(state).expect("not older"));
         }
+        // As the service runs it: the feed view holds the pool view's
+        // lists and takes its scores where a pool is at its copy.
+        feed_view.note_position_writes();
         let owners = market(&mut feed_view);
         market(&mut pool_view);
+        prop_assert_eq!(feed_view.share_positions(&pool_view), owners.len());
         for (t, op) in ops.iter().enumerate() {
             let slot = 2 + t as u64;
             match *op {
@@ -148,9 +155,8 @@ proptest! {
                 Op::Feed(i, x, s) => {
                     let r = reading(x, s, slot);
                     last[i] = Some(r);
-                    for state in feeds.reading(&feed_key(i), r) {
-                        feed_view.upsert_pool(state);
-                    }
+                    let moved = feeds.reading(&feed_key(i), r).into_iter().map(Change::Pool);
+                    feed_view.apply_beside(moved.collect(), &pool_view);
                     continue;
                 }
             }
@@ -159,8 +165,10 @@ proptest! {
                 Op::Feed(..) => unreachable!("handled above"),
             };
             pool_view.upsert_pool(state.clone());
-            feed_view.upsert_pool(feeds.copy(state).expect("not older"));
+            let state = feeds.copy(state).expect("not older");
+            feed_view.apply_beside(vec![Change::Pool(state)], &pool_view);
         }
+        prop_assert_eq!(feed_view.shared_position_lists(), owners.len());
         // The model: every pool at its effective price, scored afresh.
         let mut fresh = Engine::new(usize::MAX);
         let mut all_equal = true;

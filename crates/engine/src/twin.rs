@@ -8,7 +8,54 @@
 
 use std::sync::Arc;
 
-use super::Engine;
+use super::owners::Owner;
+use super::pools::PoolTable;
+use super::{Engine, PoolId};
+use lendex_domain::liquidation::Quote;
+
+/// What a re-score may take from a twin that applied the same changes
+/// first: an owner's health factor and quote depend only on its positions
+/// and, for each, its pool's address, pricing and terms. Where the owner
+/// holds the twin's very list (`share_positions`) and every pool it names
+/// is the twin's alike, the twin's values are the ones this engine would
+/// compute; the feed view so re-scores only what its feeds moved.
+pub(crate) struct TwinScores<'a> {
+    twin: &'a Engine,
+    /// By pool id: the twin holds the same pool under that id, alike.
+    alike: Vec<bool>,
+}
+
+impl<'a> TwinScores<'a> {
+    /// After every pool of a change is set, before any member is re-scored.
+    pub(crate) fn new(pools: &PoolTable, twin: &'a Engine) -> Self {
+        let alike = (0..pools.id_bound())
+            .map(|id| {
+                let (Some(mine), Some(theirs)) =
+                    (pools.get(id as PoolId), twin.pools.get(id as PoolId))
+                else {
+                    return false;
+                };
+                let (a, b) = (&mine.state, &theirs.state);
+                a.address == b.address && a.pricing == b.pricing && a.terms == b.terms
+            })
+            .collect();
+        TwinScores { twin, alike }
+    }
+
+    /// The twin's health factor and quote for `owner`, when they are what
+    /// this engine would compute.
+    pub(crate) fn scored(&self, owner: &Owner) -> Option<(u128, Option<Box<Quote>>)> {
+        let theirs = self.twin.owners.by_key(&owner.key)?;
+        if !Arc::ptr_eq(&theirs.positions, &owner.positions) {
+            return None;
+        }
+        let alike = |id: PoolId| self.alike.get(id as usize).copied().unwrap_or(false);
+        if !owner.positions.iter().all(|p| alike(p.pool)) {
+            return None;
+        }
+        Some((theirs.hf, theirs.quote.clone()))
+    }
+}
 
 impl Engine {
     /// From now on the slots whose positions are written are noted, for
@@ -140,8 +187,9 @@ mod tests {
 
     proptest! {
         /// A sharer and its twin answer exactly as two engines that share
-        /// nothing, given the same changes, one-sided ones included; with
-        /// no one-sided change, every owner ends up shared.
+        /// nothing and compute every score, given the same changes,
+        /// one-sided ones included (pools priced apart, owners moved in
+        /// one); with no one-sided change, every owner ends up shared.
         #[test]
         fn sharing_changes_no_answer(
             ticks in proptest::collection::vec(
@@ -157,7 +205,9 @@ mod tests {
                     plain_twin.apply(changes.clone());
                 }
                 if !matches!(to, To::Twin) {
-                    sharer.apply(changes.clone());
+                    // Beside the twin even when it did not take the change:
+                    // what it holds otherwise must not be taken.
+                    sharer.apply_beside(changes.clone(), &twin);
                     plain_sharer.apply(changes);
                 }
                 one_sided |= !matches!(to, To::Both);
