@@ -314,7 +314,8 @@ impl Views {
             // Any confirmed change may end an overlaid write: all its bodies go.
             view.forget_bodies(None::<std::iter::Empty<&Pubkey>>);
             if let Some(p) = view.processed_mut() {
-                for more in [p.apply_confirmed(changes), p.settle_confirmed(confirmed)] {
+                let applied = p.apply_confirmed(changes, confirmed);
+                for more in [applied, p.settle_confirmed(confirmed)] {
                     unapplied.owners.extend(more.owners);
                     unapplied.pools.extend(more.pools);
                 }
@@ -472,34 +473,39 @@ impl Views {
     /// `owners` as stored, in every view; with `relay`, the overlay's
     /// writes of theirs laid over them again (a load lays the whole overlay).
     fn set_owners(&mut self, owners: Owners, relay: bool) {
-        for p in self.processed.iter_mut().filter_map(View::processed_mut) {
-            for (owner, (positions, _)) in &owners {
-                p.engine_mut().set_owner(*owner, positions.clone());
-            }
-            if relay {
-                let keys: Vec<Pubkey> = owners.keys().copied().collect();
-                p.relay(&keys);
-            }
-        }
-        let mut at_feeds = self.at_feeds.as_mut().map(|f| f.view.engine_mut());
+        let keys: Vec<Pubkey> = match relay {
+            true => owners.keys().copied().collect(),
+            false => Vec::new(),
+        };
+        // Every other view holds the confirmed engine's lists while equal.
+        let mut others: Vec<&mut Engine> = (self.processed.iter_mut())
+            .filter_map(View::processed_mut)
+            .map(Processed::engine_mut)
+            .chain(self.at_feeds.as_mut().map(|f| f.view.engine_mut()))
+            .collect();
         let engine = self.confirmed.engine_mut();
         for (owner, (positions, stored)) in owners {
-            if let Some(feeds) = &mut at_feeds {
-                feeds.set_owner(owner, positions.clone());
+            for other in &mut others {
+                other.set_owner(owner, positions.clone());
             }
             engine.set_owner(owner, positions);
             if let Some(stored) = stored {
                 engine.set_stored(&owner, stored);
             }
-            // Owner by owner, so the copy made for the feed view is freed
+            // Owner by owner, so each copy made for another view is freed
             // before the next is made (a load holds one list per owner).
-            if let Some(feeds) = &mut at_feeds {
-                feeds.share_positions(engine);
+            for other in &mut others {
+                other.share_positions(engine);
             }
         }
-        if let Some(feeds) = at_feeds {
-            // Its health factors are not the index's to store.
-            feeds.take_dirty();
+        // Their health factors are not the index's to store.
+        for other in others {
+            other.take_dirty();
+        }
+        if relay {
+            for p in self.processed.iter_mut().filter_map(View::processed_mut) {
+                p.relay(&keys);
+            }
         }
     }
 }
@@ -530,10 +536,10 @@ mod tests {
         assert_eq!(view_epoch(epoch, ViewKey::CONFIRMED), epoch);
     }
 
-    /// The feed view holds the confirmed view's position lists, after a
+    /// The other views hold the confirmed view's position lists, after a
     /// load and after a tick that moves an owner, not copies of them.
     #[test]
-    fn the_feed_view_shares_the_confirmed_views_positions() {
+    fn every_view_shares_the_confirmed_views_positions() {
         use crate::engine::sample::{POOLS, owner_key, pool_state, position};
         let cache = CacheConfig {
             max_owners: 1_000,
@@ -542,17 +548,29 @@ mod tests {
             change_log_seconds: 60,
         };
         let (named, _) = watch::channel(Arc::default());
-        let mut views = Views::new(&cache, 60, false, Some(named));
+        let mut views = Views::new(&cache, 60, true, Some(named));
+        let others = [
+            ViewKey::new(Commitment::Confirmed, Oracle::Feed),
+            ViewKey::new(Commitment::Processed, Oracle::Pool),
+            ViewKey::new(Commitment::Processed, Oracle::Feed),
+        ];
         let pools: Vec<PoolState> = (0..POOLS).map(|i| pool_state(i, Some(1_000_000))).collect();
         let owners: Owners = (0..8u8)
             .map(|o| (owner_key(o), (vec![position(o, 0, 1_000, 900, 1)], None)))
             .collect();
         views.load(&pools, &[], owners, Vec::new());
         let shared = |views: &Views| {
-            let feeds = views.get(ViewKey::new(Commitment::Confirmed, Oracle::Feed));
-            feeds.expect("served").engine().shared_position_lists()
+            (others.iter())
+                .map(|key| {
+                    views
+                        .get(*key)
+                        .expect("served")
+                        .engine()
+                        .shared_position_lists()
+                })
+                .collect::<Vec<_>>()
         };
-        assert_eq!(shared(&views), 8);
+        assert_eq!(shared(&views), [8; 3]);
         let moved = Change::Position {
             owner: owner_key(3),
             position: position(3, 1, 5, 5, 2),
@@ -564,15 +582,13 @@ mod tests {
             overlay: Vec::new(),
         };
         views.apply_tick(tick(vec![moved]));
-        assert_eq!(shared(&views), 8);
+        assert_eq!(shared(&views), [8; 3]);
         let positions = |key: ViewKey| {
             let engine = views.get(key).expect("served").engine();
             engine.peek(&owner_key(3)).map(|v| v.positions.len())
         };
-        assert_eq!(positions(ViewKey::CONFIRMED), Some(2));
-        assert_eq!(
-            positions(ViewKey::new(Commitment::Confirmed, Oracle::Feed)),
-            Some(2)
-        );
+        for key in std::iter::once(ViewKey::CONFIRMED).chain(others) {
+            assert_eq!(positions(key), Some(2), "{key:?}");
+        }
     }
 }

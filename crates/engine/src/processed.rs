@@ -110,6 +110,8 @@ impl Processed {
         let mut engine = Engine::new(max_owners);
         engine.commitment = Commitment::Processed;
         engine.record_events(true);
+        // Its owners hold the confirmed engine's positions while equal.
+        engine.note_position_writes();
         Processed {
             engine,
             overlay: FastMap::default(),
@@ -123,6 +125,7 @@ impl Processed {
         let mut engine = Engine::at_feeds(max_owners);
         engine.commitment = Commitment::Processed;
         engine.record_events(true);
+        engine.note_position_writes();
         Processed {
             feeds: Some(Box::default()),
             engine,
@@ -183,9 +186,11 @@ impl Processed {
         self.overlay.get(account)
     }
 
-    /// A tick of confirmed changes: applied, but where the overlay holds the
-    /// account at the same or a newer slot; a newer one ends its overlay.
-    pub fn apply_confirmed(&mut self, changes: &[Change]) -> Unapplied {
+    /// A tick of confirmed changes, after `confirmed` took it: applied, but
+    /// where the overlay holds the account at the same or a newer slot; a
+    /// newer one ends its overlay. Where an owner's inputs are the
+    /// confirmed engine's, its scores are taken from there (`twin.rs`).
+    pub fn apply_confirmed(&mut self, changes: &[Change], confirmed: &Engine) -> Unapplied {
         let mut kept = Vec::with_capacity(changes.len());
         for change in changes {
             let account = match change {
@@ -220,7 +225,7 @@ impl Processed {
             kept.push(change.clone());
         }
         let kept = self.priced(kept);
-        let unapplied = self.engine.apply(kept);
+        let unapplied = self.engine.apply_beside(kept, confirmed);
         self.engine.take_dirty();
         unapplied
     }
@@ -233,6 +238,7 @@ impl Processed {
         let ended = std::mem::take(&mut self.ended);
         let unapplied = self.restore_from(ended, confirmed);
         self.engine.take_dirty();
+        self.engine.share_positions(confirmed);
         unapplied
     }
 
@@ -271,6 +277,7 @@ impl Processed {
         let changes = self.priced(changes);
         let last = self.engine.apply(changes);
         self.engine.take_dirty();
+        self.engine.share_positions(confirmed);
         unapplied.owners.extend(last.owners);
         unapplied.pools.extend(last.pools);
         unapplied

@@ -311,11 +311,11 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         if !tick.is_empty() {
             let unapplied = confirmed.apply(tick.clone());
             prop_assert_eq!(unapplied, Unapplied::default());
-            let unapplied = processed.apply_confirmed(&tick);
+            let unapplied = processed.apply_confirmed(&tick, &confirmed);
             prop_assert_eq!(unapplied, Unapplied::default());
             let unapplied = processed.settle_confirmed(&confirmed);
             prop_assert_eq!(unapplied, Unapplied::default());
-            let unapplied = at_feeds.apply_confirmed(&tick);
+            let unapplied = at_feeds.apply_confirmed(&tick, &confirmed);
             prop_assert_eq!(unapplied, Unapplied::default());
             let unapplied = at_feeds.settle_confirmed(&confirmed);
             prop_assert_eq!(unapplied, Unapplied::default());
