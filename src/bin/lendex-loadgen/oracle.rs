@@ -28,7 +28,7 @@ fn feed_account(price: i64) -> Vec<u8> {
 }
 
 /// A pause before each timed write.
-const SETTLE: Duration = Duration::from_secs(2);
+const SETTLE: Duration = Duration::from_secs(5);
 
 /// Waits until the service at `api` reads the server.
 async fn connected(api: &str) {
@@ -67,7 +67,10 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
     let mut at_pool = feed::subscribe_query(api, "?oracle=pool").await;
     let mut at_feed = feed::subscribe_query(api, "?oracle=feed").await;
     let quiet = Duration::from_millis(300);
-    let (mut to_feed, mut to_pool) = (Vec::new(), Vec::new());
+    // By direction: a round that sinks every owner (a start and a quote
+    // each) costs twice one that lifts them (a stop each), so one median
+    // over both falls between the two and moves with a single round.
+    let (mut to_feed, mut to_pool) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     for n in 0..rounds {
         let price = match n % 2 {
             0 => base * low_percent / 100,
@@ -76,6 +79,7 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
         // Each timed write starts on a quiet service: the last crank's
         // write-back of every re-scored health factor (the pool view's; the
         // feed view writes none back) would otherwise be in its way alone.
+        // At 25,000 owners it takes more than 2 s (100,000 rows, logged).
         tokio::time::sleep(SETTLE).await;
         slot += 1;
         let started = Instant::now();
@@ -109,14 +113,22 @@ pub async fn latency(api: &str, program: Pubkey, listen: &str, rounds: usize, lo
             "round {n}: feed write -> last feed view event {f_last:?} ({f_events} events); \
              crank -> last pool view event {p_last:?} ({p_events})"
         );
-        to_feed.push(f_last);
-        to_pool.push(p_last);
+        to_feed[n % 2].push(f_last);
+        to_pool[n % 2].push(p_last);
     }
-    let (f50, f99) = p50_p99(&mut to_feed);
-    let (p50, p99) = p50_p99(&mut to_pool);
-    println!(
-        "feed write -> last feed view event: median {f50:?} (p99 {f99:?}); \
-         pool write -> last pool view event: median {p50:?} (p99 {p99:?}); ratio {:.2}",
-        f50.as_secs_f64() / p50.as_secs_f64()
-    );
+    for (direction, (to_feed, to_pool)) in ["sinking", "lifting"]
+        .iter()
+        .zip(to_feed.iter_mut().zip(to_pool.iter_mut()))
+    {
+        if to_feed.is_empty() {
+            continue;
+        }
+        let (f50, f99) = p50_p99(to_feed);
+        let (p50, p99) = p50_p99(to_pool);
+        println!(
+            "feed write -> last feed view event, {direction} rounds: median {f50:?} (p99 {f99:?}); \
+             pool write -> last pool view event: median {p50:?} (p99 {p99:?}); ratio {:.2}",
+            f50.as_secs_f64() / p50.as_secs_f64()
+        );
+    }
 }
