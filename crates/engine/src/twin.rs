@@ -91,7 +91,9 @@ impl Engine {
         shared
     }
 
-    /// How many resident owners hold a list shared with another engine.
+    /// How many resident owners hold a list shared with another engine
+    /// (for tests, here and in the views').
+    #[cfg(any(test, feature = "sample"))]
     pub fn shared_position_lists(&self) -> usize {
         (self.owners.resident())
             .filter(|o| Arc::strong_count(&o.positions) > 1)
