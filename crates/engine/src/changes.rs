@@ -148,10 +148,7 @@ impl Engine {
         }
         // Every pool of the change set first: each member is scored once
         // with all the new prices.
-        let twin = (!moved.is_empty())
-            .then_some(twin)
-            .flatten()
-            .map(|twin| TwinScores::new(&self.pools, twin));
+        let twin = (twin.filter(|_| !moved.is_empty())).map(|t| TwinScores::new(&self.pools, t));
         for (address, m) in moved {
             if self.rescore_moved(m, twin.as_ref()) {
                 unapplied.pools.push(address);

@@ -96,11 +96,7 @@ impl OwnerSlab {
     /// twin shares them.
     pub(crate) fn positions_mut(&mut self, slot: Slot) -> &mut [Held] {
         self.note_written(slot);
-        let positions = &mut self.owners[slot as usize].positions;
-        if Arc::get_mut(positions).is_none() {
-            *positions = positions.iter().cloned().collect();
-        }
-        Arc::get_mut(positions).expect("just made its own")
+        Arc::make_mut(&mut self.owners[slot as usize].positions)
     }
 
     fn note_written(&mut self, slot: Slot) {
